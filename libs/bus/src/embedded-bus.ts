@@ -1,0 +1,254 @@
+import { EventEmitter } from "node:events";
+import type { Migration } from "@prefix-guard/db";
+import type { Logger } from "@prefix-guard/logging";
+import type { Knex } from "knex";
+import { partitionForKey } from "./partition";
+import {
+  handlerBackoffMs,
+  type IncomingMessage,
+  type MessageBus,
+  type OutgoingMessage,
+  type SubscribeOptions,
+  type Subscription,
+  sleep,
+  type TopicSpec,
+} from "./port";
+
+/**
+ * The embedded transport's log lives in a database (SQLite in `make run`), not in memory: a message
+ * the relay marked as published must still reach its consumers after a crash, or the outbox's
+ * "never lose" would end at the process boundary.
+ */
+export const embeddedBusMigrations: readonly Migration[] = [
+  {
+    name: "0001_bus_log",
+    async up(db) {
+      await db.schema.createTable("bus_topic", (t) => {
+        t.string("topic", 200).primary();
+        t.integer("partitions").notNullable();
+        t.bigInteger("retention_ms").notNullable();
+      });
+      await db.schema.createTable("bus_partition", (t) => {
+        t.string("topic", 200).notNullable();
+        t.integer("partition").notNullable();
+        t.bigInteger("next_offset").notNullable();
+        t.primary(["topic", "partition"]);
+      });
+      await db.schema.createTable("bus_message", (t) => {
+        t.string("topic", 200).notNullable();
+        t.integer("partition").notNullable();
+        t.bigInteger("offset").notNullable();
+        t.string("message_key", 200).notNullable();
+        t.binary("value").notNullable();
+        t.text("headers_json").notNullable();
+        t.bigInteger("created_at_ms").notNullable();
+        t.primary(["topic", "partition", "offset"]);
+      });
+      await db.schema.createTable("bus_group_offset", (t) => {
+        t.string("group_id", 200).notNullable();
+        t.string("topic", 200).notNullable();
+        t.integer("partition").notNullable();
+        t.bigInteger("next_offset").notNullable();
+        t.primary(["group_id", "topic", "partition"]);
+      });
+    },
+    async down(db) {
+      for (const table of ["bus_group_offset", "bus_message", "bus_partition", "bus_topic"])
+        await db.schema.dropTableIfExists(table);
+    },
+  },
+];
+
+export interface EmbeddedBusOptions {
+  readonly db: Knex;
+  readonly logger: Logger;
+  readonly now?: () => number;
+  /** Fallback poll when no in-process publish woke the consumer (e.g. another process wrote). */
+  readonly pollIntervalMs?: number;
+  readonly batchSize?: number;
+  readonly defaultRetentionMs?: number;
+}
+
+const DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+export function createEmbeddedBus(options: EmbeddedBusOptions): MessageBus {
+  const { db, logger } = options;
+  const now = options.now ?? Date.now;
+  const pollIntervalMs = options.pollIntervalMs ?? 200;
+  const batchSize = options.batchSize ?? 200;
+  const wake = new EventEmitter();
+  wake.setMaxListeners(0);
+  const topicPartitions = new Map<string, number>();
+  const active = new Set<EmbeddedSubscription>();
+  let closed = false;
+
+  async function partitionsOf(topic: string): Promise<number> {
+    const cached = topicPartitions.get(topic);
+    if (cached !== undefined) return cached;
+    const row = await db("bus_topic").where({ topic }).first("partitions");
+    if (!row) throw new Error(`topic ${topic} does not exist (ensureTopics first; auto-creation is off)`);
+    topicPartitions.set(topic, Number(row.partitions));
+    return Number(row.partitions);
+  }
+
+  class EmbeddedSubscription implements Subscription {
+    private running = true;
+    private readonly loops: Promise<void>[] = [];
+    constructor(
+      readonly opts: SubscribeOptions,
+      partitions: number,
+    ) {
+      for (let p = 0; p < partitions; p++) this.loops.push(this.consumePartition(p));
+    }
+
+    private async startOffset(partition: number): Promise<number> {
+      const row = await db("bus_group_offset")
+        .where({ group_id: this.opts.groupId, topic: this.opts.topic, partition })
+        .first("next_offset");
+      if (row) return Number(row.next_offset);
+      if (this.opts.fromBeginning ?? true) {
+        const min = await db("bus_message").where({ topic: this.opts.topic, partition }).min({ m: "offset" }).first();
+        return min?.m === null || min?.m === undefined ? 0 : Number(min.m);
+      }
+      const part = await db("bus_partition").where({ topic: this.opts.topic, partition }).first("next_offset");
+      return part ? Number(part.next_offset) : 0;
+    }
+
+    private waitForWork(): Promise<void> {
+      return new Promise((resolve) => {
+        const timer = setTimeout(done, pollIntervalMs);
+        function done() {
+          clearTimeout(timer);
+          wake.off("publish", done);
+          resolve();
+        }
+        wake.on("publish", done);
+      });
+    }
+
+    private async consumePartition(partition: number): Promise<void> {
+      const { topic, groupId } = this.opts;
+      let next = await this.startOffset(partition);
+      while (this.running) {
+        const rows = await db("bus_message")
+          .where({ topic, partition })
+          .andWhere("offset", ">=", next)
+          .orderBy("offset", "asc")
+          .limit(batchSize);
+        if (rows.length === 0) {
+          await this.waitForWork();
+          continue;
+        }
+        for (const row of rows) {
+          if (!this.running) return;
+          const message: IncomingMessage = {
+            topic,
+            partition,
+            offset: String(row.offset),
+            key: String(row.message_key),
+            value: new Uint8Array(row.value as Buffer),
+            headers: JSON.parse(String(row.headers_json)) as Record<string, string>,
+          };
+          for (let attempt = 0; this.running; attempt++) {
+            try {
+              await this.opts.handleMessage(message);
+              break;
+            } catch (error) {
+              logger.warn(
+                { err: error, topic, partition, offset: message.offset, groupId, attempt },
+                "handler failed; retrying the same message",
+              );
+              await sleep(handlerBackoffMs(attempt));
+            }
+          }
+          if (!this.running) return;
+          next = Number(row.offset) + 1;
+          await db("bus_group_offset")
+            .insert({ group_id: groupId, topic, partition, next_offset: next })
+            .onConflict(["group_id", "topic", "partition"])
+            .merge(["next_offset"]);
+        }
+      }
+    }
+
+    async stop(): Promise<void> {
+      this.running = false;
+      wake.emit("publish");
+      await Promise.allSettled(this.loops);
+      active.delete(this);
+    }
+  }
+
+  return {
+    kind: "embedded",
+    async ensureTopics(specs: readonly TopicSpec[]) {
+      for (const spec of specs) {
+        await db.transaction(async (trx) => {
+          const existing = await trx("bus_topic").where({ topic: spec.topic }).first();
+          if (existing) return;
+          await trx("bus_topic").insert({
+            topic: spec.topic,
+            partitions: spec.partitions,
+            retention_ms: spec.retentionMs ?? options.defaultRetentionMs ?? DEFAULT_RETENTION_MS,
+          });
+          for (let p = 0; p < spec.partitions; p++)
+            await trx("bus_partition").insert({ topic: spec.topic, partition: p, next_offset: 0 });
+        });
+      }
+    },
+    async publish(topic: string, messages: readonly OutgoingMessage[]) {
+      if (closed) throw new Error("bus is closed");
+      if (messages.length === 0) return;
+      const partitions = await partitionsOf(topic);
+      const createdAt = now();
+      await db.transaction(async (trx) => {
+        for (const message of messages) {
+          const partition = partitionForKey(message.key, partitions);
+          const part = await trx("bus_partition").where({ topic, partition }).first("next_offset");
+          const offset = Number(part?.next_offset ?? 0);
+          await trx("bus_message").insert({
+            topic,
+            partition,
+            offset,
+            message_key: message.key,
+            value: Buffer.from(message.value),
+            headers_json: JSON.stringify(message.headers ?? {}),
+            created_at_ms: createdAt,
+          });
+          await trx("bus_partition")
+            .where({ topic, partition })
+            .update({ next_offset: offset + 1 });
+        }
+      });
+      wake.emit("publish");
+    },
+    async subscribe(opts: SubscribeOptions) {
+      const partitions = await partitionsOf(opts.topic);
+      for (const sub of active) {
+        if (sub.opts.groupId === opts.groupId && sub.opts.topic === opts.topic) {
+          throw new Error(`group ${opts.groupId} already consumes ${opts.topic} in this process`);
+        }
+      }
+      const subscription = new EmbeddedSubscription(opts, partitions);
+      active.add(subscription);
+      return subscription;
+    },
+    async close() {
+      closed = true;
+      await Promise.all([...active].map((s) => s.stop()));
+    },
+  };
+}
+
+/** Drops messages older than their topic's retention, so the embedded log stays bounded. */
+export async function pruneEmbeddedLog(db: Knex, nowMs: number): Promise<number> {
+  const topics = await db("bus_topic").select("topic", "retention_ms");
+  let removed = 0;
+  for (const t of topics) {
+    removed += await db("bus_message")
+      .where({ topic: t.topic })
+      .andWhere("created_at_ms", "<", nowMs - Number(t.retention_ms))
+      .delete();
+  }
+  return removed;
+}

@@ -1,0 +1,18 @@
+export type { EmbeddedBusOptions } from "./embedded-bus";
+export { createEmbeddedBus, embeddedBusMigrations, pruneEmbeddedLog } from "./embedded-bus";
+export type { EventConsumerOptions } from "./event-consumer";
+export { PoisonMessageError, runEventConsumer, traceHeaders } from "./event-consumer";
+export type { KafkaBusOptions } from "./kafka-bus";
+export { createKafkaBus } from "./kafka-bus";
+export type { OutboxRelayOptions, OutboxRow, OutboxSource, RelayLock } from "./outbox";
+export {
+  enqueueOutboxMessage,
+  mysqlRelayLock,
+  OutboxRelay,
+  outboxMessageTable,
+  processRelayLock,
+  relayLockFor,
+  tableOutboxSource,
+} from "./outbox";
+export { partitionForKey } from "./partition";
+export type { IncomingMessage, MessageBus, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from "./port";

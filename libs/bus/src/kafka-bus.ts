@@ -1,0 +1,232 @@
+import { UnavailableError } from "@prefix-guard/errors";
+import type { Logger } from "@prefix-guard/logging";
+import {
+  type Admin,
+  type Consumer,
+  type EachBatchPayload,
+  Kafka,
+  type KafkaConfig,
+  logLevel,
+  Partitioners,
+  type Producer,
+  type SASLOptions,
+} from "kafkajs";
+import {
+  handlerBackoffMs,
+  type IncomingMessage,
+  type MessageBus,
+  type OutgoingMessage,
+  type SubscribeOptions,
+  type Subscription,
+  sleep,
+  type TopicSpec,
+} from "./port";
+
+export interface KafkaBusOptions {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly logger: Logger;
+  readonly connectionTimeoutMs?: number;
+  readonly requestTimeoutMs?: number;
+  readonly replicationFactor?: number;
+  readonly ssl?: boolean;
+  readonly sasl?: SASLOptions;
+  /** Consumer session timeout; must be within the broker's group.min/max.session.timeout.ms. */
+  readonly sessionTimeoutMs?: number;
+  readonly maxWaitTimeMs?: number;
+}
+
+/** Commit at least this often inside a long batch, so a crash redelivers a bounded amount. */
+const COMMIT_EVERY_MESSAGES = 100;
+
+export function createKafkaBus(options: KafkaBusOptions): MessageBus {
+  const { logger } = options;
+  const config: KafkaConfig = {
+    clientId: options.clientId,
+    brokers: [...options.brokers],
+    connectionTimeout: options.connectionTimeoutMs ?? 3_000,
+    requestTimeout: options.requestTimeoutMs ?? 30_000,
+    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
+    logLevel: logLevel.WARN,
+    logCreator: () => (entry) => {
+      const { message, ...extra } = entry.log;
+      const level = entry.level === logLevel.ERROR ? "error" : entry.level === logLevel.WARN ? "warn" : "debug";
+      logger[level]({ kafkajs: entry.namespace, ...extra }, message);
+    },
+    ...(options.ssl !== undefined ? { ssl: options.ssl } : {}),
+    ...(options.sasl !== undefined ? { sasl: options.sasl } : {}),
+  };
+  const kafka = new Kafka(config);
+  let producer: Producer | undefined;
+  let producerReady: Promise<Producer> | undefined;
+  const consumers = new Set<Consumer>();
+
+  function getProducer(): Promise<Producer> {
+    producerReady ??= (async () => {
+      // Idempotent, one request in flight, acks from all ISRs: the broker drops retried duplicates and
+      // keeps order (kafkajs cannot re-sequence with more in flight: kafkajs#980, #598).
+      const p = kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
+      try {
+        await p.connect();
+      } catch (error) {
+        producerReady = undefined;
+        throw new UnavailableError("kafka producer cannot connect", { cause: error });
+      }
+      producer = p;
+      return p;
+    })();
+    return producerReady;
+  }
+
+  async function withAdmin<T>(work: (admin: Admin) => Promise<T>): Promise<T> {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      return await work(admin);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  return {
+    kind: "kafka",
+    async ensureTopics(specs: readonly TopicSpec[]) {
+      await withAdmin(async (admin) => {
+        const existing = new Set(await admin.listTopics());
+        const missing = specs.filter((s) => !existing.has(s.topic));
+        if (missing.length === 0) return;
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((s) => ({
+            topic: s.topic,
+            numPartitions: s.partitions,
+            replicationFactor: options.replicationFactor ?? 1,
+            configEntries: s.retentionMs === undefined ? [] : [{ name: "retention.ms", value: String(s.retentionMs) }],
+          })),
+        });
+      });
+    },
+    async publish(topic: string, messages: readonly OutgoingMessage[]) {
+      if (messages.length === 0) return;
+      const p = await getProducer();
+      try {
+        await p.send({
+          topic,
+          acks: -1,
+          timeout: options.requestTimeoutMs ?? 30_000,
+          messages: messages.map((m) => ({
+            key: m.key,
+            value: Buffer.from(m.value.buffer, m.value.byteOffset, m.value.byteLength),
+            headers: { ...(m.headers ?? {}) },
+          })),
+        });
+      } catch (error) {
+        throw new UnavailableError(`kafka publish to ${topic} failed`, { cause: error, context: { topic } });
+      }
+    },
+    async subscribe(opts: SubscribeOptions): Promise<Subscription> {
+      const consumer = kafka.consumer({
+        groupId: opts.groupId,
+        sessionTimeout: options.sessionTimeoutMs ?? 10_000,
+        heartbeatInterval: 1_000,
+        maxWaitTimeInMs: options.maxWaitTimeMs ?? 250,
+        retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 10_000 },
+      });
+      consumers.add(consumer);
+      let running = true;
+      const joined = new Promise<void>((resolve) => {
+        consumer.on(consumer.events.GROUP_JOIN, () => resolve());
+      });
+      await consumer.connect();
+      await consumer.subscribe({ topic: opts.topic, fromBeginning: opts.fromBeginning ?? true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async ({
+          batch,
+          resolveOffset,
+          heartbeat,
+          isRunning,
+          isStale,
+          commitOffsetsIfNecessary: _unused,
+        }: EachBatchPayload) => {
+          let sinceCommit = 0;
+          let lastDone: string | undefined;
+          const commit = async () => {
+            if (lastDone === undefined) return;
+            // kafkajs commitOffsetsIfNecessary commits nothing with autoCommit off (kafkajs#1729): commit explicitly.
+            await consumer.commitOffsets([
+              { topic: batch.topic, partition: batch.partition, offset: (BigInt(lastDone) + 1n).toString() },
+            ]);
+            sinceCommit = 0;
+          };
+          for (const m of batch.messages) {
+            if (!running || !isRunning() || isStale()) break;
+            const headers: Record<string, string> = {};
+            for (const [k, v] of Object.entries(m.headers ?? {})) {
+              if (v !== undefined) headers[k] = Array.isArray(v) ? v.map((x) => x.toString()).join(",") : v.toString();
+            }
+            const message: IncomingMessage = {
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: m.offset,
+              key: m.key?.toString() ?? "",
+              value: m.value
+                ? new Uint8Array(m.value.buffer, m.value.byteOffset, m.value.byteLength)
+                : new Uint8Array(),
+              headers,
+            };
+            let handled = false;
+            for (let attempt = 0; running && isRunning() && !isStale(); attempt++) {
+              try {
+                await opts.handleMessage(message);
+                handled = true;
+                break;
+              } catch (error) {
+                logger.warn(
+                  {
+                    err: error,
+                    topic: batch.topic,
+                    partition: batch.partition,
+                    offset: m.offset,
+                    groupId: opts.groupId,
+                    attempt,
+                  },
+                  "handler failed; retrying the same message",
+                );
+                await sleep(handlerBackoffMs(attempt));
+                await heartbeat();
+              }
+            }
+            if (!handled) break;
+            resolveOffset(m.offset);
+            lastDone = m.offset;
+            sinceCommit += 1;
+            if (sinceCommit >= COMMIT_EVERY_MESSAGES) await commit();
+            await heartbeat();
+          }
+          await commit();
+        },
+      });
+      await Promise.race([joined, sleep(30_000)]);
+      return {
+        async stop() {
+          running = false;
+          await consumer.disconnect();
+          consumers.delete(consumer);
+        },
+      };
+    },
+    async close() {
+      await Promise.allSettled([...consumers].map((c) => c.disconnect()));
+      consumers.clear();
+      if (producer) await producer.disconnect();
+      producer = undefined;
+      producerReady = undefined;
+    },
+  };
+}

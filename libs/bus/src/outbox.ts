@@ -1,0 +1,250 @@
+import type { Migration } from "@prefix-guard/db";
+import type { Logger } from "@prefix-guard/logging";
+import type { Knex } from "knex";
+import { type MessageBus, type OutgoingMessage, sleep } from "./port";
+
+/** One row waiting to be published. `id` identifies it for markPublished. */
+export interface OutboxRow {
+  readonly id: number;
+  readonly topic: string;
+  readonly message: OutgoingMessage;
+}
+
+/** Where a relay reads from: session-events' own event table, or the generic outbox table. */
+export interface OutboxSource {
+  readonly name: string;
+  /** Unpublished rows, per key in write order. */
+  fetchUnpublished(limit: number): Promise<OutboxRow[]>;
+  markPublished(ids: readonly number[], nowMs: number): Promise<void>;
+  countUnpublished(): Promise<number>;
+}
+
+/** The generic outbox table for services whose events are not their source of truth. */
+export const outboxMessageTable: Migration = {
+  name: "0000_outbox_message",
+  async up(db) {
+    await db.schema.createTable("outbox_message", (t) => {
+      t.increments("id").primary();
+      t.string("topic", 200).notNullable();
+      t.string("message_key", 200).notNullable();
+      t.binary("payload").notNullable();
+      t.text("headers_json").notNullable();
+      t.bigInteger("created_at_ms").notNullable();
+      t.bigInteger("published_at_ms").nullable();
+      t.index(["published_at_ms", "id"], "outbox_unpublished");
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("outbox_message");
+  },
+};
+
+/** Records a message in the caller's transaction: it is published if and only if the transaction commits. */
+export async function enqueueOutboxMessage(
+  trx: Knex | Knex.Transaction,
+  args: { topic: string; key: string; value: Uint8Array; headers?: Readonly<Record<string, string>>; nowMs: number },
+): Promise<void> {
+  await trx("outbox_message").insert({
+    topic: args.topic,
+    message_key: args.key,
+    payload: Buffer.from(args.value),
+    headers_json: JSON.stringify(args.headers ?? {}),
+    created_at_ms: args.nowMs,
+    published_at_ms: null,
+  });
+}
+
+export function tableOutboxSource(db: Knex): OutboxSource {
+  return {
+    name: "outbox_message",
+    async fetchUnpublished(limit) {
+      // Ordered by id: writers of one key are serialised by their own row locks, so ids of one key
+      // are in commit order even when ids of different keys commit out of order.
+      const rows = await db("outbox_message").whereNull("published_at_ms").orderBy("id", "asc").limit(limit);
+      return rows.map((r) => ({
+        id: Number(r.id),
+        topic: String(r.topic),
+        message: {
+          key: String(r.message_key),
+          value: new Uint8Array(r.payload as Buffer),
+          headers: JSON.parse(String(r.headers_json)) as Record<string, string>,
+        },
+      }));
+    },
+    async markPublished(ids, nowMs) {
+      if (ids.length > 0)
+        await db("outbox_message")
+          .whereIn("id", [...ids])
+          .update({ published_at_ms: nowMs });
+    },
+    async countUnpublished() {
+      const row = await db("outbox_message").whereNull("published_at_ms").count({ n: "*" }).first();
+      return Number(row?.n ?? 0);
+    },
+  };
+}
+
+/** Exactly one active relay per source across instances. */
+export interface RelayLock {
+  /** True when this instance holds (or just acquired) the lock. */
+  tryAcquire(): Promise<boolean>;
+  release(): Promise<void>;
+}
+
+/**
+ * MySQL GET_LOCK on a connection held for the relay's life: if the process dies, the server frees the
+ * lock with the connection, and another instance takes over on its next attempt.
+ */
+export function mysqlRelayLock(db: Knex, lockName: string): RelayLock {
+  let connection: unknown;
+  return {
+    async tryAcquire() {
+      try {
+        if (connection !== undefined) {
+          const [rows] = (await db
+            .raw("SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS mine", [lockName])
+            .connection(connection)) as [Array<{ mine: number | null }>];
+          if (rows[0]?.mine === 1) return true;
+          await db.client.releaseConnection(connection);
+          connection = undefined;
+        }
+        connection = await db.client.acquireConnection();
+        const [rows] = (await db.raw("SELECT GET_LOCK(?, 0) AS got", [lockName]).connection(connection)) as [
+          Array<{ got: number | null }>,
+        ];
+        if (rows[0]?.got === 1) return true;
+        await db.client.releaseConnection(connection);
+        connection = undefined;
+        return false;
+      } catch {
+        if (connection !== undefined)
+          await Promise.resolve(db.client.releaseConnection(connection)).catch(() => undefined);
+        connection = undefined;
+        return false;
+      }
+    },
+    async release() {
+      if (connection === undefined) return;
+      try {
+        await db.raw("SELECT RELEASE_LOCK(?)", [lockName]).connection(connection);
+      } finally {
+        await db.client.releaseConnection(connection);
+        connection = undefined;
+      }
+    },
+  };
+}
+
+/** SQLite is single-process: the process is the only relay. */
+export function processRelayLock(): RelayLock {
+  return { tryAcquire: async () => true, release: async () => undefined };
+}
+
+export function relayLockFor(db: Knex, lockName: string): RelayLock {
+  return db.client.config.client === "mysql2" ? mysqlRelayLock(db, lockName) : processRelayLock();
+}
+
+export interface OutboxRelayOptions {
+  readonly source: OutboxSource;
+  readonly bus: MessageBus;
+  readonly lock: RelayLock;
+  readonly logger: Logger;
+  readonly now?: () => number;
+  readonly batchSize?: number;
+  readonly idleDelayMs?: number;
+  readonly errorDelayMs?: number;
+  readonly onPublished?: (count: number) => void;
+}
+
+/**
+ * Publishes unpublished rows in order and then marks them. A crash between the two republishes the
+ * batch (consumers are idempotent): duplicates are possible, losses are not. While the broker is down
+ * the rows wait in the table and writers are unaffected.
+ */
+export class OutboxRelay {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private readonly now: () => number;
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Publishes what is pending now; returns how many rows were published. Throws if the bus fails. */
+  async drainOnce(): Promise<number> {
+    const { source, bus } = this.options;
+    const rows = await source.fetchUnpublished(this.options.batchSize ?? 500);
+    if (rows.length === 0) return 0;
+    // One publish per topic, rows kept in fetched order: per-key order is preserved.
+    const byTopic = new Map<string, OutboxRow[]>();
+    for (const row of rows) {
+      const list = byTopic.get(row.topic) ?? [];
+      list.push(row);
+      byTopic.set(row.topic, list);
+    }
+    for (const [topic, list] of byTopic) {
+      await bus.publish(
+        topic,
+        list.map((r) => r.message),
+      );
+      await source.markPublished(
+        list.map((r) => r.id),
+        this.now(),
+      );
+    }
+    this.options.onPublished?.(rows.length);
+    return rows.length;
+  }
+
+  /** Nudges an idle relay, e.g. right after a write commits, so delivery latency is not the poll interval. */
+  notify(): void {
+    this.wakeUp?.();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.wakeUp = undefined;
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
+  private async run(): Promise<void> {
+    const { lock, logger, source } = this.options;
+    let failures = 0;
+    while (this.running) {
+      try {
+        if (!(await lock.tryAcquire())) {
+          await this.pause(this.options.errorDelayMs ?? 1_000);
+          continue;
+        }
+        const published = await this.drainOnce();
+        failures = 0;
+        if (published === 0) await this.pause(this.options.idleDelayMs ?? 100);
+      } catch (error) {
+        failures += 1;
+        logger.warn({ err: error, source: source.name, failures }, "outbox relay could not publish; rows stay pending");
+        await sleep(Math.min((this.options.errorDelayMs ?? 500) * failures, 5_000));
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.();
+    await this.loop;
+    await this.options.lock.release().catch(() => undefined);
+  }
+}

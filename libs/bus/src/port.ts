@@ -1,0 +1,58 @@
+// The message bus port. Two implementations keep one contract (see bus-contract.ts):
+// per-key order within a topic, at-least-once delivery, committed consumer positions that survive
+// a restart, and a handler that is retried (never skipped) until it succeeds.
+
+export interface OutgoingMessage {
+  readonly key: string;
+  readonly value: Uint8Array;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface IncomingMessage {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: string;
+  readonly value: Uint8Array;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface TopicSpec {
+  readonly topic: string;
+  readonly partitions: number;
+  readonly retentionMs?: number;
+}
+
+export interface SubscribeOptions {
+  readonly topic: string;
+  readonly groupId: string;
+  /** Where a group with no committed position starts. Default true: a new consumer sees history. */
+  readonly fromBeginning?: boolean;
+  /**
+   * Called one message at a time per partition, in offset order. Resolving commits the position;
+   * throwing retries the same message after a backoff (the handler decides what is poison).
+   */
+  readonly handleMessage: (message: IncomingMessage) => Promise<void>;
+}
+
+export interface Subscription {
+  stop(): Promise<void>;
+}
+
+export interface MessageBus {
+  readonly kind: "kafka" | "embedded";
+  ensureTopics(specs: readonly TopicSpec[]): Promise<void>;
+  /** Resolves once every message is durably accepted, in the given order. */
+  publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void>;
+  subscribe(options: SubscribeOptions): Promise<Subscription>;
+  close(): Promise<void>;
+}
+
+/** Retry pause for a failing handler: doubles up to a cap so a down dependency is not hammered. */
+export function handlerBackoffMs(attempt: number): number {
+  return Math.min(100 * 2 ** Math.min(attempt, 10), 5_000);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

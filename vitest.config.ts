@@ -1,0 +1,34 @@
+import { defineConfig } from "vitest/config";
+
+// Tiers by suffix: *.unit.test.ts are pure; *.int.test.ts need real MariaDB and Kafka;
+// *.e2e.test.ts start whole services and talk gRPC.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: ["{libs,services,bench}/**/*.unit.test.ts"], testTimeout: 10_000 },
+      },
+      {
+        extends: true,
+        test: {
+          name: "int",
+          include: ["{libs,services,bench}/**/*.int.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "e2e",
+          include: ["{libs,services,bench}/**/*.e2e.test.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+    exclude: ["**/node_modules/**", "proto/gen/**"],
+  },
+});
