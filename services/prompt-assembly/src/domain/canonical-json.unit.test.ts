@@ -1,0 +1,108 @@
+import { ValidationError } from "@prefix-guard/errors";
+import { describe, expect, it } from "vitest";
+import { canonicalJson, parseJsonStrict } from "./canonical-json";
+
+function validationErrorOf(run: () => unknown): ValidationError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationError);
+    return error as ValidationError;
+  }
+  throw new Error("expected a ValidationError, nothing was thrown");
+}
+
+/** [1, <hole>, 3], written without a literal hole. */
+function sparseArray(): number[] {
+  const list: number[] = [];
+  list[0] = 1;
+  list[2] = 3;
+  return list;
+}
+
+describe("canonicalJson", () => {
+  it("sorts object keys recursively and writes no whitespace", () => {
+    const value = { b: 1, a: { d: [3, { z: true, y: null }], c: "x" } };
+    expect(canonicalJson(value)).toBe('{"a":{"c":"x","d":[3,{"y":null,"z":true}]},"b":1}');
+  });
+
+  it("gives the same bytes for objects built in different key orders", () => {
+    const first = { model: "m", tools: [{ name: "a", schema: { type: "object", properties: { q: {}, p: {} } } }] };
+    const second = { tools: [{ schema: { properties: { p: {}, q: {} }, type: "object" }, name: "a" }], model: "m" };
+    expect(canonicalJson(first)).toBe(canonicalJson(second));
+  });
+
+  it("orders keys by UTF-16 code unit, not by code point or locale", () => {
+    // U+1F600 is the surrogate pair D83D DE00, so it sorts before U+FFFF by code unit
+    // (by code point it would come after); "Z" sorts before "a" (locale order would not).
+    const value = { "\uffff": 1, "😀": 2, é: 3, a: 4, Z: 5 };
+    const keys = Object.keys(JSON.parse(canonicalJson(value)) as Record<string, number>);
+    expect(keys).toEqual(["Z", "a", "é", "😀", "\uffff"]);
+  });
+
+  it("keeps array order and round-trips through JSON.parse", () => {
+    const value = { list: [3, 1, 2, "中文", 'quote"and\\and\n'], empty: [], nested: { deep: [[]] } };
+    const text = canonicalJson(value);
+    expect(JSON.parse(text)).toEqual(value);
+    // The only newline in the value is inside a string, where JSON escapes it.
+    expect(text).not.toMatch(/\s/);
+    expect(text).toContain('"list":[3,1,2,');
+  });
+
+  it("sorts integer-like keys as strings, unlike JavaScript's own property order", () => {
+    expect(canonicalJson({ 9: "nine", 10: "ten", a: "a" })).toBe('{"10":"ten","9":"nine","a":"a"}');
+  });
+
+  it("writes numbers by JSON rules", () => {
+    expect(canonicalJson([0.1, -0, 1e21, 5e-7, 42])).toBe("[0.1,0,1e+21,5e-7,42]");
+  });
+
+  it("omits object properties whose value is undefined", () => {
+    expect(canonicalJson({ a: undefined, b: 2 })).toBe('{"b":2}');
+  });
+
+  it("allows the same object twice when it is not a cycle", () => {
+    const shared = { k: 1 };
+    expect(canonicalJson({ a: shared, b: shared })).toBe('{"a":{"k":1},"b":{"k":1}}');
+  });
+
+  it.each([
+    ["undefined in an array", [1, undefined], "body[1]"],
+    ["a hole in a sparse array", { list: sparseArray() }, "body.list[1]"],
+    ["NaN", { a: { b: Number.NaN } }, "body.a.b"],
+    ["Infinity", { a: Number.POSITIVE_INFINITY }, "body.a"],
+    ["a function", { run: () => 1 }, "body.run"],
+    ["a bigint", { id: 10n }, "body.id"],
+    ["a symbol", { tag: Symbol("x") }, "body.tag"],
+    ["a Date", { at: new Date(0) }, "body.at"],
+    ["a Map", { m: new Map() }, "body.m"],
+    ["a key that is not an identifier", { "content-type": Number.NaN }, 'body["content-type"]'],
+    ["undefined at the top level", undefined, "body"],
+  ])("rejects %s with a ValidationError naming the path", (_label, value, field) => {
+    const error = validationErrorOf(() => canonicalJson(value));
+    expect(error.field).toBe(field);
+  });
+
+  it("rejects cycles", () => {
+    const node: Record<string, unknown> = { name: "loop" };
+    node.self = node;
+    expect(validationErrorOf(() => canonicalJson(node)).message).toContain("circular");
+  });
+
+  it("reports errors under the given root path", () => {
+    const error = validationErrorOf(() => canonicalJson({ properties: { n: Number.NaN } }, "tools[0].inputSchema"));
+    expect(error.field).toBe("tools[0].inputSchema.properties.n");
+  });
+});
+
+describe("parseJsonStrict", () => {
+  it("parses valid JSON", () => {
+    expect(parseJsonStrict('{"path":"/tmp","n":[1,2]}', "args")).toEqual({ path: "/tmp", n: [1, 2] });
+  });
+
+  it.each(["", "{", "{'a':1}", "[1,]", "undefined"])("rejects %j as a ValidationError on the field", (text) => {
+    const error = validationErrorOf(() => parseJsonStrict(text, "messages[3].content[0].argumentsJson"));
+    expect(error.field).toBe("messages[3].content[0].argumentsJson");
+    expect(error.cause).toBeInstanceOf(SyntaxError);
+  });
+});

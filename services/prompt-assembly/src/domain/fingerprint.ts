@@ -1,0 +1,86 @@
+// A prefix fingerprint says what a request's cacheable prefix was made of, section by section,
+// so the monitor can name what changed. It is computed from the neutral model, not the wire
+// body: wire-only details such as Anthropic's rolling cache_control marker move every turn and
+// must not count as a prefix change, and the same fingerprint then serves every wire format.
+
+import { ValidationError } from "@prefix-guard/errors";
+import { canonicalJson } from "./canonical-json";
+import type { ChatMessage, ChatRequest, ContentPart, SystemSection, ToolDefinition } from "./model";
+import { compareCodeUnits } from "./serializers";
+
+export interface SectionFingerprint {
+  readonly key: string;
+  /** sha256 of the section text exactly as sent. */
+  readonly sha256: string;
+  readonly chars: number;
+}
+
+export interface PrefixFingerprint {
+  readonly model: string;
+  /** Non-empty sections in request order (an empty section is not sent, so it is not listed). */
+  readonly sections: readonly SectionFingerprint[];
+  /** Tools in the order given; differs from the previous value when order or definitions change. */
+  readonly toolsHash: string;
+  /** Tools sorted by name; equal to the previous value when only the order changed. */
+  readonly toolsSetHash: string;
+  /** One hash per message, of its role and content. */
+  readonly messageHashes: readonly string[];
+  readonly historyHash: string;
+}
+
+export function fingerprintRequest(request: ChatRequest, sha256: (text: string) => string): PrefixFingerprint {
+  const messageHashes = request.messages.map((message, index) =>
+    sha256(canonicalJson(neutralMessage(message), `messages[${index}]`)),
+  );
+  const sortedTools = [...request.tools].sort((a, b) => compareCodeUnits(a.name, b.name));
+  return {
+    model: request.model,
+    sections: fingerprintSections(request.system, sha256),
+    toolsHash: sha256(canonicalJson(request.tools.map(neutralTool), "tools")),
+    toolsSetHash: sha256(canonicalJson(sortedTools.map(neutralTool), "tools")),
+    messageHashes,
+    historyHash: sha256(canonicalJson(messageHashes, "messages")),
+  };
+}
+
+function fingerprintSections(
+  sections: readonly SystemSection[],
+  sha256: (text: string) => string,
+): SectionFingerprint[] {
+  const seen = new Set<string>();
+  const fingerprints: SectionFingerprint[] = [];
+  sections.forEach((section, index) => {
+    // Keys identify sections in the comparison; a repeated key would hide one of them.
+    if (seen.has(section.key)) {
+      throw new ValidationError(`system[${index}].key`, `duplicate section key ${JSON.stringify(section.key)}`);
+    }
+    seen.add(section.key);
+    if (section.text.length === 0) return;
+    fingerprints.push({ key: section.key, sha256: sha256(section.text), chars: section.text.length });
+  });
+  return fingerprints;
+}
+
+// Hash inputs are rebuilt field by field so runtime extras on model objects (messageId,
+// localDate ...) never change a hash.
+
+function neutralTool(tool: ToolDefinition): Record<string, unknown> {
+  return { name: tool.name, description: tool.description, inputSchema: tool.inputSchema };
+}
+
+function neutralMessage(message: ChatMessage): Record<string, unknown> {
+  return { role: message.role, content: message.content.map(neutralPart) };
+}
+
+function neutralPart(part: ContentPart): Record<string, unknown> {
+  switch (part.type) {
+    case "text":
+      return { type: part.type, text: part.text };
+    case "image":
+      return { type: part.type, mediaType: part.mediaType, url: part.url };
+    case "tool_call":
+      return { type: part.type, callId: part.callId, name: part.name, argumentsJson: part.argumentsJson };
+    case "tool_result":
+      return { type: part.type, callId: part.callId, text: part.text, isError: part.isError };
+  }
+}

@@ -1,0 +1,187 @@
+// Compares this request's prefix fingerprint with the previous one of the same session and says,
+// in one deterministic sentence, why the prefix changed. The hints carry what the builder knew
+// when it built each request (compaction generation, rules snapshot decision, dropped turns,
+// date anchor), so the explanation names the event behind a change, not just the section.
+
+import type { PrefixFingerprint } from "./fingerprint";
+
+export const WORKSPACE_RULES_SECTION_KEY = "workspace-rules";
+// Same key as date-anchor.ts exports; kept local so the two modules stay independent.
+const CURRENT_DATE_SECTION_KEY = "current-date";
+
+export interface CauseHints {
+  readonly compactionGenerationBefore: number | null;
+  readonly compactionGenerationNow: number;
+  /** Decision of the rules-snapshot resolve for this build: "PINNED", "REPINNED_STALE_GENERATION", "RETAINED", "DEGRADED_RAW", ... */
+  readonly rulesDecision: string;
+  readonly droppedTurnsBefore: number | null;
+  readonly droppedTurnsNow: number;
+  readonly anchorDateBefore: string | null;
+  readonly anchorDateNow: string;
+}
+
+export type ToolsChangeKind = "none" | "order_only" | "definitions";
+
+export interface PrefixComparison {
+  /** No previous fingerprint: nothing to compare, nothing reported as changed. */
+  readonly firstBuild: boolean;
+  readonly changed: boolean;
+  readonly modelChanged: boolean;
+  /** Sections whose text changed or that were added, in current order, then removed ones in previous order. */
+  readonly changedSections: readonly string[];
+  readonly toolsChanged: boolean;
+  readonly toolsChangeKind: ToolsChangeKind;
+  /** The previous messages are not a prefix of the current ones (edit, delete, compaction, window move). */
+  readonly historyRewritten: boolean;
+  /** First message index that differs from the previous request; null when history only grew. */
+  readonly firstChangedMessageIndex: number | null;
+  readonly cause: string;
+}
+
+export const DECISION_PINNED = "PINNED";
+export const DECISION_REPINNED_STALE_GENERATION = "REPINNED_STALE_GENERATION";
+export const DECISION_RETAINED = "RETAINED";
+export const DECISION_DEGRADED_RAW = "DEGRADED_RAW";
+
+export function comparePrefix(
+  previous: PrefixFingerprint | null,
+  current: PrefixFingerprint,
+  hints: CauseHints,
+): PrefixComparison {
+  if (previous === null) {
+    return {
+      firstBuild: true,
+      changed: false,
+      modelChanged: false,
+      changedSections: [],
+      toolsChanged: false,
+      toolsChangeKind: "none",
+      historyRewritten: false,
+      firstChangedMessageIndex: null,
+      cause: "first build",
+    };
+  }
+  const modelChanged = previous.model !== current.model;
+  const sections = compareSections(previous, current);
+  const toolsChangeKind = compareTools(previous, current);
+  const firstChangedMessageIndex = firstDivergence(previous.messageHashes, current.messageHashes);
+  const historyRewritten = firstChangedMessageIndex !== null;
+  const changed = modelChanged || sections.changed.length > 0 || toolsChangeKind !== "none" || historyRewritten;
+  const clauses: string[] = [];
+  if (modelChanged) clauses.push(`model changed ${previous.model}→${current.model}`);
+  for (const key of sections.changed) clauses.push(explainSection(key, sections.kindOf(key), hints));
+  if (toolsChangeKind === "definitions") clauses.push("tool definitions changed");
+  if (toolsChangeKind === "order_only") clauses.push("tool order changed (order_only)");
+  if (firstChangedMessageIndex !== null) clauses.push(explainHistory(firstChangedMessageIndex, hints));
+  return {
+    firstBuild: false,
+    changed,
+    modelChanged,
+    changedSections: sections.changed,
+    toolsChanged: toolsChangeKind !== "none",
+    toolsChangeKind,
+    historyRewritten,
+    firstChangedMessageIndex,
+    cause: changed ? clauses.join("; ") : "no change",
+  };
+}
+
+/**
+ * The seed's log line, e.g.
+ * `prefix changed session=811 changedSections=[workspace-rules] toolsChanged=false messages=478 cause="..."`.
+ * The cause is JSON-quoted so quotes or newlines inside it cannot break log parsing.
+ */
+export function formatPrefixChangedLog(sessionId: string, comparison: PrefixComparison, messageCount: number): string {
+  return (
+    `prefix changed session=${sessionId} changedSections=[${comparison.changedSections.join(",")}]` +
+    ` toolsChanged=${String(comparison.toolsChanged)} messages=${messageCount} cause=${JSON.stringify(comparison.cause)}`
+  );
+}
+
+type SectionChangeKind = "changed" | "added" | "removed";
+
+function compareSections(
+  previous: PrefixFingerprint,
+  current: PrefixFingerprint,
+): { changed: string[]; kindOf: (key: string) => SectionChangeKind } {
+  const previousHashes = new Map(previous.sections.map((section) => [section.key, section.sha256]));
+  const currentKeys = new Set(current.sections.map((section) => section.key));
+  const kinds = new Map<string, SectionChangeKind>();
+  for (const section of current.sections) {
+    const before = previousHashes.get(section.key);
+    if (before === undefined) kinds.set(section.key, "added");
+    else if (before !== section.sha256) kinds.set(section.key, "changed");
+  }
+  for (const section of previous.sections) {
+    if (!currentKeys.has(section.key)) kinds.set(section.key, "removed");
+  }
+  return { changed: [...kinds.keys()], kindOf: (key) => kinds.get(key) ?? "changed" };
+}
+
+function compareTools(previous: PrefixFingerprint, current: PrefixFingerprint): ToolsChangeKind {
+  if (previous.toolsHash === current.toolsHash) return "none";
+  return previous.toolsSetHash === current.toolsSetHash ? "order_only" : "definitions";
+}
+
+/** Index of the first previous message that is not reproduced at the same place now, or null. */
+function firstDivergence(previous: readonly string[], current: readonly string[]): number | null {
+  for (let index = 0; index < previous.length; index += 1) {
+    if (previous[index] !== current[index]) return index;
+  }
+  return null;
+}
+
+function explainSection(key: string, kind: SectionChangeKind, hints: CauseHints): string {
+  if (key === WORKSPACE_RULES_SECTION_KEY) return explainWorkspaceRules(kind, hints);
+  if (key === CURRENT_DATE_SECTION_KEY && kind === "changed" && anchorMoved(hints)) {
+    return `current-date anchor moved ${hints.anchorDateBefore ?? ""}→${hints.anchorDateNow} (first user message deleted)`;
+  }
+  return `harness section \`${key}\` ${kind}`;
+}
+
+function explainWorkspaceRules(kind: SectionChangeKind, hints: CauseHints): string {
+  if (kind === "removed") return `workspace-rules section removed (rulesDecision=${hints.rulesDecision})`;
+  if (hints.rulesDecision === DECISION_DEGRADED_RAW) {
+    return "workspace-rules degraded to raw text (snapshot store unavailable)";
+  }
+  const generationMoved = compactionMoved(hints);
+  if (hints.rulesDecision === DECISION_REPINNED_STALE_GENERATION || (generationMoved && isPin(hints))) {
+    return `new workspace-rules snapshot after compaction generation ${hints.compactionGenerationNow}`;
+  }
+  if (hints.rulesDecision === DECISION_PINNED) {
+    return kind === "added"
+      ? "new workspace-rules snapshot pinned (rules first appeared)"
+      : "new workspace-rules snapshot pinned";
+  }
+  // A retained snapshot should give identical bytes; saying so points at the snapshot service.
+  return `workspace-rules ${kind} (rulesDecision=${hints.rulesDecision})`;
+}
+
+function explainHistory(index: number, hints: CauseHints): string {
+  const generationBefore = hints.compactionGenerationBefore;
+  if (generationBefore !== null && generationBefore !== hints.compactionGenerationNow) {
+    return `history rewritten: compaction generation ${generationBefore}→${hints.compactionGenerationNow}`;
+  }
+  const droppedBefore = hints.droppedTurnsBefore;
+  if (droppedBefore !== null && hints.droppedTurnsNow > droppedBefore) {
+    return "history rewritten: oldest turns dropped (budget)";
+  }
+  if (droppedBefore !== null && hints.droppedTurnsNow < droppedBefore) {
+    return `history rewritten: dropped turns ${droppedBefore}→${hints.droppedTurnsNow}`;
+  }
+  return `history rewritten at message ${index} (message edited or deleted)`;
+}
+
+function isPin(hints: CauseHints): boolean {
+  return hints.rulesDecision === DECISION_PINNED || hints.rulesDecision === DECISION_REPINNED_STALE_GENERATION;
+}
+
+function compactionMoved(hints: CauseHints): boolean {
+  return (
+    hints.compactionGenerationBefore !== null && hints.compactionGenerationBefore !== hints.compactionGenerationNow
+  );
+}
+
+function anchorMoved(hints: CauseHints): boolean {
+  return hints.anchorDateBefore !== null && hints.anchorDateBefore !== hints.anchorDateNow;
+}

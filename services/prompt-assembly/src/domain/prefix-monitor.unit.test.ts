@@ -1,0 +1,213 @@
+import { describe, expect, it } from "vitest";
+import { fingerprintRequest } from "./fingerprint";
+import type { ChatMessage, ChatRequest, SystemSection, ToolDefinition } from "./model";
+import { type CauseHints, comparePrefix, formatPrefixChangedLog, type PrefixComparison } from "./prefix-monitor";
+
+const hashOf = (text: string): string => `h(${text})`;
+
+const SEED_LOG = "prefix changed session=811 changedSections=[workspace-rules] toolsChanged=false messages=478";
+
+const tools: readonly ToolDefinition[] = [
+  { name: "shell", description: "Run", inputSchema: { type: "object" } },
+  { name: "read_file", description: "Read", inputSchema: { type: "object" } },
+];
+
+const sections: readonly SystemSection[] = [
+  { key: "system-prompt", text: "You are an agent." },
+  { key: "skills", text: "skill list v1" },
+  { key: "current-date", text: "当前日期:`2026-10-12`" },
+  { key: "workspace-rules", text: "rules v1" },
+];
+
+function userText(text: string): ChatMessage {
+  return { role: "user", content: [{ type: "text", text }] };
+}
+
+const history: readonly ChatMessage[] = [userText("one"), userText("two"), userText("three")];
+
+function fingerprint(overrides: Partial<ChatRequest> = {}) {
+  return fingerprintRequest({ model: "m", system: sections, tools, messages: history, ...overrides }, hashOf);
+}
+
+function replaceSection(key: string, text: string): SystemSection[] {
+  return sections.map((section) => (section.key === key ? { key, text } : section));
+}
+
+const steady: CauseHints = {
+  compactionGenerationBefore: 2,
+  compactionGenerationNow: 2,
+  rulesDecision: "RETAINED",
+  droppedTurnsBefore: 0,
+  droppedTurnsNow: 0,
+  anchorDateBefore: "2026-10-12",
+  anchorDateNow: "2026-10-12",
+};
+
+describe("comparePrefix", () => {
+  it("reports a first build without calling it a change", () => {
+    const comparison = comparePrefix(null, fingerprint(), steady);
+    expect(comparison).toMatchObject({
+      firstBuild: true,
+      changed: false,
+      changedSections: [],
+      historyRewritten: false,
+    });
+  });
+
+  it("finds nothing when the request is identical", () => {
+    const comparison = comparePrefix(fingerprint(), fingerprint(), steady);
+    expect(comparison).toMatchObject({
+      firstBuild: false,
+      changed: false,
+      changedSections: [],
+      toolsChanged: false,
+      toolsChangeKind: "none",
+      historyRewritten: false,
+      firstChangedMessageIndex: null,
+    });
+  });
+
+  it("names the one section that changed", () => {
+    const comparison = comparePrefix(
+      fingerprint(),
+      fingerprint({ system: replaceSection("workspace-rules", "rules v2") }),
+      { ...steady, compactionGenerationNow: 3, rulesDecision: "REPINNED_STALE_GENERATION" },
+    );
+    expect(comparison.changed).toBe(true);
+    expect(comparison.changedSections).toEqual(["workspace-rules"]);
+    expect(comparison.toolsChanged).toBe(false);
+    expect(comparison.cause).toBe("new workspace-rules snapshot after compaction generation 3");
+  });
+
+  it("explains a degraded rules section and a changed harness section", () => {
+    const current = fingerprint({
+      system: replaceSection("workspace-rules", "raw rules").map((section) =>
+        section.key === "skills" ? { key: "skills", text: "skill list v2" } : section,
+      ),
+    });
+    const comparison = comparePrefix(fingerprint(), current, { ...steady, rulesDecision: "DEGRADED_RAW" });
+    expect(comparison.changedSections).toEqual(["skills", "workspace-rules"]);
+    expect(comparison.cause).toBe(
+      "harness section `skills` changed; workspace-rules degraded to raw text (snapshot store unavailable)",
+    );
+  });
+
+  it("lists added sections in current order and removed ones after them", () => {
+    const previous = fingerprint({ system: sections.filter((section) => section.key !== "skills") });
+    const current = fingerprint({ system: sections.filter((section) => section.key !== "current-date") });
+    const comparison = comparePrefix(previous, current, steady);
+    expect(comparison.changedSections).toEqual(["skills", "current-date"]);
+    expect(comparison.cause).toBe("harness section `skills` added; harness section `current-date` removed");
+  });
+
+  it("treats a section whose text became empty as removed, since it is no longer sent", () => {
+    const comparison = comparePrefix(fingerprint(), fingerprint({ system: replaceSection("skills", "") }), steady);
+    expect(comparison.changedSections).toEqual(["skills"]);
+    expect(comparison.cause).toContain("removed");
+  });
+
+  it("explains a moved current-date anchor", () => {
+    const comparison = comparePrefix(
+      fingerprint(),
+      fingerprint({ system: replaceSection("current-date", "当前日期:`2026-10-13`"), messages: history.slice(1) }),
+      { ...steady, anchorDateNow: "2026-10-13" },
+    );
+    expect(comparison.changedSections).toEqual(["current-date"]);
+    expect(comparison.cause.split("; ")[0]).toBe(
+      "current-date anchor moved 2026-10-12→2026-10-13 (first user message deleted)",
+    );
+    expect(comparison.historyRewritten).toBe(true);
+    expect(comparison.firstChangedMessageIndex).toBe(0);
+  });
+
+  it("calls reordered tools order_only and edited tools definitions", () => {
+    const reordered = comparePrefix(fingerprint(), fingerprint({ tools: [...tools].reverse() }), steady);
+    expect(reordered).toMatchObject({ changed: true, toolsChanged: true, toolsChangeKind: "order_only" });
+    expect(reordered.cause).toBe("tool order changed (order_only)");
+    const edited = comparePrefix(
+      fingerprint(),
+      fingerprint({ tools: [...tools, { name: "grep", description: "Search", inputSchema: { type: "object" } }] }),
+      steady,
+    );
+    expect(edited).toMatchObject({
+      toolsChanged: true,
+      toolsChangeKind: "definitions",
+      cause: "tool definitions changed",
+    });
+  });
+
+  it("does not call an appended history a rewrite", () => {
+    const comparison = comparePrefix(fingerprint(), fingerprint({ messages: [...history, userText("four")] }), steady);
+    expect(comparison).toMatchObject({ changed: false, historyRewritten: false, firstChangedMessageIndex: null });
+  });
+
+  it("calls a changed first message a rewrite and blames compaction when the generation moved", () => {
+    const comparison = comparePrefix(
+      fingerprint(),
+      fingerprint({ messages: [userText("summary of one..two"), ...history.slice(2)] }),
+      { ...steady, compactionGenerationNow: 3 },
+    );
+    expect(comparison).toMatchObject({ changed: true, historyRewritten: true, firstChangedMessageIndex: 0 });
+    expect(comparison.cause).toBe("history rewritten: compaction generation 2→3");
+  });
+
+  it("blames the budget when more turns were dropped, and an edit otherwise", () => {
+    const dropped = comparePrefix(fingerprint(), fingerprint({ messages: history.slice(1) }), {
+      ...steady,
+      droppedTurnsNow: 1,
+    });
+    expect(dropped.cause).toBe("history rewritten: oldest turns dropped (budget)");
+    const edited = comparePrefix(
+      fingerprint(),
+      fingerprint({ messages: [history[0] as ChatMessage, userText("two, edited"), history[2] as ChatMessage] }),
+      steady,
+    );
+    expect(edited.firstChangedMessageIndex).toBe(1);
+    expect(edited.cause).toBe("history rewritten at message 1 (message edited or deleted)");
+  });
+
+  it("calls a removed last message a rewrite at its index", () => {
+    const comparison = comparePrefix(fingerprint(), fingerprint({ messages: history.slice(0, 2) }), steady);
+    expect(comparison).toMatchObject({ historyRewritten: true, firstChangedMessageIndex: 2 });
+  });
+
+  it("is deterministic", () => {
+    const current = fingerprint({ system: replaceSection("skills", "v2"), tools: [...tools].reverse() });
+    expect(comparePrefix(fingerprint(), current, steady)).toEqual(comparePrefix(fingerprint(), current, steady));
+  });
+});
+
+describe("formatPrefixChangedLog", () => {
+  it("writes the seed's line with the cause appended", () => {
+    const comparison = comparePrefix(
+      fingerprint(),
+      fingerprint({ system: replaceSection("workspace-rules", "rules v2") }),
+      { ...steady, compactionGenerationNow: 3, rulesDecision: "REPINNED_STALE_GENERATION" },
+    );
+    expect(formatPrefixChangedLog("811", comparison, 478)).toBe(
+      `${SEED_LOG} cause="new workspace-rules snapshot after compaction generation 3"`,
+    );
+  });
+
+  it("joins several sections without spaces and quotes the cause safely", () => {
+    const comparison: PrefixComparison = {
+      firstBuild: false,
+      changed: true,
+      modelChanged: false,
+      changedSections: ["system-prompt", "skills", "subagent"],
+      toolsChanged: true,
+      toolsChangeKind: "definitions",
+      historyRewritten: false,
+      firstChangedMessageIndex: null,
+      cause: 'harness section `skills` changed "quoted"\nnext',
+    };
+    const line = formatPrefixChangedLog("756", comparison, 621);
+    expect(
+      line.startsWith(
+        "prefix changed session=756 changedSections=[system-prompt,skills,subagent] toolsChanged=true messages=621 cause=",
+      ),
+    ).toBe(true);
+    expect(line).not.toContain("\n");
+    expect(JSON.parse(line.slice(line.indexOf("cause=") + "cause=".length))).toBe(comparison.cause);
+  });
+});

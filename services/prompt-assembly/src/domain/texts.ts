@@ -1,0 +1,139 @@
+// Every model-visible wording of date anchoring (seed 000) and the history window (seed 002).
+// They live in one file so a wording change is one reviewable diff: any byte changed here changes
+// the prompt prefix of every running session once (seed 000 §5.4 "部署影响").
+//
+// Punctuation: the seed 000 texts (section, <date-change>) are kept byte-for-byte as the seed
+// writes them, ASCII punctuation included; the seed 002 texts (omission marker and the wordings
+// that must share its style) use the full-width punctuation seed 002 uses.
+
+import { ValidationError } from "@prefix-guard/errors";
+import type { Locale } from "./model";
+
+const LOCAL_DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+export interface LocalDateParts {
+  readonly year: number;
+  readonly month: number;
+  readonly day: number;
+}
+
+function isLeapYear(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return isLeapYear(year) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+function parseLocalDate(localDate: string): LocalDateParts | null {
+  const match = LOCAL_DATE_PATTERN.exec(localDate);
+  if (match === null) return null;
+  const year = Number(match[1]);
+  const month = Number(match[2]);
+  const day = Number(match[3]);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
+  return { year, month, day };
+}
+
+/** True for a real calendar date written as YYYY-MM-DD (the form the writer stores, seed 000 §3.2). */
+export function isLocalDate(value: string): boolean {
+  return parseLocalDate(value) !== null;
+}
+
+/** @throws ValidationError when `localDate` is not a real YYYY-MM-DD date. */
+export function requireLocalDate(field: string, localDate: string): LocalDateParts {
+  const parts = parseLocalDate(localDate);
+  if (parts === null) throw new ValidationError(field, `must be a calendar date as YYYY-MM-DD, got "${localDate}"`);
+  return parts;
+}
+
+// Sakamoto's method on the proleptic Gregorian calendar. Pure arithmetic on the date parts: a
+// `new Date(...)` would read the host timezone and could shift the day (seed 000 §3.2).
+const SAKAMOTO_MONTH_OFFSETS = [0, 3, 2, 5, 0, 3, 5, 1, 4, 6, 2, 4] as const;
+
+/** 0 = Sunday … 6 = Saturday. */
+export function weekdayIndex(localDate: string): number {
+  const { year, month, day } = requireLocalDate("local_date", localDate);
+  const y = month < 3 ? year - 1 : year;
+  const offset = SAKAMOTO_MONTH_OFFSETS[month - 1] ?? 0;
+  const sum = y + Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400) + offset + day;
+  return ((sum % 7) + 7) % 7;
+}
+
+const WEEKDAY_NAMES: Readonly<Record<Locale, readonly string[]>> = {
+  "zh-CN": ["星期日", "星期一", "星期二", "星期三", "星期四", "星期五", "星期六"],
+  en: ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"],
+};
+
+/** "星期一" / "Monday" for a YYYY-MM-DD date. */
+export function formatWeekday(localDate: string, locale: Locale): string {
+  return WEEKDAY_NAMES[locale][weekdayIndex(localDate)] ?? "";
+}
+
+/** "2026-10-13(星期二)" / "2026-10-13 (Tuesday)", as used inside the <date-change> tag. */
+export function formatDateWithWeekday(localDate: string, locale: Locale): string {
+  const weekday = formatWeekday(localDate, locale);
+  return locale === "zh-CN" ? `${localDate}(${weekday})` : `${localDate} (${weekday})`;
+}
+
+/** The `current-date` system section, heading included (seed 000 §5.4). */
+export function currentDateSectionText(anchorDate: string, locale: Locale, allowShellClock: boolean): string {
+  const weekday = formatWeekday(anchorDate, locale);
+  if (locale === "zh-CN") {
+    const shellHint = allowShellClock ? "如需精确到时分秒的时间,请使用 shell 执行 `date` 命令获取。" : "";
+    return [
+      "## 当前日期",
+      "",
+      `当前日期:\`${anchorDate}\`(${weekday})`,
+      `本节日期是本会话首条用户消息的日期,会话内固定不变。若你的用户消息前出现 <date-change> 标签,说明真实日期已经推进,以标签内日期为准。${shellHint}`,
+    ].join("\n");
+  }
+  const shellHint = allowShellClock ? " For the exact time of day, run the `date` command in the shell." : "";
+  return [
+    "## Current date",
+    "",
+    `Current date: \`${anchorDate}\` (${weekday})`,
+    `This is the date of the first user message of this session and stays fixed for the whole session. If a <date-change> tag appears at the start of a user message, the real date has moved on and the date in the tag takes precedence.${shellHint}`,
+  ].join("\n");
+}
+
+/**
+ * The single-line tag put in front of the first user message of a new day (seed 000 §5.3). It
+ * must not start with `<system-notice>`: that prefix marks a message as not a real user message.
+ */
+export function dateChangeNoticeText(newDate: string, locale: Locale): string {
+  const date = formatDateWithWeekday(newDate, locale);
+  if (locale === "zh-CN") {
+    return `<date-change>系统提示:当前日期已变更为 ${date}。这是系统注入的提示,不是用户说的话;需要精确到时分秒请用 shell 执行 date。</date-change>`;
+  }
+  return `<date-change>System notice: the current date has changed to ${date}. This notice was injected by the system; the user did not write it. For the exact time, run date in the shell.</date-change>`;
+}
+
+/** Appended where a single over-long message was cut (seed 002 §2.1 `omissionMarker`). */
+export function omissionMarkerText(omittedChars: number, locale: Locale): string {
+  if (locale === "zh-CN") return `……（以下省略 ${omittedChars} 字，结论已并入会话摘要）`;
+  return `…(${omittedChars} more characters omitted; the conclusions have been merged into the session summary)`;
+}
+
+/** Wraps the compaction summary so the model can tell it from what the user typed. */
+export function sessionSummaryText(summary: string, locale: Locale): string {
+  if (locale === "zh-CN") {
+    return `<session-summary>\n以下是本会话更早内容的摘要，由系统生成，不是用户说的话：\n${summary}\n</session-summary>`;
+  }
+  return `<session-summary>\nSummary of the earlier part of this session, written by the system, not by the user:\n${summary}\n</session-summary>`;
+}
+
+/** Dropped-turns announcement when a summary sits right above it (seed 002 §5.1). */
+export function droppedTurnsMergedText(droppedTurns: number, locale: Locale): string {
+  if (locale === "zh-CN") return `（更早的 ${droppedTurns} 轮对话已并入上面的会话摘要）`;
+  return `(The earlier ${droppedTurns} ${droppedTurns === 1 ? "turn has" : "turns have"} been merged into the session summary above.)`;
+}
+
+/** Dropped-turns announcement without a summary: the content is gone, and the model must know it. */
+export function droppedTurnsNotSummarisedText(droppedTurns: number, locale: Locale): string {
+  if (locale === "zh-CN") {
+    return `（更早的 ${droppedTurns} 轮对话因篇幅限制未带上，也没有并入任何摘要；如需其中的内容，请让用户重新提供）`;
+  }
+  return `(${droppedTurns} earlier ${droppedTurns === 1 ? "turn was" : "turns were"} left out for length and ${droppedTurns === 1 ? "has" : "have"} NOT been summarised; if you need what was said there, ask the user to provide it again.)`;
+}
