@@ -1,0 +1,70 @@
+# prefix-guard — the two commands a new user needs are `make run` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PNPM_VERSION := 10.34.9
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+
+.PHONY: help install proto run up down status test test-unit test-int lint format bench kafka-start kafka-stop mariadb clean
+
+help:
+	@echo "make run     whole system in one process (SQLite + embedded transport), Ctrl-C stops"
+	@echo "make test    install, generate code, start Kafka, use MariaDB, run every suite"
+	@echo "make up      local Kafka + MariaDB + each service as its own process; make down stops them"
+	@echo "make lint    biome + tsc;  make bench  benchmarks (bench/)"
+
+# pnpm comes from npm when missing (pnpm 11 does not run on Node 20, hence the pin).
+node_modules/.install-stamp: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard libs/*/package.json services/*/package.json proto/package.json migrations/package.json bench/package.json deploy/package.json)
+	@command -v node >/dev/null || { echo "node (>= 20) is required: apt-get install nodejs npm"; exit 1; }
+	@if ! command -v pnpm >/dev/null || [ "$$(pnpm --version)" != "$(PNPM_VERSION)" ]; then \
+	  echo "installing pnpm $(PNPM_VERSION) with npm"; npm install -g pnpm@$(PNPM_VERSION) >/dev/null; fi
+	pnpm install --frozen-lockfile
+	@touch $@
+
+install: node_modules/.install-stamp
+
+proto/gen/.stamp: node_modules/.install-stamp $(shell find proto/prefixguard -name '*.proto') proto/buf.gen.yaml proto/buf.yaml
+	pnpm --filter @prefix-guard/proto run gen
+	@touch $@
+
+proto: proto/gen/.stamp
+
+run: proto
+	node --import tsx deploy/embedded/run-all.ts
+
+up: proto kafka-start mariadb
+	bash deploy/scripts/stack.sh up
+
+down:
+	-bash deploy/scripts/stack.sh down
+	bash deploy/kafka/kafka.sh stop
+
+status:
+	bash deploy/scripts/stack.sh status
+
+kafka-start:
+	bash deploy/kafka/kafka.sh start
+
+kafka-stop:
+	bash deploy/kafka/kafka.sh stop
+
+mariadb:
+	bash deploy/scripts/mariadb.sh ensure
+
+test: proto
+	bash deploy/scripts/run-tests.sh all
+
+test-unit: proto
+	bash deploy/scripts/run-tests.sh unit
+
+lint: proto
+	biome check .
+	tsc -p tsconfig.json --noEmit
+
+format: install
+	biome check --write .
+
+bench: proto kafka-start mariadb
+	node --import tsx bench/src/run.ts
+
+clean:
+	rm -rf .run .data proto/gen

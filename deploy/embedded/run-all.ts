@@ -1,0 +1,56 @@
+// `make run`: the whole system in one process on its embedded default: SQLite databases under
+// .data/, the SQLite-backed embedded transport, and each service's gRPC server on loopback.
+import { createLogger } from "@prefix-guard/logging";
+import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/prompt-assembly";
+import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
+import { defaultTopicSpecs, openBus, runUntilSignal } from "@prefix-guard/runtime";
+import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
+import { startTelemetry } from "@prefix-guard/telemetry";
+
+const env = { ...process.env, TRANSPORT: "embedded" };
+const dataDir = process.env.DATA_DIR ?? ".data";
+const sessionEventsPort = process.env.SESSION_EVENTS_PORT ?? "50051";
+const rulesSnapshotPort = process.env.RULES_SNAPSHOT_PORT ?? "50052";
+const promptAssemblyPort = process.env.PROMPT_ASSEMBLY_PORT ?? "50053";
+
+const sessionEventsConfig = loadSessionEventsConfig({ ...env, GRPC_PORT: sessionEventsPort, DATABASE_URL: `sqlite:${dataDir}/session-events.sqlite` });
+const rulesSnapshotConfig = loadRulesSnapshotConfig({ ...env, GRPC_PORT: rulesSnapshotPort, DATABASE_URL: `sqlite:${dataDir}/rules-snapshot.sqlite` });
+const logger = createLogger({ service: "prefix-guard", level: sessionEventsConfig.LOG_LEVEL });
+const telemetry = startTelemetry({ serviceName: "prefix-guard-embedded", otlpEndpoint: sessionEventsConfig.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
+const bus = await openBus({ ...sessionEventsConfig, BUS_DATABASE_URL: `sqlite:${dataDir}/bus.sqlite` }, "prefix-guard", defaultTopicSpecs(), logger);
+
+const sessionEvents = await startSessionEvents(sessionEventsConfig, { bus: bus.bus, logger: logger.child({ component: "session-events" }) });
+const rulesSnapshot = await startRulesSnapshot(rulesSnapshotConfig, { bus: bus.bus, logger: logger.child({ component: "rules-snapshot" }) });
+const promptAssemblyConfig = loadPromptAssemblyConfig({
+  ...env,
+  GRPC_PORT: promptAssemblyPort,
+  DATABASE_URL: `sqlite:${dataDir}/prompt-assembly.sqlite`,
+  SESSION_EVENTS_ADDRESS: sessionEvents.address,
+  RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
+});
+const promptAssembly = await startPromptAssembly(promptAssemblyConfig, { bus: bus.bus, logger: logger.child({ component: "prompt-assembly" }) });
+
+logger.info({ sessionEvents: sessionEvents.address, rulesSnapshot: rulesSnapshot.address, promptAssembly: promptAssembly.address, data: dataDir }, "prefix-guard running (embedded)");
+process.stdout.write(
+  [
+    "",
+    "prefix-guard is running (embedded: SQLite + in-process transport). Ctrl-C stops it.",
+    `  session-events   grpc://${sessionEvents.address}   prefixguard.sessionevents.v1.SessionEvents`,
+    `  rules-snapshot   grpc://${rulesSnapshot.address}   prefixguard.rules.v1.RulesSnapshot`,
+    `  prompt-assembly  grpc://${promptAssembly.address}   prefixguard.assembly.v1.PromptAssembly`,
+    `  data             ${dataDir}/`,
+    "",
+  ].join("\n"),
+);
+
+runUntilSignal(
+  async () => {
+    await promptAssembly.stop();
+    await rulesSnapshot.stop();
+    await sessionEvents.stop();
+    await bus.close();
+    await telemetry.shutdown();
+  },
+  logger,
+  sessionEventsConfig.SHUTDOWN_GRACE_MS,
+);

@@ -1,0 +1,122 @@
+import { Server, ServerCredentials, type ServerUnaryCall, type ServiceDefinition, type UntypedHandleCall, type UntypedServiceImplementation, type sendUnaryData, status } from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { ReflectionService } from "@grpc/reflection";
+import { SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
+import type { Logger } from "@prefix-guard/logging";
+import { protoRoot, serviceProtoFiles } from "@prefix-guard/proto/protos";
+import { HealthImplementation } from "grpc-health-check";
+import { mapErrorToStatus } from "./status-mapping";
+import { extractTraceContext } from "./trace-metadata";
+
+/** `requestHandler` functions: plain async (request) → response; errors are typed errors. */
+export type UnaryMethods<Impl> = {
+  [K in keyof Impl]: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>;
+};
+
+export interface ServiceRegistration {
+  /** Full name used for health, e.g. "prefixguard.rules.v1.RulesSnapshot". */
+  readonly name: string;
+  readonly definition: ServiceDefinition;
+  readonly methods: Record<string, (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>>;
+}
+
+export interface GrpcServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly services: readonly ServiceRegistration[];
+  readonly logger: Logger;
+  readonly credentials?: ServerCredentials;
+  /** Biggest request accepted; larger ones fail with RESOURCE_EXHAUSTED before any handler runs. */
+  readonly maxReceiveMessageBytes?: number;
+}
+
+export interface RunningGrpcServer {
+  readonly port: number;
+  readonly address: string;
+  readonly health: HealthImplementation;
+  /** Stops accepting calls, lets running ones finish for up to graceMs, then cancels the rest. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+function wrapUnary(serviceName: string, methodName: string, handler: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>, logger: Logger) {
+  const tracer = trace.getTracer("prefix-guard.grpc");
+  return (call: ServerUnaryCall<never, never>, callback: sendUnaryData<unknown>) => {
+    const parent = extractTraceContext(call.metadata);
+    const started = performance.now();
+    void context.with(parent, () =>
+      tracer.startActiveSpan(`${serviceName}/${methodName}`, { kind: SpanKind.SERVER, attributes: { "rpc.system": "grpc", "rpc.service": serviceName, "rpc.method": methodName } }, async (span) => {
+        try {
+          const response = await handler(call.request, call);
+          span.setAttribute("rpc.grpc.status_code", status.OK);
+          callback(null, response);
+        } catch (error) {
+          const mapped = mapErrorToStatus(error);
+          span.setAttribute("rpc.grpc.status_code", mapped.code);
+          if (mapped.code === status.INTERNAL) {
+            logger.error({ err: error, method: `${serviceName}/${methodName}` }, "unexpected error in handler");
+            span.recordException(error as Error);
+          }
+          span.setStatus({ code: SpanStatusCode.ERROR, message: mapped.details });
+          callback({ code: mapped.code, details: mapped.details, metadata: mapped.metadata });
+        } finally {
+          span.end();
+          logger.debug({ method: `${serviceName}/${methodName}`, ms: Math.round(performance.now() - started) }, "rpc");
+        }
+      }),
+    );
+  };
+}
+
+let reflectionDefinition: protoLoader.PackageDefinition | undefined;
+
+/**
+ * A gRPC server with grpc.health.v1 (every registered service plus "" reported SERVING once bound)
+ * and server reflection, so grpcurl and load balancers work without extra setup.
+ */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpcServer> {
+  const server = new Server({
+    "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? 16 * 1024 * 1024,
+    "grpc.keepalive_time_ms": 60_000,
+  });
+  const statusMap: Record<string, "SERVING" | "NOT_SERVING"> = { "": "NOT_SERVING" };
+  for (const service of options.services) statusMap[service.name] = "NOT_SERVING";
+  const health = new HealthImplementation(statusMap);
+  health.addToServer(server);
+  reflectionDefinition ??= protoLoader.loadSync([...serviceProtoFiles], { includeDirs: [protoRoot], keepCase: true });
+  new ReflectionService(reflectionDefinition).addToServer(server);
+
+  for (const service of options.services) {
+    const implementation: UntypedServiceImplementation = {};
+    for (const methodName of Object.keys(service.definition)) {
+      const handler = service.methods[methodName];
+      if (!handler) throw new Error(`${service.name}: no handler for ${methodName}`);
+      implementation[methodName] = wrapUnary(service.name, methodName, handler, options.logger) as UntypedHandleCall;
+    }
+    server.addService(service.definition, implementation);
+  }
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${options.host}:${options.port}`, options.credentials ?? ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+  });
+  health.setStatus("", "SERVING");
+  for (const service of options.services) health.setStatus(service.name, "SERVING");
+
+  return {
+    port,
+    address: `${options.host}:${port}`,
+    health,
+    shutdown: (graceMs = 3_000) =>
+      new Promise<void>((resolve) => {
+        health.setStatus("", "NOT_SERVING");
+        for (const service of options.services) health.setStatus(service.name, "NOT_SERVING");
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}

@@ -1,0 +1,37 @@
+import { Metadata, status } from "@grpc/grpc-js";
+import { type ErrorCode, ValidationError, isPrefixGuardError } from "@prefix-guard/errors";
+
+const codeToStatus: Record<ErrorCode, status> = {
+  invalid_argument: status.INVALID_ARGUMENT,
+  not_found: status.NOT_FOUND,
+  already_exists: status.ALREADY_EXISTS,
+  conflict: status.ABORTED,
+  resource_exhausted: status.RESOURCE_EXHAUSTED,
+  failed_precondition: status.FAILED_PRECONDITION,
+  permission_denied: status.PERMISSION_DENIED,
+  unauthenticated: status.UNAUTHENTICATED,
+  unavailable: status.UNAVAILABLE,
+  deadline_exceeded: status.DEADLINE_EXCEEDED,
+  internal: status.INTERNAL,
+};
+
+export interface MappedStatus {
+  readonly code: status;
+  readonly details: string;
+  readonly metadata: Metadata;
+}
+
+/**
+ * The one place where errors become gRPC statuses. Typed errors keep their message, field and
+ * reason (as `pg-field` / `pg-reason` trailers); anything else is INTERNAL with a generic message so
+ * driver internals never reach a caller.
+ */
+export function mapErrorToStatus(error: unknown): MappedStatus {
+  const metadata = new Metadata();
+  if (isPrefixGuardError(error)) {
+    if (error instanceof ValidationError) metadata.set("pg-field", error.field);
+    if (error.reason !== undefined) metadata.set("pg-reason", error.reason);
+    return { code: codeToStatus[error.code], details: error.message, metadata };
+  }
+  return { code: status.INTERNAL, details: "internal error", metadata };
+}

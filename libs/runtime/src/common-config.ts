@@ -1,0 +1,28 @@
+import { booleanFlag, brokerList, port, positiveMs, transportKind, z } from "@prefix-guard/config";
+
+/**
+ * Environment shared by every service (each service adds its own fields). Defaults run locally
+ * without any setup: loopback, SQLite under .data/, the embedded transport.
+ */
+export const commonConfigShape = {
+  GRPC_HOST: z.string().min(1).default("127.0.0.1"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  TRANSPORT: transportKind,
+  KAFKA_BROKERS: brokerList.default(["127.0.0.1:9092"]),
+  KAFKA_CLIENT_ID: z.string().min(1).optional(),
+  KAFKA_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(5).default(1),
+  KAFKA_SSL: booleanFlag(false),
+  KAFKA_SASL_MECHANISM: z.enum(["plain", "scram-sha-256", "scram-sha-512"]).optional(),
+  KAFKA_SASL_USERNAME: z.string().optional(),
+  KAFKA_SASL_PASSWORD: z.string().optional(),
+  /** Embedded transport's log (only with TRANSPORT=embedded). */
+  BUS_DATABASE_URL: z.string().min(1).default("sqlite:.data/bus.sqlite"),
+  /** 0 disables the Prometheus endpoint. */
+  METRICS_PORT: port(0),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+  SHUTDOWN_GRACE_MS: positiveMs(4_000),
+} as const;
+
+export type CommonConfig = {
+  [K in keyof typeof commonConfigShape]: z.infer<(typeof commonConfigShape)[K]>;
+};

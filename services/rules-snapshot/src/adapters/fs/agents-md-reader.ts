@@ -1,0 +1,76 @@
+import { open } from "node:fs/promises";
+import { isAbsolute } from "node:path";
+import { ValidationError } from "@prefix-guard/errors";
+
+/**
+ * Upper bound on what is read from AGENTS.md. The section shows 200 lines, so a larger file is a
+ * mistake (or an attack on memory); its head is still enough to render the section.
+ */
+export const MAX_AGENTS_MD_BYTES = 1024 * 1024;
+
+export interface AgentsMdRead {
+  /** '' when the file does not exist. */
+  readonly text: string;
+  /** null when the file does not exist. */
+  readonly mtimeMs: number | null;
+  /** The file is larger than the cap and `text` is only its head (possibly cut mid-line). */
+  readonly truncated: boolean;
+}
+
+const READ_CHUNK_BYTES = 64 * 1024;
+
+const MISSING_CODES = new Set(["ENOENT", "ENOTDIR", "EISDIR"]);
+
+/** @throws ValidationError("source.file.path") unless `path` is absolute. */
+export function requireAbsoluteSourcePath(path: string): string {
+  if (path.length === 0) throw new ValidationError("source.file.path", "must not be empty");
+  if (path.includes("\0")) throw new ValidationError("source.file.path", "must not contain NUL");
+  if (!isAbsolute(path))
+    throw new ValidationError("source.file.path", `must be an absolute path, got ${JSON.stringify(path)}`);
+  return path;
+}
+
+/**
+ * Reads at most `maxBytes` of the file. A missing file (or a directory in its place) is an empty read,
+ * not an error: seed 001 §3.4 treats "no AGENTS.md" as "no rules". Other failures (permissions, I/O)
+ * are thrown for the caller to decide.
+ */
+export async function readAgentsMdFile(path: string, options: { maxBytes?: number } = {}): Promise<AgentsMdRead> {
+  requireAbsoluteSourcePath(path);
+  const maxBytes = options.maxBytes ?? MAX_AGENTS_MD_BYTES;
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, "r");
+  } catch (error) {
+    if (isMissing(error)) return { text: "", mtimeMs: null, truncated: false };
+    throw error;
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) return { text: "", mtimeMs: null, truncated: false };
+    // Read until EOF or one byte past the cap, in chunks: stat.size can change between stat and read,
+    // and the extra byte tells "exactly at the cap" from "over it".
+    const chunks: Buffer[] = [];
+    let total = 0;
+    while (total <= maxBytes) {
+      const chunk = Buffer.alloc(Math.min(READ_CHUNK_BYTES, maxBytes + 1 - total));
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
+      if (bytesRead === 0) break;
+      chunks.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+      total += bytesRead;
+    }
+    const truncated = total > maxBytes;
+    const text = Buffer.concat(chunks, Math.min(total, maxBytes)).toString("utf8");
+    return { text, mtimeMs: Math.floor(stat.mtimeMs), truncated };
+  } catch (error) {
+    if (isMissing(error)) return { text: "", mtimeMs: null, truncated: false };
+    throw error;
+  } finally {
+    await handle.close();
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "string" && MISSING_CODES.has(code);
+}

@@ -1,0 +1,48 @@
+import type { ServiceRegistration } from "@prefix-guard/grpc";
+import { type GetRequest, type GetResponse, type InvalidateRequest, type ResolveRequest, RulesSnapshotService as RulesSnapshotDefinition } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { ValidationError } from "@prefix-guard/errors";
+import type { RulesSnapshotService } from "../../application/rules-snapshot-service";
+
+function requireSessionId(sessionId: string): string {
+  if (sessionId.trim().length === 0) throw new ValidationError("session_id", "must not be empty");
+  return sessionId;
+}
+
+/** `afterCall` nudges the outbox relay once the call's transaction has committed. */
+export function rulesSnapshotRegistration(service: RulesSnapshotService, afterCall: () => void): ServiceRegistration {
+  return {
+    name: "prefixguard.rules.v1.RulesSnapshot",
+    definition: RulesSnapshotDefinition,
+    methods: {
+      resolve: async (request: ResolveRequest) => {
+        const response = await service.resolveWorkspaceRules(request);
+        afterCall();
+        return response;
+      },
+      invalidate: async (request: InvalidateRequest) => {
+        const response = await service.invalidate(requireSessionId(request.sessionId), request.reason.trim() || "operator");
+        afterCall();
+        return response;
+      },
+      get: async (request: GetRequest): Promise<GetResponse> => {
+        const row = await service.getSnapshot(requireSessionId(request.sessionId));
+        if (!row) return { found: false };
+        return {
+          found: true,
+          snapshot: {
+            sessionId: row.sessionId,
+            workspace: row.workspace,
+            rulesText: row.rulesText,
+            rulesHash: row.rulesHash,
+            sourcePath: row.sourcePath ?? "",
+            sourceMtimeMs: row.sourceMtimeMs ?? 0,
+            generation: row.generation,
+            lastReportedDiskHash: row.lastReportedDiskHash ?? "",
+            createdAtMs: row.createdAtMs,
+            updatedAtMs: row.updatedAtMs,
+          },
+        };
+      },
+    } as ServiceRegistration["methods"],
+  };
+}

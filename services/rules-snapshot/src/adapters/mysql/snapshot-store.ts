@@ -1,0 +1,157 @@
+import { type ApplyOutcome, applyInSessionOrder, translateDbError } from "@prefix-guard/db";
+import type { Knex } from "knex";
+import type { PinnedSnapshot, SnapshotRow } from "../../domain/model";
+
+const TABLE = "session_workspace_rules";
+
+/** A connection or an open transaction: every method runs on whichever it is given. */
+export type DbExecutor = Knex | Knex.Transaction;
+
+interface SnapshotRecord {
+  session_id: string;
+  workspace: string;
+  rules_text: string;
+  rules_hash: string;
+  source_path: string | null;
+  source_mtime_ms: number | string | null;
+  generation: number | string;
+  last_reported_disk_hash: string | null;
+  created_at_ms: number | string;
+  updated_at_ms: number | string;
+}
+
+function toRow(record: SnapshotRecord): SnapshotRow {
+  return {
+    sessionId: record.session_id,
+    workspace: record.workspace,
+    rulesText: record.rules_text,
+    rulesHash: record.rules_hash,
+    sourcePath: record.source_path,
+    sourceMtimeMs: record.source_mtime_ms === null ? null : Number(record.source_mtime_ms),
+    generation: Number(record.generation),
+    lastReportedDiskHash: record.last_reported_disk_hash,
+    createdAtMs: Number(record.created_at_ms),
+    updatedAtMs: Number(record.updated_at_ms),
+  };
+}
+
+/**
+ * `session_workspace_rules` through knex; the same SQL runs on MariaDB/MySQL and SQLite.
+ * Driver errors leave as typed errors (translateDbError): UnavailableError for an unreachable DB.
+ */
+export class SnapshotStore {
+  constructor(private readonly db: Knex) {}
+
+  async transaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    try {
+      return await this.db.transaction(work);
+    } catch (error) {
+      throw translateDbError(error);
+    }
+  }
+
+  /** Runs `apply` and moves the consumer position in one transaction (libs/db applyInSessionOrder). */
+  async applyInSessionOrder(
+    args: { consumer: string; sessionId: string; seq: number; nowMs: number; applyAcrossGap?: boolean },
+    apply: (trx: Knex.Transaction) => Promise<void>,
+  ): Promise<ApplyOutcome> {
+    try {
+      return await applyInSessionOrder(this.db, args, apply);
+    } catch (error) {
+      throw translateDbError(error, { sessionId: args.sessionId, seq: args.seq });
+    }
+  }
+
+  async findBySession(sessionId: string, executor: DbExecutor = this.db): Promise<SnapshotRow | null> {
+    try {
+      const record = (await executor(TABLE).where({ session_id: sessionId }).first()) as SnapshotRecord | undefined;
+      return record === undefined ? null : toRow(record);
+    } catch (error) {
+      throw translateDbError(error, { sessionId });
+    }
+  }
+
+  /**
+   * Insert-or-overwrite in one statement (INSERT … ON DUPLICATE KEY UPDATE / ON CONFLICT DO UPDATE):
+   * concurrent first resolves of a session leave one row, and an overwrite rewrites every column —
+   * workspace included — and clears the report mark (seed 001 §4.2 评审补充).
+   */
+  async upsert(snapshot: PinnedSnapshot, nowMs: number, executor: DbExecutor = this.db): Promise<void> {
+    const record: SnapshotRecord = {
+      session_id: snapshot.sessionId,
+      workspace: snapshot.workspace,
+      rules_text: snapshot.rulesText,
+      rules_hash: snapshot.rulesHash,
+      source_path: snapshot.sourcePath,
+      source_mtime_ms: snapshot.sourceMtimeMs,
+      generation: snapshot.generation,
+      last_reported_disk_hash: null,
+      created_at_ms: nowMs,
+      updated_at_ms: nowMs,
+    };
+    try {
+      await executor(TABLE)
+        .insert(record)
+        .onConflict("session_id")
+        .merge([
+          "workspace",
+          "rules_text",
+          "rules_hash",
+          "source_path",
+          "source_mtime_ms",
+          "generation",
+          "last_reported_disk_hash",
+          "created_at_ms",
+          "updated_at_ms",
+        ]);
+    } catch (error) {
+      throw translateDbError(error, { sessionId: snapshot.sessionId });
+    }
+  }
+
+  /** @returns the number of rows removed (0 or 1). */
+  async deleteBySession(sessionId: string, executor: DbExecutor = this.db): Promise<number> {
+    try {
+      return Number(await executor(TABLE).where({ session_id: sessionId }).delete());
+    } catch (error) {
+      throw translateDbError(error, { sessionId });
+    }
+  }
+
+  /** Deletes the row only if it was pinned under a generation older than `generation`. */
+  async deleteOlderThanGeneration(
+    sessionId: string,
+    generation: number,
+    executor: DbExecutor = this.db,
+  ): Promise<number> {
+    try {
+      return Number(
+        await executor(TABLE).where({ session_id: sessionId }).andWhere("generation", "<", generation).delete(),
+      );
+    } catch (error) {
+      throw translateDbError(error, { sessionId, generation });
+    }
+  }
+
+  /**
+   * Records `diskHash` as reported while the row still holds `pinnedHash` and has not reported it yet.
+   * @returns true if this call made the mark, false if someone already did (or the row changed).
+   */
+  async markReported(
+    sessionId: string,
+    diskHash: string,
+    pinnedHash: string,
+    nowMs: number,
+    executor: DbExecutor = this.db,
+  ): Promise<boolean> {
+    try {
+      const updated = await executor(TABLE)
+        .where({ session_id: sessionId, rules_hash: pinnedHash })
+        .andWhere((q) => q.whereNull("last_reported_disk_hash").orWhereNot("last_reported_disk_hash", diskHash))
+        .update({ last_reported_disk_hash: diskHash, updated_at_ms: nowMs });
+      return Number(updated) > 0;
+    } catch (error) {
+      throw translateDbError(error, { sessionId });
+    }
+  }
+}

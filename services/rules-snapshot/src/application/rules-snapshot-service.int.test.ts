@@ -1,0 +1,592 @@
+import { createHash } from "node:crypto";
+import { mkdir, mkdtemp, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
+import { createTestDatabase } from "@prefix-guard/db/testing";
+import { UnavailableError, ValidationError } from "@prefix-guard/errors";
+import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
+import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readAgentsMdFile } from "../adapters/fs/agents-md-reader";
+import { SnapshotStore } from "../adapters/mysql/snapshot-store";
+import { renderWorkspaceRulesSection } from "../domain/render-rules-section";
+import { InMemoryRulesEventSink } from "./in-memory-rules-event-sink";
+import { type ResolveRequest, RulesSnapshotService, type RulesSnapshotServiceDeps } from "./rules-snapshot-service";
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+class CapturingLogger {
+  readonly infos: string[] = [];
+  readonly warns: string[] = [];
+  info(_fields: Record<string, unknown>, message: string): void {
+    this.infos.push(message);
+  }
+  warn(_fields: Record<string, unknown>, message: string): void {
+    this.warns.push(message);
+  }
+  matching(pattern: RegExp): string[] {
+    return this.infos.filter((line) => pattern.test(line));
+  }
+}
+
+interface Harness {
+  readonly service: RulesSnapshotService;
+  readonly events: InMemoryRulesEventSink;
+  readonly logger: CapturingLogger;
+  readonly reads: string[];
+}
+
+let clockMs = 1_760_000_000_000;
+let eventSeq = 0;
+
+function harness(db: Database, overrides: Partial<RulesSnapshotServiceDeps> = {}): Harness {
+  const events = new InMemoryRulesEventSink();
+  const logger = new CapturingLogger();
+  const reads: string[] = [];
+  const service = new RulesSnapshotService({
+    store: new SnapshotStore(db),
+    readFile: async (path) => {
+      reads.push(path);
+      return readAgentsMdFile(path);
+    },
+    sha256,
+    now: () => ++clockMs,
+    newEventId: () => `evt-${++eventSeq}`,
+    events,
+    logger,
+    dbTimeoutMs: 2_000,
+    ...overrides,
+  });
+  return { service, events, logger, reads };
+}
+
+async function countRows(db: Database, sessionId: string): Promise<number> {
+  const [row] = await db("session_workspace_rules").where({ session_id: sessionId }).count({ n: "*" });
+  return Number(row?.n);
+}
+
+function sessionEvent(sessionId: string, seq: number, payload: NonNullable<SessionEvent["payload"]>): SessionEvent {
+  const type =
+    {
+      compactionCommitted: "CompactionCommitted",
+      sessionDeleted: "SessionDeleted",
+      sideTaskPromoted: "SideTaskPromoted",
+      messageSaved: "MessageSaved",
+    }[payload.$case as string] ?? "";
+  return { eventId: `se-${sessionId}-${seq}`, sessionId, seq, occurredAtMs: clockMs, schemaVersion: 1, type, payload };
+}
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "rules-snapshot-svc-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A workspace directory with an AGENTS.md the test can edit, delete and recreate. */
+async function workspace(
+  name: string,
+  rules: string | null,
+): Promise<{ dir: string; agentsMd: string; write: (text: string) => Promise<void> }> {
+  const dir = join(root, name);
+  await mkdir(dir, { recursive: true });
+  const agentsMd = join(dir, "AGENTS.md");
+  const write = (text: string) => writeFile(agentsMd, text);
+  if (rules !== null) await write(rules);
+  return { dir, agentsMd, write };
+}
+
+function fileRequest(
+  sessionId: string,
+  ws: { dir: string; agentsMd: string },
+  compactionGeneration = 0,
+): ResolveRequest {
+  return {
+    sessionId,
+    workspace: ws.dir,
+    source: { $case: "file", value: { path: ws.agentsMd } },
+    compactionGeneration,
+    embed: false,
+  };
+}
+
+interface Backend {
+  readonly db: Database;
+  /** A fresh connection pool on the same database: what a restarted process sees. */
+  reopen(options?: { poolMax?: number }): Database;
+  close(): Promise<void>;
+}
+
+function suite(name: string, open: () => Promise<Backend>) {
+  describe(name, () => {
+    let backend: Backend;
+    let db: Database;
+    const prefix = name.includes("MariaDB") ? "m" : "q";
+    const sid = (label: string) => `${prefix}-${label}`;
+
+    beforeAll(async () => {
+      backend = await open();
+      db = backend.db;
+      await runMigrations(db, rulesSnapshotMigrations);
+    });
+    afterAll(async () => backend.close());
+
+    it("pins the first non-empty read with its source, generation and hash", async () => {
+      const ws = await workspace(sid("first"), "# rules\n- pnpm only\n");
+      const { service, events, logger } = harness(db);
+      const response = await service.resolveWorkspaceRules(fileRequest(sid("first"), ws, 2));
+      const expected = renderWorkspaceRulesSection("# rules\n- pnpm only\n", "zh-CN");
+      expect(response).toEqual({
+        sectionText: expected,
+        decision: Decision.DECISION_PINNED,
+        rulesHash: sha256(expected),
+        pinnedGeneration: 2,
+        warning: "",
+      });
+      const row = await db("session_workspace_rules")
+        .where({ session_id: sid("first") })
+        .first();
+      expect(row).toMatchObject({
+        workspace: ws.dir,
+        rules_text: expected,
+        rules_hash: sha256(expected),
+        source_path: ws.agentsMd,
+        last_reported_disk_hash: null,
+      });
+      expect(Number(row.source_mtime_ms)).toBe(Math.floor((await stat(ws.agentsMd)).mtimeMs));
+      expect(Number(row.generation)).toBe(2);
+      expect(logger.infos).toEqual([
+        `workspace rules snapshot pinned session=${sid("first")} chars=${expected.length} source=${ws.agentsMd} mtime=${Number(row.source_mtime_ms)}`,
+      ]);
+      expect(events.events).toHaveLength(1);
+      expect(events.events[0]).toMatchObject({
+        sessionId: sid("first"),
+        schemaVersion: 1,
+        type: "RulesPinned",
+        payload: { $case: "pinned", value: { reason: "first", generation: 2 } },
+      });
+    });
+
+    it("keeps the section byte-identical through a mid-session edit until CompactionCommitted", async () => {
+      const session = sid("edit");
+      const ws = await workspace(session, "| repo | doc |\n| a | x |\n");
+      const { service, logger } = harness(db);
+      const pinned = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      await ws.write("| repo | doc |\n| a | x |\n| b | y |\n");
+      const afterEdit = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(afterEdit.decision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+      expect(afterEdit.sectionText).toBe(pinned.sectionText);
+      expect(afterEdit.rulesHash).toBe(pinned.rulesHash);
+      await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(logger.matching(/changed on disk but snapshot retained/)).toHaveLength(1);
+
+      const outcome = await service.applySessionEvent(
+        sessionEvent(session, 7, {
+          $case: "compactionCommitted",
+          value: { generation: 1, boundaryMessageId: "m1", summary: "s" },
+        }),
+      );
+      expect(outcome).toEqual({ kind: "applied", removed: true });
+      expect(await countRows(db, session)).toBe(0);
+      const afterCompaction = await service.resolveWorkspaceRules(fileRequest(session, ws, 1));
+      expect(afterCompaction.decision).toBe(Decision.DECISION_PINNED);
+      expect(afterCompaction.sectionText).toContain("| b | y |");
+      expect(logger.matching(/snapshot invalidated session=.* reason=compaction-committed$/)).toHaveLength(1);
+      expect(logger.matching(/snapshot pinned/)).toHaveLength(2);
+    });
+
+    it("reports a changed disk hash once, again for a new hash, and not again after a restart", async () => {
+      const session = sid("report");
+      const ws = await workspace(session, "v1\n");
+      const first = harness(db);
+      await first.service.resolveWorkspaceRules(fileRequest(session, ws));
+      await ws.write("v2\n");
+      await first.service.resolveWorkspaceRules(fileRequest(session, ws));
+      await first.service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(first.logger.matching(/changed on disk/)).toHaveLength(1);
+      expect(first.events.ofType("RulesRetainedChanged")).toHaveLength(1);
+
+      const restartedDb = backend.reopen();
+      try {
+        const restarted = harness(restartedDb);
+        const sameHash = await restarted.service.resolveWorkspaceRules(fileRequest(session, ws));
+        expect(sameHash.decision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+        expect(restarted.logger.infos).toEqual([]);
+        expect(restarted.events.events).toEqual([]);
+        await ws.write("v3\n");
+        await restarted.service.resolveWorkspaceRules(fileRequest(session, ws));
+        const v3Hash = sha256(renderWorkspaceRulesSection("v3\n", "zh-CN"));
+        expect(restarted.logger.matching(/changed on disk/)).toEqual([
+          `workspace rules changed on disk but snapshot retained session=${session} disk_hash=${v3Hash.slice(0, 12)} pinned_hash=${sameHash.rulesHash.slice(0, 12)} effective=on-next-snapshot`,
+        ]);
+      } finally {
+        await restartedDb.destroy();
+      }
+    });
+
+    it("returns the stored bytes after a restart without pinning again", async () => {
+      const session = sid("restart");
+      const ws = await workspace(session, "rules before the restart\n");
+      const before = await harness(db).service.resolveWorkspaceRules(fileRequest(session, ws));
+      await ws.write("rules edited while the process was down\n");
+      const restartedDb = backend.reopen();
+      try {
+        const restarted = harness(restartedDb);
+        const after = await restarted.service.resolveWorkspaceRules(fileRequest(session, ws));
+        expect(after.sectionText).toBe(before.sectionText);
+        expect(Buffer.from(after.sectionText).equals(Buffer.from(before.sectionText))).toBe(true);
+        expect(after.decision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+        expect(restarted.logger.matching(/snapshot pinned/)).toEqual([]);
+        await ws.write("rules before the restart\n");
+        expect((await restarted.service.resolveWorkspaceRules(fileRequest(session, ws))).decision).toBe(
+          Decision.DECISION_RETAINED,
+        );
+      } finally {
+        await restartedDb.destroy();
+      }
+    });
+
+    it("leaves one row and one text when first resolves of a session race", async () => {
+      const session = sid("race");
+      const ws = await workspace(session, "raced rules\n");
+      const { service } = harness(db);
+      const responses = await Promise.all(
+        [1, 2, 3, 4, 5].map(() => service.resolveWorkspaceRules(fileRequest(session, ws))),
+      );
+      expect(await countRows(db, session)).toBe(1);
+      const stored = await service.getSnapshot(session);
+      for (const response of responses) {
+        expect([Decision.DECISION_PINNED, Decision.DECISION_RETAINED]).toContain(response.decision);
+        expect(response.sectionText).toBe(stored?.rulesText);
+      }
+    });
+
+    it("overwrites every column when the row belongs to another workspace", async () => {
+      const session = sid("mismatch");
+      const wsA = await workspace(`${session}-a`, "rules of A\n");
+      const wsB = await workspace(`${session}-b`, "rules of B\n");
+      const { service, logger } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(session, wsA));
+      await wsA.write("rules of A, edited\n");
+      await service.resolveWorkspaceRules(fileRequest(session, wsA));
+      const before = await service.getSnapshot(session);
+      expect(before?.lastReportedDiskHash).not.toBeNull();
+
+      const response = await service.resolveWorkspaceRules(fileRequest(session, wsB, 3));
+      const expected = renderWorkspaceRulesSection("rules of B\n", "zh-CN");
+      expect(response.decision).toBe(Decision.DECISION_REPINNED_WORKSPACE_MISMATCH);
+      expect(response.sectionText).toBe(expected);
+      const after = await service.getSnapshot(session);
+      expect(after).toMatchObject({
+        workspace: wsB.dir,
+        rulesText: expected,
+        rulesHash: sha256(expected),
+        sourcePath: wsB.agentsMd,
+        sourceMtimeMs: Math.floor((await stat(wsB.agentsMd)).mtimeMs),
+        generation: 3,
+        lastReportedDiskHash: null,
+      });
+      expect(after?.updatedAtMs).toBeGreaterThan(before?.updatedAtMs ?? Number.POSITIVE_INFINITY);
+      expect(logger.matching(/snapshot pinned/)).toHaveLength(2);
+    });
+
+    it("overwrites a row whose workspace was changed by hand (seed §9.8)", async () => {
+      const session = sid("manual");
+      const ws = await workspace(session, "current rules\n");
+      const { service } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(session, ws));
+      await db("session_workspace_rules")
+        .where({ session_id: session })
+        .update({ workspace: "/some/other/workspace", rules_text: "## 工作区规则\n\nrules of another workspace" });
+      const response = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(response.decision).toBe(Decision.DECISION_REPINNED_WORKSPACE_MISMATCH);
+      expect(response.sectionText).not.toContain("another workspace");
+      expect((await service.getSnapshot(session))?.workspace).toBe(ws.dir);
+    });
+
+    it("keeps the section when a pinned session's file is deleted or the client omits the content", async () => {
+      const session = sid("empty");
+      const ws = await workspace(session, "rules that will vanish\n");
+      const { service, logger, events } = harness(db);
+      const pinned = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      await unlink(ws.agentsMd);
+      const afterDelete = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(afterDelete.decision).toBe(Decision.DECISION_RETAINED_DISK_EMPTY);
+      expect(afterDelete.sectionText).toBe(pinned.sectionText);
+      const omitted = await service.resolveWorkspaceRules({
+        ...fileRequest(session, ws),
+        source: { $case: "content", value: { text: "" } },
+      });
+      expect(omitted.decision).toBe(Decision.DECISION_RETAINED_DISK_EMPTY);
+      expect(omitted.sectionText).toBe(pinned.sectionText);
+      expect(logger.matching(/empty on disk/)).toEqual([
+        `workspace rules empty on disk but snapshot retained session=${session} effective=on-next-snapshot`,
+      ]);
+      expect(events.ofType("RulesRetainedEmpty")).toHaveLength(1);
+      expect(await countRows(db, session)).toBe(1);
+    });
+
+    it("pins nothing for an empty first read and pins once the file appears", async () => {
+      const session = sid("late-file");
+      const ws = await workspace(session, null);
+      const { service, events } = harness(db);
+      const missing = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(missing).toMatchObject({ sectionText: "", decision: Decision.DECISION_EMPTY_NOT_PINNED, rulesHash: "" });
+      await ws.write("   \n\n");
+      expect((await service.resolveWorkspaceRules(fileRequest(session, ws))).decision).toBe(
+        Decision.DECISION_EMPTY_NOT_PINNED,
+      );
+      expect(await countRows(db, session)).toBe(0);
+      expect(events.events).toEqual([]);
+      await ws.write("rules written by the agent\n");
+      const created = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(created.decision).toBe(Decision.DECISION_PINNED);
+      expect(created.sectionText).toContain("rules written by the agent");
+    });
+
+    it("pins reported content without a source path", async () => {
+      const session = sid("local");
+      const { service, logger } = harness(db);
+      const response = await service.resolveWorkspaceRules({
+        sessionId: session,
+        workspace: "C:/Users/dev/project",
+        source: { $case: "content", value: { text: "local rules" } },
+        compactionGeneration: 0,
+        embed: false,
+      });
+      expect(response.decision).toBe(Decision.DECISION_PINNED);
+      expect(await service.getSnapshot(session)).toMatchObject({
+        sourcePath: null,
+        sourceMtimeMs: null,
+        rulesText: response.sectionText,
+      });
+      expect(logger.infos[0]).toMatch(/source=reported-content mtime=none$/);
+    });
+
+    it("re-pins a snapshot from an older generation before the CompactionCommitted event arrives", async () => {
+      const session = sid("fence");
+      const ws = await workspace(session, "gen 0 rules\n");
+      const { service, events } = harness(db);
+      const old = await service.resolveWorkspaceRules(fileRequest(session, ws, 0));
+      await ws.write("gen 1 rules\n");
+      const fenced = await service.resolveWorkspaceRules(fileRequest(session, ws, 1));
+      expect(fenced.decision).toBe(Decision.DECISION_REPINNED_STALE_GENERATION);
+      expect(fenced.sectionText).not.toBe(old.sectionText);
+      expect(fenced.sectionText).toContain("gen 1 rules");
+      expect(fenced.pinnedGeneration).toBe(1);
+      const late = await service.applySessionEvent(
+        sessionEvent(session, 3, {
+          $case: "compactionCommitted",
+          value: { generation: 1, boundaryMessageId: "m", summary: "" },
+        }),
+      );
+      expect(late).toEqual({ kind: "applied", removed: false });
+      expect((await service.resolveWorkspaceRules(fileRequest(session, ws, 1))).sectionText).toBe(fenced.sectionText);
+      expect(events.ofType("RulesInvalidated")).toEqual([]);
+    });
+
+    it("drops a stale snapshot when the new generation reads empty", async () => {
+      const session = sid("fence-empty");
+      const ws = await workspace(session, "old rules\n");
+      const { service, logger } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(session, ws, 0));
+      await unlink(ws.agentsMd);
+      const response = await service.resolveWorkspaceRules(fileRequest(session, ws, 1));
+      expect(response).toMatchObject({ sectionText: "", decision: Decision.DECISION_EMPTY_NOT_PINNED });
+      expect(await countRows(db, session)).toBe(0);
+      expect(logger.matching(/reason=stale-generation$/)).toHaveLength(1);
+    });
+
+    it("invalidates on request, then pins what is read next", async () => {
+      const session = sid("invalidate");
+      const ws = await workspace(session, "before\n");
+      const { service, logger, events } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(session, ws));
+      await ws.write("after\n");
+      expect(await service.invalidate(session, "operator")).toEqual({ removed: true });
+      expect(await service.invalidate(session, "operator")).toEqual({ removed: false });
+      expect(logger.matching(/invalidated/)).toEqual([
+        `workspace rules snapshot invalidated session=${session} reason=operator`,
+      ]);
+      expect(events.ofType("RulesInvalidated")).toHaveLength(1);
+      const next = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(next.decision).toBe(Decision.DECISION_PINNED);
+      expect(next.sectionText).toContain("after");
+    });
+
+    it("deletes a deleted session's row once, counting by SQL", async () => {
+      const session = sid("deleted");
+      const ws = await workspace(session, "rules\n");
+      const { service, events } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(
+        await service.applySessionEvent(sessionEvent(session, 12, { $case: "sessionDeleted", value: {} })),
+      ).toEqual({ kind: "applied", removed: true });
+      expect(await countRows(db, session)).toBe(0);
+      expect(
+        await service.applySessionEvent(sessionEvent(session, 12, { $case: "sessionDeleted", value: {} })),
+      ).toEqual({ kind: "duplicate", lastSeq: 12 });
+      expect(events.ofType("RulesDeleted").map((e) => e.payload)).toEqual([
+        { $case: "deleted", value: { reason: "session-deleted" } },
+      ]);
+      const position = await db("consumer_position").where({ consumer: "rules-snapshot", session_id: session }).first();
+      expect(Number(position.last_seq)).toBe(12);
+    });
+
+    it("deletes a promoted side session's row and leaves its parent's", async () => {
+      const parent = sid("parent");
+      const side = sid("side");
+      const ws = await workspace(parent, "rules\n");
+      const { service } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(parent, ws));
+      await service.resolveWorkspaceRules(fileRequest(side, ws));
+      expect(
+        await service.applySessionEvent(
+          sessionEvent(side, 4, { $case: "sideTaskPromoted", value: { parentSessionId: parent } }),
+        ),
+      ).toEqual({ kind: "applied", removed: true });
+      expect(await countRows(db, side)).toBe(0);
+      expect(await countRows(db, parent)).toBe(1);
+    });
+
+    it("ignores session events that do not concern snapshots", async () => {
+      const session = sid("ignored");
+      const { service } = harness(db);
+      const outcome = await service.applySessionEvent(
+        sessionEvent(session, 1, {
+          $case: "messageSaved",
+          value: { messageId: "m1", role: 1, content: [], thinkingChars: 0, localDate: "2026-10-14" },
+        }),
+      );
+      expect(outcome).toEqual({ kind: "ignored" });
+      expect(await db("consumer_position").where({ session_id: session }).first()).toBeUndefined();
+    });
+
+    it("skips embedded page agents without reading or writing", async () => {
+      const session = sid("embed");
+      const { service, reads } = harness(db);
+      const response = await service.resolveWorkspaceRules({
+        sessionId: session,
+        workspace: "",
+        compactionGeneration: 0,
+        embed: true,
+      });
+      expect(response).toMatchObject({ sectionText: "", decision: Decision.DECISION_SKIPPED_EMBED });
+      expect(reads).toEqual([]);
+      expect(await countRows(db, session)).toBe(0);
+    });
+
+    it("rejects malformed requests with the offending field", async () => {
+      const ws = await workspace(sid("invalid"), "rules\n");
+      const { service } = harness(db);
+      const fieldOf = async (request: ResolveRequest) => {
+        const error = await service.resolveWorkspaceRules(request).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ValidationError);
+        return (error as ValidationError).field;
+      };
+      expect(await fieldOf({ ...fileRequest("", ws) })).toBe("session_id");
+      expect(await fieldOf({ ...fileRequest("x".repeat(129), ws) })).toBe("session_id");
+      expect(await fieldOf({ ...fileRequest(sid("invalid"), ws), workspace: "" })).toBe("workspace");
+      expect(await fieldOf({ ...fileRequest(sid("invalid"), ws), source: undefined })).toBe("source");
+      expect(
+        await fieldOf({
+          ...fileRequest(sid("invalid"), ws),
+          source: { $case: "file", value: { path: "relative/AGENTS.md" } },
+        }),
+      ).toBe("source.file.path");
+      expect(await countRows(db, sid("invalid"))).toBe(0);
+    });
+
+    it("degrades to the raw rules within the timeout when no connection is free", async () => {
+      const session = sid("slow");
+      const ws = await workspace(session, "rules read while the DB is stuck\n");
+      const stuckDb = backend.reopen({ poolMax: 1 });
+      const holder = await stuckDb.transaction();
+      try {
+        const { service, logger } = harness(stuckDb, { dbTimeoutMs: 300 });
+        const started = Date.now();
+        const response = await service.resolveWorkspaceRules(fileRequest(session, ws));
+        expect(Date.now() - started).toBeLessThan(2_000);
+        const expected = renderWorkspaceRulesSection("rules read while the DB is stuck\n", "zh-CN");
+        expect(response).toMatchObject({
+          sectionText: expected,
+          decision: Decision.DECISION_DEGRADED_RAW,
+          rulesHash: sha256(expected),
+          pinnedGeneration: 0,
+        });
+        expect(response.warning).toMatch(/300 ms/);
+        expect(logger.warns).toHaveLength(1);
+      } finally {
+        await holder.rollback();
+        await stuckDb.destroy();
+      }
+    });
+  });
+}
+
+suite("rules-snapshot service on real MariaDB", async () => {
+  const test = await createTestDatabase("rules_service");
+  const pools: Database[] = [];
+  return {
+    db: test.db,
+    reopen: (options = {}) => {
+      const db = createDatabase(test.url, options);
+      pools.push(db);
+      return db;
+    },
+    close: async () => {
+      await Promise.all(pools.map((db) => db.destroy()));
+      await test.drop();
+    },
+  };
+});
+
+suite("rules-snapshot service on SQLite", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "rules-service-sqlite-"));
+  const url = `sqlite:${join(dir, "rules.sqlite")}`;
+  const db = createDatabase(url);
+  return {
+    db,
+    reopen: () => createDatabase(url),
+    close: async () => {
+      await db.destroy();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe("rules-snapshot service without a database", () => {
+  it("degrades to the raw rules when the server refuses connections", async () => {
+    const ws = await workspace("unreachable", "rules\n");
+    const db = createDatabase("mysql://root@127.0.0.1:1/rules_snapshot", {
+      connectTimeoutMs: 1_000,
+      acquireTimeoutMs: 1_000,
+    });
+    try {
+      const { service, logger } = harness(db, { dbTimeoutMs: 1_500 });
+      const started = Date.now();
+      const response = await service.resolveWorkspaceRules(fileRequest("s-down", ws));
+      expect(Date.now() - started).toBeLessThan(1_500);
+      expect(response.decision).toBe(Decision.DECISION_DEGRADED_RAW);
+      expect(response.sectionText).toBe(renderWorkspaceRulesSection("rules\n", "zh-CN"));
+      expect(response.warning).toMatch(/ECONNREFUSED/);
+      expect(logger.warns).toHaveLength(1);
+      await expect(service.invalidate("s-down", "operator")).rejects.toBeInstanceOf(UnavailableError);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it("degrades to the raw rules over a destroyed pool", async () => {
+    const ws = await workspace("destroyed", "rules\n");
+    const db = createDatabase("sqlite::memory:");
+    await db.destroy();
+    const { service } = harness(db, { dbTimeoutMs: 500 });
+    const response = await service.resolveWorkspaceRules(fileRequest("s-destroyed", ws));
+    expect(response.decision).toBe(Decision.DECISION_DEGRADED_RAW);
+    expect(response.sectionText).toBe(renderWorkspaceRulesSection("rules\n", "zh-CN"));
+  });
+});

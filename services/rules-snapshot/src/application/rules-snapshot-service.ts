@@ -1,0 +1,342 @@
+import { type ApplyOutcome, withDbTimeout } from "@prefix-guard/db";
+import { errorMessage, ValidationError } from "@prefix-guard/errors";
+import type { RulesSnapshotEvent } from "@prefix-guard/proto/events/v1/rules_events";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
+import {
+  Decision,
+  type ResolveRequest as ProtoResolveRequest,
+  type ResolveResponse as ProtoResolveResponse,
+} from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import type { Knex } from "knex";
+import { type AgentsMdRead, requireAbsoluteSourcePath } from "../adapters/fs/agents-md-reader";
+import type { SnapshotStore } from "../adapters/mysql/snapshot-store";
+import { invalidatedLogLine } from "../domain/log-lines";
+import type { Locale, RawRules, ResolutionDecision, RulesEventPayload, SnapshotRow } from "../domain/model";
+import { renderWorkspaceRulesSection } from "../domain/render-rules-section";
+import { decideResolution, type ResolutionPlan } from "../domain/resolve-decision";
+import { planSessionEventCleanup } from "../domain/session-cleanup";
+import { invalidatedPayload, RULES_EVENT_SCHEMA_VERSION, rulesEventType } from "../domain/snapshot-events";
+
+/** Consumer name in `consumer_position`. */
+export const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
+
+const MAX_SESSION_ID_CHARS = 128;
+const MAX_WORKSPACE_CHARS = 512;
+const MAX_SOURCE_PATH_CHARS = 1024;
+
+/**
+ * Where rules.snapshot.v1 events go. `trx` is the transaction that made the change, so an outbox
+ * implementation commits the event with it; an implementation without a DB may ignore it.
+ */
+export interface RulesEventSink {
+  record(event: RulesSnapshotEvent, trx?: Knex.Transaction): Promise<void>;
+}
+
+/** The part of a pino logger the service uses. */
+export interface RulesSnapshotLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface RulesSnapshotServiceDeps {
+  readonly store: SnapshotStore;
+  /** Reads a file source; a missing file is an empty read (adapters/fs `readAgentsMdFile`). */
+  readonly readFile: (path: string) => Promise<AgentsMdRead>;
+  /** Lower-case hex sha256 of the UTF-8 text. */
+  readonly sha256: (text: string) => string;
+  readonly now: () => number;
+  readonly newEventId: () => string;
+  readonly events: RulesEventSink;
+  readonly logger: RulesSnapshotLogger;
+  /** Bound on the DB part of one call, connection acquisition included. */
+  readonly dbTimeoutMs: number;
+  /** Language of the section heading and notice; defaults to zh-CN, the seed's wording. */
+  readonly locale?: Locale;
+}
+
+export type ResolveRequest = Pick<
+  ProtoResolveRequest,
+  "sessionId" | "workspace" | "source" | "compactionGeneration" | "embed"
+>;
+export type ResolveResponse = Omit<ProtoResolveResponse, "_unknownFields">;
+
+export type SessionEventOutcome =
+  | { readonly kind: "ignored" }
+  | { readonly kind: "applied"; readonly removed: boolean }
+  | Exclude<ApplyOutcome, { kind: "applied" }>;
+
+const PROTO_DECISIONS: Record<ResolutionDecision, Decision> = {
+  PINNED: Decision.DECISION_PINNED,
+  RETAINED: Decision.DECISION_RETAINED,
+  RETAINED_DISK_CHANGED: Decision.DECISION_RETAINED_DISK_CHANGED,
+  RETAINED_DISK_EMPTY: Decision.DECISION_RETAINED_DISK_EMPTY,
+  REPINNED_WORKSPACE_MISMATCH: Decision.DECISION_REPINNED_WORKSPACE_MISMATCH,
+  REPINNED_STALE_GENERATION: Decision.DECISION_REPINNED_STALE_GENERATION,
+  EMPTY_NOT_PINNED: Decision.DECISION_EMPTY_NOT_PINNED,
+  DEGRADED_RAW: Decision.DECISION_DEGRADED_RAW,
+  SKIPPED_EMBED: Decision.DECISION_SKIPPED_EMBED,
+};
+
+const NO_RAW: RawRules = { sectionText: "", sourcePath: null, sourceMtimeMs: null, rawHash: "" };
+
+function codePointLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+function requireSessionId(sessionId: string): string {
+  if (sessionId.trim().length === 0) throw new ValidationError("session_id", "must not be empty");
+  if (codePointLength(sessionId) > MAX_SESSION_ID_CHARS)
+    throw new ValidationError("session_id", `must be at most ${MAX_SESSION_ID_CHARS} characters`);
+  return sessionId;
+}
+
+function requireGeneration(generation: number): number {
+  if (!Number.isSafeInteger(generation) || generation < 0)
+    throw new ValidationError("compaction_generation", "must be a non-negative integer");
+  return generation;
+}
+
+type RulesSource = NonNullable<ResolveRequest["source"]>;
+
+function requireSource(source: ResolveRequest["source"]): RulesSource {
+  if (source === undefined) throw new ValidationError("source", "file or content is required unless embed");
+  if (source.$case === "file") {
+    const path = requireAbsoluteSourcePath(source.value.path);
+    if (codePointLength(path) > MAX_SOURCE_PATH_CHARS)
+      throw new ValidationError("source.file.path", `must be at most ${MAX_SOURCE_PATH_CHARS} characters`);
+  }
+  return source;
+}
+
+/**
+ * Seed 001: per-session frozen "workspace rules" section. Resolve never fails for DB trouble: it
+ * degrades to the rules read now (§7 "数据库不可用"); invalidate / get / the consumer propagate DB
+ * errors (typed, via translateDbError) so their callers can retry (§6 实现口径).
+ */
+export class RulesSnapshotService {
+  private readonly locale: Locale;
+
+  constructor(private readonly deps: RulesSnapshotServiceDeps) {
+    this.locale = deps.locale ?? "zh-CN";
+  }
+
+  async resolveWorkspaceRules(request: ResolveRequest): Promise<ResolveResponse> {
+    const sessionId = requireSessionId(request.sessionId);
+    const callerGeneration = requireGeneration(request.compactionGeneration);
+    if (request.embed) {
+      const plan = decideResolution({
+        sessionId,
+        existing: null,
+        workspace: request.workspace,
+        raw: NO_RAW,
+        callerGeneration,
+        embed: true,
+      });
+      return this.responseFromPlan(plan);
+    }
+    const workspace = request.workspace;
+    if (workspace.trim().length === 0) throw new ValidationError("workspace", "must not be empty unless embed");
+    if (codePointLength(workspace) > MAX_WORKSPACE_CHARS)
+      throw new ValidationError("workspace", `must be at most ${MAX_WORKSPACE_CHARS} characters`);
+    const source = requireSource(request.source);
+    const raw = await this.readRaw(sessionId, source);
+    try {
+      return await withDbTimeout(
+        this.resolveAgainstStore(sessionId, workspace, raw, callerGeneration),
+        this.deps.dbTimeoutMs,
+        "workspace rules resolve",
+      );
+    } catch (error) {
+      return this.degraded(sessionId, raw, error);
+    }
+  }
+
+  /** Drops the session's snapshot so the next resolve pins what is read then. */
+  async invalidate(sessionId: string, reason: string): Promise<{ removed: boolean }> {
+    requireSessionId(sessionId);
+    const why = reason.trim().length > 0 ? reason.trim() : "operator";
+    const { store } = this.deps;
+    const removedRow = await withDbTimeout(
+      store.transaction(async (trx) => {
+        const row = await store.findBySession(sessionId, trx);
+        if (row === null) return null;
+        if ((await store.deleteBySession(sessionId, trx)) === 0) return null;
+        await this.recordEvent(sessionId, invalidatedPayload(why, row.generation), trx);
+        return row;
+      }),
+      this.deps.dbTimeoutMs,
+      "workspace rules invalidate",
+    );
+    if (removedRow !== null) this.deps.logger.info({ sessionId, reason: why }, invalidatedLogLine(sessionId, why));
+    return { removed: removedRow !== null };
+  }
+
+  async getSnapshot(sessionId: string): Promise<SnapshotRow | null> {
+    requireSessionId(sessionId);
+    return withDbTimeout(this.deps.store.findBySession(sessionId), this.deps.dbTimeoutMs, "workspace rules get");
+  }
+
+  /**
+   * Applies one session.events.v1 event: cleanup only (CompactionCommitted, SessionDeleted,
+   * SideTaskPromoted). The delete and the consumer position commit together; a redelivery is a
+   * duplicate, and a gap is applied anyway because a delete does not depend on earlier events.
+   */
+  async applySessionEvent(event: SessionEvent): Promise<SessionEventOutcome> {
+    const cleanup = planSessionEventCleanup(event);
+    if (cleanup === null) return { kind: "ignored" };
+    const { store } = this.deps;
+    let removed = false;
+    const outcome = await withDbTimeout(
+      store.applyInSessionOrder(
+        {
+          consumer: RULES_SNAPSHOT_CONSUMER,
+          sessionId: event.sessionId,
+          seq: event.seq,
+          nowMs: this.deps.now(),
+          applyAcrossGap: true,
+        },
+        async (trx) => {
+          const count =
+            cleanup.belowGeneration === null
+              ? await store.deleteBySession(event.sessionId, trx)
+              : await store.deleteOlderThanGeneration(event.sessionId, cleanup.belowGeneration, trx);
+          removed = count > 0;
+          if (removed) await this.recordEvent(event.sessionId, cleanup.event, trx);
+        },
+      ),
+      this.deps.dbTimeoutMs,
+      "workspace rules session event",
+    );
+    if (outcome.kind !== "applied") return outcome;
+    if (removed) this.deps.logger.info({ sessionId: event.sessionId, seq: event.seq }, cleanup.logLine);
+    return { kind: "applied", removed };
+  }
+
+  private async readRaw(sessionId: string, source: RulesSource): Promise<RawRules> {
+    let text: string;
+    let sourcePath: string | null = null;
+    let sourceMtimeMs: number | null = null;
+    let sourceTruncated = false;
+    if (source.$case === "content") {
+      text = source.value.text;
+    } else {
+      sourcePath = source.value.path;
+      try {
+        const read = await this.deps.readFile(sourcePath);
+        text = read.text;
+        sourceMtimeMs = read.mtimeMs;
+        sourceTruncated = read.truncated;
+      } catch (error) {
+        if (error instanceof ValidationError) throw error;
+        // An unreadable file must not block the conversation: it reads as empty, which keeps a pinned
+        // snapshot (§3.4) and injects nothing for a session without one, as a missing file would.
+        this.deps.logger.warn(
+          { sessionId, path: sourcePath, err: errorMessage(error) },
+          `workspace rules source unreadable, treated as empty session=${sessionId} path=${sourcePath}`,
+        );
+        text = "";
+      }
+    }
+    const sectionText = renderWorkspaceRulesSection(text, this.locale, { sourceTruncated });
+    return { sectionText, sourcePath, sourceMtimeMs, rawHash: this.deps.sha256(sectionText) };
+  }
+
+  private async resolveAgainstStore(
+    sessionId: string,
+    workspace: string,
+    raw: RawRules,
+    callerGeneration: number,
+  ): Promise<ResolveResponse> {
+    const { store } = this.deps;
+    const existing = await store.findBySession(sessionId);
+    const plan = decideResolution({ sessionId, existing, workspace, raw, callerGeneration, embed: false });
+    const action = plan.action;
+    switch (action.kind) {
+      case "none":
+        return this.responseFromPlan(plan);
+      case "insert":
+      case "overwrite": {
+        const nowMs = this.deps.now();
+        await store.transaction(async (trx) => {
+          await store.upsert(action.snapshot, nowMs, trx);
+          if (plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
+        });
+        this.logPlan(sessionId, plan);
+        // Concurrent first resolves each upsert; the row left is the last one committed. Answer with
+        // it, so every caller injects what later rounds will retain.
+        const stored = await store.findBySession(sessionId);
+        if (stored === null) return this.responseFromPlan(plan);
+        return {
+          ...this.responseFromPlan(plan),
+          sectionText: stored.rulesText,
+          rulesHash: stored.rulesHash,
+          pinnedGeneration: stored.generation,
+        };
+      }
+      case "delete": {
+        const removed = await store.transaction(async (trx) => {
+          const count =
+            action.belowGeneration === null
+              ? await store.deleteBySession(sessionId, trx)
+              : await store.deleteOlderThanGeneration(sessionId, action.belowGeneration, trx);
+          if (count > 0 && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
+          return count > 0;
+        });
+        if (removed) this.logPlan(sessionId, plan);
+        return this.responseFromPlan(plan);
+      }
+      case "markReported": {
+        const marked = await store.transaction(async (trx) => {
+          const won = await store.markReported(sessionId, action.diskHash, action.pinnedHash, this.deps.now(), trx);
+          if (won && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
+          return won;
+        });
+        if (marked) this.logPlan(sessionId, plan);
+        return this.responseFromPlan(plan);
+      }
+    }
+  }
+
+  private degraded(sessionId: string, raw: RawRules, error: unknown): ResolveResponse {
+    const warning = `rules snapshot store unavailable, injected the rules as read now: ${errorMessage(error)}`;
+    this.deps.logger.warn(
+      { sessionId, err: errorMessage(error) },
+      `workspace rules snapshot degraded to raw rules session=${sessionId}: ${errorMessage(error)}`,
+    );
+    return {
+      sectionText: raw.sectionText,
+      decision: PROTO_DECISIONS.DEGRADED_RAW,
+      rulesHash: raw.sectionText.length > 0 ? raw.rawHash : "",
+      pinnedGeneration: 0,
+      warning,
+    };
+  }
+
+  private responseFromPlan(plan: ResolutionPlan): ResolveResponse {
+    return {
+      sectionText: plan.sectionText,
+      decision: PROTO_DECISIONS[plan.decision],
+      rulesHash: plan.rulesHash,
+      pinnedGeneration: plan.pinnedGeneration,
+      warning: "",
+    };
+  }
+
+  private logPlan(sessionId: string, plan: ResolutionPlan): void {
+    for (const line of plan.logLines) this.deps.logger.info({ sessionId, decision: plan.decision }, line);
+  }
+
+  private async recordEvent(sessionId: string, payload: RulesEventPayload, trx: Knex.Transaction): Promise<void> {
+    const event: RulesSnapshotEvent = {
+      eventId: this.deps.newEventId(),
+      sessionId,
+      occurredAtMs: this.deps.now(),
+      schemaVersion: RULES_EVENT_SCHEMA_VERSION,
+      type: rulesEventType(payload),
+      payload,
+    };
+    await this.deps.events.record(event, trx);
+  }
+}

@@ -1,0 +1,182 @@
+// Seed 001 §4.2 (read/write path) plus snapshot fencing (DESIGN.md "Snapshot fencing"): given the
+// stored row and what was read this round, decide what to inject and what to write. Pure: the
+// application layer runs the action, the log lines and the event.
+
+import { changedOnDiskLogLine, emptyOnDiskLogLine, invalidatedLogLine, pinnedLogLine } from "./log-lines";
+import type { PinnedSnapshot, PinReason, RawRules, ResolutionDecision, RulesEventPayload, SnapshotRow } from "./model";
+import { invalidatedPayload, pinnedPayload, retainedChangedPayload, retainedEmptyPayload } from "./snapshot-events";
+
+export interface ResolutionInput {
+  readonly sessionId: string;
+  readonly existing: SnapshotRow | null;
+  /** The session's current effective workspace. */
+  readonly workspace: string;
+  readonly raw: RawRules;
+  /** The session's current compaction generation as the caller knows it. */
+  readonly callerGeneration: number;
+  readonly embed: boolean;
+}
+
+export type SnapshotAction =
+  | { readonly kind: "none" }
+  /** No row was seen. Written as insert-or-overwrite: a concurrent first resolve may have inserted meanwhile. */
+  | { readonly kind: "insert"; readonly snapshot: PinnedSnapshot }
+  /** Every column is rewritten (§4.2 评审补充: never a no-op upsert) and the report mark is cleared. */
+  | { readonly kind: "overwrite"; readonly snapshot: PinnedSnapshot }
+  /** `belowGeneration` set: delete only while the row is still older than that generation. */
+  | { readonly kind: "delete"; readonly belowGeneration: number | null }
+  /** Remember `diskHash` as reported, only while the row still holds `pinnedHash`. */
+  | { readonly kind: "markReported"; readonly diskHash: string; readonly pinnedHash: string };
+
+export interface ResolutionPlan {
+  readonly decision: ResolutionDecision;
+  /** Exactly what is injected; '' means no section. */
+  readonly sectionText: string;
+  /** Hash of `sectionText`; '' when there is no section. */
+  readonly rulesHash: string;
+  /** Generation of the snapshot in effect; 0 when none. */
+  readonly pinnedGeneration: number;
+  readonly action: SnapshotAction;
+  /**
+   * Info lines (seed §4.7) and the rules.snapshot.v1 payload. For `delete` and `markReported` they are
+   * due only if the action changed a row: a concurrent resolver or the consumer may have done it first,
+   * and reporting twice is what the once-per-hash rule forbids.
+   */
+  readonly logLines: readonly string[];
+  readonly event: RulesEventPayload | null;
+}
+
+function isInvalidRow(row: SnapshotRow, workspace: string): boolean {
+  return row.workspace !== workspace || row.rulesText.trim().length === 0;
+}
+
+function pinPlan(
+  input: ResolutionInput,
+  decision: ResolutionDecision,
+  reason: PinReason,
+  action: "insert" | "overwrite",
+): ResolutionPlan {
+  const snapshot: PinnedSnapshot = {
+    sessionId: input.sessionId,
+    workspace: input.workspace,
+    rulesText: input.raw.sectionText,
+    rulesHash: input.raw.rawHash,
+    sourcePath: input.raw.sourcePath,
+    sourceMtimeMs: input.raw.sourceMtimeMs,
+    generation: input.callerGeneration,
+  };
+  const pinned = pinnedLogLine({
+    sessionId: input.sessionId,
+    chars: snapshot.rulesText.length,
+    sourcePath: snapshot.sourcePath,
+    sourceMtimeMs: snapshot.sourceMtimeMs,
+  });
+  return {
+    decision,
+    sectionText: snapshot.rulesText,
+    rulesHash: snapshot.rulesHash,
+    pinnedGeneration: snapshot.generation,
+    action: action === "insert" ? { kind: "insert", snapshot } : { kind: "overwrite", snapshot },
+    logLines:
+      reason === "stale_generation" ? [invalidatedLogLine(input.sessionId, "stale-generation"), pinned] : [pinned],
+    event: pinnedPayload(snapshot, reason),
+  };
+}
+
+function emptyPlan(
+  action: SnapshotAction,
+  logLines: readonly string[],
+  event: RulesEventPayload | null,
+): ResolutionPlan {
+  return { decision: "EMPTY_NOT_PINNED", sectionText: "", rulesHash: "", pinnedGeneration: 0, action, logLines, event };
+}
+
+function retainedPlan(
+  row: SnapshotRow,
+  decision: ResolutionDecision,
+  action: SnapshotAction,
+  logLines: readonly string[],
+  event: RulesEventPayload | null,
+): ResolutionPlan {
+  return {
+    decision,
+    sectionText: row.rulesText,
+    rulesHash: row.rulesHash,
+    pinnedGeneration: row.generation,
+    action,
+    logLines,
+    event,
+  };
+}
+
+const NO_ACTION: SnapshotAction = { kind: "none" };
+
+export function decideResolution(input: ResolutionInput): ResolutionPlan {
+  // Embedded page agents never inject the section (§4.3 实施补充): no read, no row.
+  if (input.embed) {
+    return {
+      decision: "SKIPPED_EMBED",
+      sectionText: "",
+      rulesHash: "",
+      pinnedGeneration: 0,
+      action: NO_ACTION,
+      logLines: [],
+      event: null,
+    };
+  }
+  const { existing: row, raw, sessionId } = input;
+  const rawEmpty = raw.sectionText.length === 0;
+
+  if (row === null) {
+    // §3.4: never pin an empty read, so a session that predates its AGENTS.md still sees it later.
+    if (rawEmpty) return emptyPlan(NO_ACTION, [], null);
+    // "first" also after an invalidation: the deleted row leaves no trace to tell the two apart, and a
+    // guess from the generation would mislabel sessions that simply had no rules before.
+    return pinPlan(input, "PINNED", "first", "insert");
+  }
+
+  // §4.2 branch 2 / 3': a row for another workspace or with no text must not be injected.
+  if (isInvalidRow(row, input.workspace)) {
+    const mismatch = row.workspace !== input.workspace;
+    if (rawEmpty) {
+      const reason = mismatch ? "workspace-mismatch" : "invalid-row";
+      return emptyPlan(
+        { kind: "delete", belowGeneration: null },
+        [invalidatedLogLine(sessionId, reason)],
+        invalidatedPayload(reason, input.callerGeneration),
+      );
+    }
+    return mismatch
+      ? pinPlan(input, "REPINNED_WORKSPACE_MISMATCH", "workspace_mismatch", "overwrite")
+      : pinPlan(input, "PINNED", "invalid_row", "overwrite");
+  }
+
+  // Fencing: pinned before a compaction the caller already knows about, whether or not the
+  // CompactionCommitted event has reached the consumer yet.
+  if (row.generation < input.callerGeneration) {
+    if (rawEmpty) {
+      return emptyPlan(
+        { kind: "delete", belowGeneration: input.callerGeneration },
+        [invalidatedLogLine(sessionId, "stale-generation")],
+        invalidatedPayload("stale-generation", input.callerGeneration),
+      );
+    }
+    return pinPlan(input, "REPINNED_STALE_GENERATION", "stale_generation", "overwrite");
+  }
+
+  // §4.2 branch 1: the snapshot wins over whatever the disk says now, even an empty read (§3.4 评审补充).
+  if (raw.rawHash === row.rulesHash) return retainedPlan(row, "RETAINED", NO_ACTION, [], null);
+  const decision: ResolutionDecision = rawEmpty ? "RETAINED_DISK_EMPTY" : "RETAINED_DISK_CHANGED";
+  // Report once per disk hash per session (the empty read has a hash too, the hash of ''), also across restarts.
+  if (row.lastReportedDiskHash === raw.rawHash) return retainedPlan(row, decision, NO_ACTION, [], null);
+  const action: SnapshotAction = { kind: "markReported", diskHash: raw.rawHash, pinnedHash: row.rulesHash };
+  return rawEmpty
+    ? retainedPlan(row, decision, action, [emptyOnDiskLogLine(sessionId)], retainedEmptyPayload(row.rulesHash))
+    : retainedPlan(
+        row,
+        decision,
+        action,
+        [changedOnDiskLogLine({ sessionId, diskHash: raw.rawHash, pinnedHash: row.rulesHash })],
+        retainedChangedPayload(raw.rawHash, row.rulesHash),
+      );
+}

@@ -1,0 +1,2 @@
+export { loadRulesSnapshotConfig, rulesSnapshotConfigSchema, type RulesSnapshotConfig } from "./config";
+export { startRulesSnapshot, type RunningRulesSnapshot } from "./service";

@@ -1,0 +1,68 @@
+import { createHash } from "node:crypto";
+import { type MessageBus, OutboxRelay, outboxMessageTable, relayLockFor, runEventConsumer, tableOutboxSource } from "@prefix-guard/bus";
+import { Topics, decodeSessionEvent, newEventId } from "@prefix-guard/events";
+import { UnavailableError } from "@prefix-guard/errors";
+import { startGrpcServer } from "@prefix-guard/grpc";
+import type { Logger } from "@prefix-guard/logging";
+import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
+import { openServiceDatabase } from "@prefix-guard/runtime";
+import { readAgentsMdFile } from "./adapters/fs/agents-md-reader";
+import { rulesSnapshotRegistration } from "./adapters/grpc/rules-snapshot-grpc";
+import { outboxRulesEventSink } from "./adapters/mysql/outbox-event-sink";
+import { SnapshotStore } from "./adapters/mysql/snapshot-store";
+import { RulesSnapshotService } from "./application/rules-snapshot-service";
+import type { RulesSnapshotConfig } from "./config";
+
+export interface RunningRulesSnapshot {
+  readonly address: string;
+  readonly service: RulesSnapshotService;
+  stop(): Promise<void>;
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+/** Composition root: DB, the snapshot service, its session.events.v1 consumer, the event relay, gRPC. */
+export async function startRulesSnapshot(config: RulesSnapshotConfig, deps: { bus: MessageBus; logger: Logger; now?: () => number }): Promise<RunningRulesSnapshot> {
+  const { logger, bus } = deps;
+  const now = deps.now ?? Date.now;
+  const db = await openServiceDatabase(config.DATABASE_URL, [...rulesSnapshotMigrations, outboxMessageTable], logger);
+  const relay = new OutboxRelay({ source: tableOutboxSource(db), bus, lock: relayLockFor(db, "prefix-guard:rules-snapshot:relay"), logger, now });
+  const service = new RulesSnapshotService({
+    store: new SnapshotStore(db),
+    readFile: (path) => readAgentsMdFile(path),
+    sha256,
+    now,
+    newEventId: () => newEventId(now()),
+    events: outboxRulesEventSink(db, now),
+    logger,
+    dbTimeoutMs: config.RULES_DB_TIMEOUT_MS,
+    locale: config.RULES_LOCALE,
+  });
+  relay.start();
+  const consumer = await runEventConsumer({
+    bus,
+    topic: Topics.sessionEvents,
+    groupId: config.CONSUMER_GROUP,
+    logger,
+    decode: decodeSessionEvent,
+    apply: async (event) => {
+      const outcome = await service.applySessionEvent(event);
+      relay.notify();
+      if (outcome.kind === "gap") logger.warn({ session: event.sessionId, seq: event.seq, lastSeq: outcome.lastSeq }, "session event gap (applied: cleanup does not depend on earlier events)");
+    },
+  }).catch((error: unknown) => {
+    throw new UnavailableError("cannot subscribe to session.events.v1", { cause: error });
+  });
+  const server = await startGrpcServer({ host: config.GRPC_HOST, port: config.GRPC_PORT, logger, services: [rulesSnapshotRegistration(service, () => relay.notify())] });
+  logger.info({ address: server.address }, "rules-snapshot serving");
+  return {
+    address: server.address,
+    service,
+    async stop() {
+      await server.shutdown(config.SHUTDOWN_GRACE_MS);
+      await consumer.stop();
+      await relay.stop();
+      await db.destroy();
+    },
+  };
+}
