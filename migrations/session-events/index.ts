@@ -1,0 +1,106 @@
+import type { Migration } from "@prefix-guard/db";
+import type { Knex } from "knex";
+
+function isMysql(db: Knex): boolean {
+  return db.client.config.client === "mysql2";
+}
+
+/**
+ * Ids are case-sensitive ("Abc" and "abc" are two sessions); knex would otherwise give MySQL tables
+ * the connection charset's default, case-insensitive collation.
+ */
+function binaryCollation(db: Knex, t: Knex.CreateTableBuilder): void {
+  if (isMysql(db)) {
+    t.charset("utf8mb4");
+    t.collate("utf8mb4_bin");
+  }
+}
+
+/**
+ * The event store, which is also the outbox: the relay publishes rows with published_at_ms NULL in
+ * (session_id, seq) order and then stamps them. UNIQUE(session_id, seq) is the optimistic-concurrency
+ * guard: two writers that computed the same next seq cannot both commit.
+ */
+const sessionEventTable: Migration = {
+  name: "0001_session_event",
+  async up(db) {
+    const mysql = isMysql(db);
+    await db.schema.createTable("session_event", (t) => {
+      binaryCollation(db, t);
+      t.increments("id");
+      t.string("event_id", 36).notNullable().unique({ indexName: "session_event_event_id_unique" });
+      t.string("session_id", 128).notNullable();
+      t.bigInteger("seq").notNullable();
+      t.string("type", 40).notNullable();
+      // The whole encoded SessionEvent envelope; BLOB (64 KiB) is too small for a large message on MySQL.
+      if (mysql) t.specificType("payload", "MEDIUMBLOB").notNullable();
+      else t.binary("payload").notNullable();
+      t.bigInteger("occurred_at_ms").notNullable();
+      t.string("traceparent", 55).nullable();
+      t.bigInteger("published_at_ms").nullable();
+      t.unique(["session_id", "seq"], { indexName: "session_event_session_seq_unique" });
+      t.index(["published_at_ms", "session_id", "seq"], "session_event_unpublished_idx");
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("session_event");
+  },
+};
+
+/** Projections owned by session-events, updated in the same transaction as the event append. */
+const sessionProjectionTables: Migration = {
+  name: "0002_session_projections",
+  async up(db) {
+    await db.schema.createTable("session", (t) => {
+      binaryCollation(db, t);
+      t.string("session_id", 128).notNullable().primary();
+      t.string("owner", 128).notNullable();
+      t.string("workspace", 1024).notNullable().defaultTo("");
+      t.string("timezone", 64).notNullable();
+      t.string("kind", 8).notNullable();
+      t.string("parent_session_id", 128).nullable();
+      t.bigInteger("last_seq").notNullable();
+      t.integer("compaction_generation").notNullable().defaultTo(0);
+      t.string("compaction_boundary_message_id", 128).nullable();
+      t.text("summary").notNullable();
+      t.string("inherited_summary_from", 128).nullable();
+      t.integer("content_chars").notNullable().defaultTo(0);
+      t.bigInteger("serialized_bytes").notNullable().defaultTo(0);
+      t.bigInteger("created_at_ms").notNullable();
+      t.boolean("deleted").notNullable().defaultTo(false);
+      t.boolean("ended").notNullable().defaultTo(false);
+      t.index(["owner"], "session_owner_idx");
+    });
+    await db.schema.createTable("message", (t) => {
+      binaryCollation(db, t);
+      t.string("message_id", 128).notNullable().primary();
+      t.string("session_id", 128).notNullable();
+      t.bigInteger("seq").notNullable();
+      t.string("role", 16).notNullable();
+      t.text("content_json", "mediumtext").notNullable();
+      t.text("thinking_text", "mediumtext").notNullable();
+      t.integer("thinking_chars").notNullable();
+      t.integer("content_chars").notNullable();
+      t.bigInteger("created_at_ms").notNullable();
+      t.string("local_date", 10).notNullable();
+      t.boolean("deleted").notNullable().defaultTo(false);
+      t.index(["session_id", "seq"], "message_session_seq_idx");
+    });
+    await db.schema.createTable("compaction", (t) => {
+      binaryCollation(db, t);
+      t.string("session_id", 128).notNullable();
+      t.integer("generation").notNullable();
+      t.string("boundary_message_id", 128).notNullable();
+      t.text("summary").notNullable();
+      t.bigInteger("committed_at_ms").notNullable();
+      t.primary(["session_id", "generation"]);
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("compaction");
+    await db.schema.dropTableIfExists("message");
+    await db.schema.dropTableIfExists("session");
+  },
+};
+
+export const sessionEventsMigrations: Migration[] = [sessionEventTable, sessionProjectionTables];

@@ -1,0 +1,43 @@
+import type { OutboxSource } from "@prefix-guard/bus";
+import { Topics } from "@prefix-guard/events";
+import type { Knex } from "knex";
+
+/**
+ * The event table is the outbox: rows with published_at_ms NULL, read in (session_id, seq) order.
+ * Writers of one session are serialised by the session row lock, so a session's rows become visible
+ * in seq order; ordering by the auto-increment id instead could skip a row that committed late.
+ */
+export function sessionEventOutboxSource(db: Knex): OutboxSource {
+  return {
+    name: "session_event",
+    async fetchUnpublished(limit) {
+      const rows = await db("session_event")
+        .whereNull("published_at_ms")
+        .orderBy([{ column: "session_id" }, { column: "seq" }])
+        .limit(limit)
+        .select("id", "session_id", "seq", "type", "payload", "traceparent");
+      return rows.map((row) => ({
+        id: Number(row.id),
+        topic: Topics.sessionEvents,
+        message: {
+          key: String(row.session_id),
+          value: new Uint8Array(row.payload as Buffer),
+          headers: {
+            "pg-event-type": String(row.type),
+            "pg-seq": String(row.seq),
+            ...(row.traceparent ? { traceparent: String(row.traceparent) } : {}),
+          },
+        },
+      }));
+    },
+    async markPublished(ids, nowMs) {
+      for (let i = 0; i < ids.length; i += 500) {
+        await db("session_event").whereIn("id", ids.slice(i, i + 500)).update({ published_at_ms: nowMs });
+      }
+    },
+    async countUnpublished() {
+      const row = await db("session_event").whereNull("published_at_ms").count({ n: "*" }).first();
+      return Number(row?.n ?? 0);
+    },
+  };
+}

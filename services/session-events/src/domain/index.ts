@@ -1,0 +1,72 @@
+export {
+  CHARACTER_QUOTA,
+  DEFAULT_SESSION_LIMITS,
+  DEFAULT_TIMEZONE,
+  MAX_CONTENT_PARTS,
+  MAX_ID_CHARS,
+  MAX_MEDIA_TYPE_CHARS,
+  MAX_MESSAGE_BYTES,
+  MAX_REQUEST_BYTES,
+  MAX_SERIALIZED_SESSION_BYTES,
+  MAX_SUMMARY_INPUT_CHARS,
+  MAX_TOOL_NAME_CHARS,
+  MAX_WORKSPACE_CHARS,
+  READ_EVENTS_DEFAULT_LIMIT,
+  READ_EVENTS_MAX_LIMIT,
+  SUMMARY_MAX_CHARS,
+  type SessionLimits,
+} from "./limits";
+export {
+  checkExpectedSeq,
+  decideCompaction,
+  decideInheritance,
+  decideMessageCapacity,
+  requireDeletableMessage,
+  requireLiveSession,
+  requireParentSession,
+  requirePromotableSideTask,
+  requireWritableSession,
+  type InheritedSummary,
+  type SessionUsage,
+} from "./decisions";
+export { isValidTimeZone, localDateOf } from "./local-date";
+export {
+  kindFromName,
+  kindName,
+  roleFromName,
+  roleName,
+  type MessageRole,
+  type MessageState,
+  type SessionKindName,
+  type SessionState,
+} from "./model";
+export {
+  contentCharCount,
+  parseStoredContent,
+  serializedMessageBytes,
+  serializedMessageJson,
+  serializedSessionBytesAfter,
+  storedContentJson,
+  type SerializableMessage,
+} from "./stored-content";
+export { SCRUB_MARKER, capSummary, extractPersonalTerms, scrubSummary, type MessageForTerms } from "./summary-scrub";
+export { codePointLength, isWellFormedText, truncateCodePoints, utf8ByteLength } from "./text";
+export {
+  rejectUnknownFields,
+  validateCommitCompaction,
+  validateCreateSession,
+  validateDeleteMessage,
+  validateDeleteSession,
+  validateGetSession,
+  validateListMessages,
+  validatePromoteSideTask,
+  validateReadEvents,
+  validateSaveMessage,
+  type CommitCompactionCommand,
+  type CreateSessionCommand,
+  type DeleteMessageCommand,
+  type ListMessagesCommand,
+  type ReadEventsCommand,
+  type SaveMessageCommand,
+  type SessionIdCommand,
+} from "./validation";

@@ -1,0 +1,2 @@
+export { loadSessionEventsConfig, sessionEventsConfigSchema, type SessionEventsConfig } from "./config";
+export { startSessionEvents, type RunningSessionEvents } from "./service";

@@ -1,0 +1,62 @@
+import { randomUUID } from "node:crypto";
+import { type MessageBus, OutboxRelay, relayLockFor, traceHeaders } from "@prefix-guard/bus";
+import { newEventId } from "@prefix-guard/events";
+import { startGrpcServer } from "@prefix-guard/grpc";
+import type { Logger } from "@prefix-guard/logging";
+import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
+import { openServiceDatabase } from "@prefix-guard/runtime";
+import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
+import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
+import { SessionCommands } from "./application/session-commands";
+import { MAX_REQUEST_BYTES } from "./domain/limits";
+import type { SessionEventsConfig } from "./config";
+
+export interface RunningSessionEvents {
+  readonly address: string;
+  readonly relay: OutboxRelay;
+  stop(): Promise<void>;
+}
+
+/** Composition root: DB + migrations, commands, the relay to the bus, the gRPC server. */
+export async function startSessionEvents(config: SessionEventsConfig, deps: { bus: MessageBus; logger: Logger; now?: () => number }): Promise<RunningSessionEvents> {
+  const logger = deps.logger;
+  const now = deps.now ?? Date.now;
+  const db = await openServiceDatabase(config.DATABASE_URL, sessionEventsMigrations, logger);
+  const commands = new SessionCommands({
+    db,
+    now,
+    newEventId: () => newEventId(now()),
+    newId: () => randomUUID(),
+    traceparent: () => traceHeaders().traceparent,
+    limits: {
+      characterQuota: config.SESSION_CHARACTER_QUOTA,
+      ...(config.SESSION_MAX_SERIALIZED_BYTES !== undefined ? { maxSerializedSessionBytes: config.SESSION_MAX_SERIALIZED_BYTES } : {}),
+    },
+  });
+  const relay = new OutboxRelay({
+    source: sessionEventOutboxSource(db),
+    bus: deps.bus,
+    lock: relayLockFor(db, "prefix-guard:session-events:relay"),
+    logger,
+    now,
+    batchSize: config.RELAY_BATCH_SIZE,
+  });
+  relay.start();
+  const server = await startGrpcServer({
+    host: config.GRPC_HOST,
+    port: config.GRPC_PORT,
+    logger,
+    // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
+    maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,
+    services: [sessionEventsRegistration(commands, () => relay.notify())] });
+  logger.info({ address: server.address }, "session-events serving");
+  return {
+    address: server.address,
+    relay,
+    async stop() {
+      await server.shutdown(config.SHUTDOWN_GRACE_MS);
+      await relay.stop();
+      await db.destroy();
+    },
+  };
+}
