@@ -125,6 +125,11 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
           })),
         });
       } catch (error) {
+        // A fresh producer (new producer id) after a failure: kafkajs cannot re-sequence an idempotent
+        // producer whose batches were lost with a broker, so reusing it can wedge the relay.
+        producerReady = undefined;
+        producer = undefined;
+        await p.disconnect().catch(() => undefined);
         throw new UnavailableError(`kafka publish to ${topic} failed`, { cause: error, context: { topic } });
       }
     },

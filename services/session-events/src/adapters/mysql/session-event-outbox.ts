@@ -7,7 +7,7 @@ import type { Knex } from "knex";
  * Writers of one session are serialised by the session row lock, so a session's rows become visible
  * in seq order; ordering by the auto-increment id instead could skip a row that committed late.
  */
-export function sessionEventOutboxSource(db: Knex): OutboxSource {
+export function sessionEventOutboxSource(db: Knex, topic: string = Topics.sessionEvents): OutboxSource {
   return {
     name: "session_event",
     async fetchUnpublished(limit) {
@@ -18,7 +18,7 @@ export function sessionEventOutboxSource(db: Knex): OutboxSource {
         .select("id", "session_id", "seq", "type", "payload", "traceparent");
       return rows.map((row) => ({
         id: Number(row.id),
-        topic: Topics.sessionEvents,
+        topic,
         message: {
           key: String(row.session_id),
           value: new Uint8Array(row.payload as Buffer),
