@@ -7,13 +7,13 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: ["{libs,services,bench}/**/*.unit.test.ts"], testTimeout: 10_000 },
+        test: { name: "unit", include: ["{libs,services,bench,deploy}/**/*.unit.test.ts"], testTimeout: 10_000 },
       },
       {
         extends: true,
         test: {
           name: "int",
-          include: ["{libs,services,bench}/**/*.int.test.ts"],
+          include: ["{libs,services,bench,deploy}/**/*.int.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },
@@ -22,7 +22,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "e2e",
-          include: ["{libs,services,bench}/**/*.e2e.test.ts"],
+          include: ["{libs,services,bench,deploy}/**/*.e2e.test.ts"],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           fileParallelism: false,

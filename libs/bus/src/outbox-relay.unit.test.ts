@@ -37,13 +37,22 @@ function memoryBus(sent: Array<{ topic: string; message: OutgoingMessage }>, fai
   };
 }
 
-const rows: OutboxRow[] = [1, 2, 3].map((id) => ({ id, topic: "t", message: { key: "s", value: new Uint8Array([id]) } }));
+const rows: OutboxRow[] = [1, 2, 3].map((id) => ({
+  id,
+  topic: "t",
+  message: { key: "s", value: new Uint8Array([id]) },
+}));
 
 describe("OutboxRelay", () => {
   it("republishes a batch whose mark failed: a duplicate, never a loss", async () => {
     const sent: Array<{ topic: string; message: OutgoingMessage }> = [];
     const source = memorySource(rows, true);
-    const relay = new OutboxRelay({ source, bus: memoryBus(sent, { left: 0 }), lock: processRelayLock(), logger: silentLogger() });
+    const relay = new OutboxRelay({
+      source,
+      bus: memoryBus(sent, { left: 0 }),
+      lock: processRelayLock(),
+      logger: silentLogger(),
+    });
     await expect(relay.drainOnce()).rejects.toThrow("before mark");
     expect(await relay.drainOnce()).toBe(3);
     expect(sent.map((s) => s.message.value[0])).toEqual([1, 2, 3, 1, 2, 3]);
@@ -54,7 +63,13 @@ describe("OutboxRelay", () => {
     const sent: Array<{ topic: string; message: OutgoingMessage }> = [];
     const failures = { left: 3 };
     const source = memorySource(rows, false);
-    const relay = new OutboxRelay({ source, bus: memoryBus(sent, failures), lock: processRelayLock(), logger: silentLogger(), errorDelayMs: 1 });
+    const relay = new OutboxRelay({
+      source,
+      bus: memoryBus(sent, failures),
+      lock: processRelayLock(),
+      logger: silentLogger(),
+      errorDelayMs: 1,
+    });
     relay.start();
     for (let i = 0; i < 200 && source.published.size < 3; i++) await new Promise((r) => setTimeout(r, 5));
     await relay.stop();

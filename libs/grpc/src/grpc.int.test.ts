@@ -1,9 +1,14 @@
-import { Metadata, type ServiceError, credentials, status } from "@grpc/grpc-js";
+import { credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import { ResourceExhaustedError, ValidationError } from "@prefix-guard/errors";
 import { silentLogger } from "@prefix-guard/logging";
-import { Decision, type ResolveRequest, RulesSnapshotClient, RulesSnapshotService } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import {
+  Decision,
+  type ResolveRequest,
+  RulesSnapshotClient,
+  RulesSnapshotService,
+} from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callUnary, checkHealth, startGrpcServer, type RunningGrpcServer } from "./index";
+import { callUnary, checkHealth, type RunningGrpcServer, startGrpcServer } from "./index";
 
 describe("gRPC server helper", () => {
   let server: RunningGrpcServer;
@@ -22,10 +27,17 @@ describe("gRPC server helper", () => {
             resolve: async (request: ResolveRequest) => {
               calls += 1;
               if (request.sessionId === "") throw new ValidationError("session_id", "must not be empty");
-              if (request.sessionId === "full") throw new ResourceExhaustedError("session is full", { reason: "session_full" });
+              if (request.sessionId === "full")
+                throw new ResourceExhaustedError("session is full", { reason: "session_full" });
               if (request.sessionId === "slow") await new Promise((r) => setTimeout(r, 500));
               if (request.sessionId === "boom") throw new Error("driver exploded with secret=hunter2");
-              return { sectionText: `rules for ${request.sessionId}`, decision: Decision.DECISION_PINNED, rulesHash: "h", pinnedGeneration: 0, warning: "" };
+              return {
+                sectionText: `rules for ${request.sessionId}`,
+                decision: Decision.DECISION_PINNED,
+                rulesHash: "h",
+                pinnedGeneration: 0,
+                warning: "",
+              };
             },
             invalidate: async () => ({ removed: false }),
             get: async () => ({ found: false }),
@@ -41,7 +53,12 @@ describe("gRPC server helper", () => {
   });
 
   const resolve = (sessionId: string, deadlineMs = 2_000) =>
-    callUnary(client, client.resolve, { sessionId, workspace: "/w", compactionGeneration: 0, embed: false }, { deadlineMs });
+    callUnary(
+      client,
+      client.resolve,
+      { sessionId, workspace: "/w", compactionGeneration: 0, embed: false },
+      { deadlineMs },
+    );
 
   it("answers grpc.health.v1 Check with SERVING for the server and each service", async () => {
     expect(await checkHealth(server.address)).toBe("SERVING");
@@ -76,7 +93,12 @@ describe("gRPC server helper", () => {
   it("does not retry non-idempotent calls and retries idempotent ones only on UNAVAILABLE", async () => {
     const dead = new RulesSnapshotClient("127.0.0.1:1", credentials.createInsecure());
     const before = calls;
-    const error = (await callUnary(dead, dead.resolve, { sessionId: "x", workspace: "/w", compactionGeneration: 0, embed: false }, { deadlineMs: 1_000, idempotent: true, maxAttempts: 2 }).catch((e: unknown) => e)) as ServiceError;
+    const error = (await callUnary(
+      dead,
+      dead.resolve,
+      { sessionId: "x", workspace: "/w", compactionGeneration: 0, embed: false },
+      { deadlineMs: 1_000, idempotent: true, maxAttempts: 2 },
+    ).catch((e: unknown) => e)) as ServiceError;
     expect(error.code).toBe(status.UNAVAILABLE);
     dead.close();
     await resolve("").catch(() => undefined);

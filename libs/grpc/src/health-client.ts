@@ -1,4 +1,10 @@
-import { ChannelCredentials, Client, Metadata, type ServiceError, makeGenericClientConstructor } from "@grpc/grpc-js";
+import {
+  ChannelCredentials,
+  type Client,
+  Metadata,
+  makeGenericClientConstructor,
+  type ServiceError,
+} from "@grpc/grpc-js";
 
 // grpc.health.v1.Health/Check without generated code: the request is `service` (field 1), the
 // response `status` (field 1, enum). Hand-encoding two varint/string fields avoids loading protos.
@@ -36,7 +42,9 @@ export async function checkHealth(address: string, service = "", deadlineMs = 2_
   };
   try {
     const code = await new Promise<number>((resolve, reject) => {
-      client.check(service, new Metadata(), { deadline: Date.now() + deadlineMs }, (error, response) => (error ? reject(error) : resolve(response)));
+      client.check(service, new Metadata(), { deadline: Date.now() + deadlineMs }, (error, response) =>
+        error ? reject(error) : resolve(response),
+      );
     });
     return statusNames[code] ?? "UNKNOWN";
   } finally {

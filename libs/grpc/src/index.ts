@@ -1,8 +1,8 @@
-export { mapErrorToStatus } from "./status-mapping";
-export type { MappedStatus } from "./status-mapping";
-export { startGrpcServer } from "./server";
-export type { GrpcServerOptions, RunningGrpcServer, ServiceRegistration } from "./server";
-export { callUnary, insecureCredentials, translatePeerError } from "./client";
 export type { UnaryCallOptions } from "./client";
-export { extractTraceContext, injectTraceMetadata } from "./trace-metadata";
+export { callUnary, insecureCredentials, translatePeerError } from "./client";
 export { checkHealth } from "./health-client";
+export type { GrpcServerOptions, RunningGrpcServer, ServiceRegistration } from "./server";
+export { startGrpcServer } from "./server";
+export type { MappedStatus } from "./status-mapping";
+export { mapErrorToStatus } from "./status-mapping";
+export { extractTraceContext, injectTraceMetadata } from "./trace-metadata";

@@ -1,7 +1,16 @@
-import { Server, ServerCredentials, type ServerUnaryCall, type ServiceDefinition, type UntypedHandleCall, type UntypedServiceImplementation, type sendUnaryData, status } from "@grpc/grpc-js";
+import {
+  Server,
+  ServerCredentials,
+  type ServerUnaryCall,
+  type ServiceDefinition,
+  type sendUnaryData,
+  status,
+  type UntypedHandleCall,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
-import { SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
+import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "@prefix-guard/logging";
 import { protoRoot, serviceProtoFiles } from "@prefix-guard/proto/protos";
 import { HealthImplementation } from "grpc-health-check";
@@ -38,31 +47,46 @@ export interface RunningGrpcServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-function wrapUnary(serviceName: string, methodName: string, handler: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>, logger: Logger) {
+function wrapUnary(
+  serviceName: string,
+  methodName: string,
+  handler: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>,
+  logger: Logger,
+) {
   const tracer = trace.getTracer("prefix-guard.grpc");
   return (call: ServerUnaryCall<never, never>, callback: sendUnaryData<unknown>) => {
     const parent = extractTraceContext(call.metadata);
     const started = performance.now();
     void context.with(parent, () =>
-      tracer.startActiveSpan(`${serviceName}/${methodName}`, { kind: SpanKind.SERVER, attributes: { "rpc.system": "grpc", "rpc.service": serviceName, "rpc.method": methodName } }, async (span) => {
-        try {
-          const response = await handler(call.request, call);
-          span.setAttribute("rpc.grpc.status_code", status.OK);
-          callback(null, response);
-        } catch (error) {
-          const mapped = mapErrorToStatus(error);
-          span.setAttribute("rpc.grpc.status_code", mapped.code);
-          if (mapped.code === status.INTERNAL) {
-            logger.error({ err: error, method: `${serviceName}/${methodName}` }, "unexpected error in handler");
-            span.recordException(error as Error);
+      tracer.startActiveSpan(
+        `${serviceName}/${methodName}`,
+        {
+          kind: SpanKind.SERVER,
+          attributes: { "rpc.system": "grpc", "rpc.service": serviceName, "rpc.method": methodName },
+        },
+        async (span) => {
+          try {
+            const response = await handler(call.request, call);
+            span.setAttribute("rpc.grpc.status_code", status.OK);
+            callback(null, response);
+          } catch (error) {
+            const mapped = mapErrorToStatus(error);
+            span.setAttribute("rpc.grpc.status_code", mapped.code);
+            if (mapped.code === status.INTERNAL) {
+              logger.error({ err: error, method: `${serviceName}/${methodName}` }, "unexpected error in handler");
+              span.recordException(error as Error);
+            }
+            span.setStatus({ code: SpanStatusCode.ERROR, message: mapped.details });
+            callback({ code: mapped.code, details: mapped.details, metadata: mapped.metadata });
+          } finally {
+            span.end();
+            logger.debug(
+              { method: `${serviceName}/${methodName}`, ms: Math.round(performance.now() - started) },
+              "rpc",
+            );
           }
-          span.setStatus({ code: SpanStatusCode.ERROR, message: mapped.details });
-          callback({ code: mapped.code, details: mapped.details, metadata: mapped.metadata });
-        } finally {
-          span.end();
-          logger.debug({ method: `${serviceName}/${methodName}`, ms: Math.round(performance.now() - started) }, "rpc");
-        }
-      }),
+        },
+      ),
     );
   };
 }
@@ -96,7 +120,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   }
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.host}:${options.port}`, options.credentials ?? ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+    server.bindAsync(
+      `${options.host}:${options.port}`,
+      options.credentials ?? ServerCredentials.createInsecure(),
+      (error, bound) => (error ? reject(error) : resolve(bound)),
+    );
   });
   health.setStatus("", "SERVING");
   for (const service of options.services) health.setStatus(service.name, "SERVING");

@@ -1,5 +1,5 @@
 import { Metadata, status } from "@grpc/grpc-js";
-import { type ErrorCode, ValidationError, isPrefixGuardError } from "@prefix-guard/errors";
+import { type ErrorCode, isPrefixGuardError, ValidationError } from "@prefix-guard/errors";
 
 const codeToStatus: Record<ErrorCode, status> = {
   invalid_argument: status.INVALID_ARGUMENT,

@@ -1,5 +1,5 @@
 import type { Metadata } from "@grpc/grpc-js";
-import { type Context, ROOT_CONTEXT, context, propagation } from "@opentelemetry/api";
+import { type Context, context, propagation, ROOT_CONTEXT } from "@opentelemetry/api";
 
 /** W3C trace context into call metadata (done by hand: ESM bypasses require-hook instrumentation). */
 export function injectTraceMetadata(metadata: Metadata, ctx: Context = context.active()): Metadata {

@@ -1,5 +1,5 @@
-export { commonConfigShape, type CommonConfig } from "./common-config";
-export { openBus, type BusHandle, type TransportConfig } from "./open-bus";
+export { type CommonConfig, commonConfigShape } from "./common-config";
+export { type BusHandle, openBus, type TransportConfig } from "./open-bus";
 export { openServiceDatabase } from "./open-database";
 export { runUntilSignal } from "./signals";
 export { defaultTopicSpecs } from "./topics";

@@ -1,4 +1,10 @@
-import { type MessageBus, type TopicSpec, createEmbeddedBus, createKafkaBus, embeddedBusMigrations } from "@prefix-guard/bus";
+import {
+  createEmbeddedBus,
+  createKafkaBus,
+  embeddedBusMigrations,
+  type MessageBus,
+  type TopicSpec,
+} from "@prefix-guard/bus";
 import type { Database } from "@prefix-guard/db";
 import { ValidationError } from "@prefix-guard/errors";
 import type { Logger } from "@prefix-guard/logging";
@@ -22,14 +28,23 @@ export interface BusHandle {
 }
 
 /** Opens the configured transport and makes sure the topics exist (auto-creation stays off). */
-export async function openBus(config: TransportConfig, clientId: string, topics: readonly TopicSpec[], logger: Logger): Promise<BusHandle> {
+export async function openBus(
+  config: TransportConfig,
+  clientId: string,
+  topics: readonly TopicSpec[],
+  logger: Logger,
+): Promise<BusHandle> {
   if (config.TRANSPORT === "kafka") {
     let sasl: Parameters<typeof createKafkaBus>[0]["sasl"];
     if (config.KAFKA_SASL_MECHANISM) {
       if (!config.KAFKA_SASL_USERNAME || !config.KAFKA_SASL_PASSWORD) {
         throw new ValidationError("KAFKA_SASL_USERNAME", "SASL needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD");
       }
-      sasl = { mechanism: config.KAFKA_SASL_MECHANISM, username: config.KAFKA_SASL_USERNAME, password: config.KAFKA_SASL_PASSWORD } as never;
+      sasl = {
+        mechanism: config.KAFKA_SASL_MECHANISM,
+        username: config.KAFKA_SASL_USERNAME,
+        password: config.KAFKA_SASL_PASSWORD,
+      } as never;
     }
     const bus = createKafkaBus({
       brokers: config.KAFKA_BROKERS,

@@ -1,14 +1,29 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { type Database, type Migration, createDatabase, describeDatabaseUrl, parseDatabaseUrl, runMigrations } from "@prefix-guard/db";
+import {
+  createDatabase,
+  type Database,
+  describeDatabaseUrl,
+  type Migration,
+  parseDatabaseUrl,
+  runMigrations,
+} from "@prefix-guard/db";
 import type { Logger } from "@prefix-guard/logging";
 
 /** Opens a service's database and brings its schema up to date before anything else uses it. */
-export async function openServiceDatabase(url: string, migrations: readonly Migration[], logger: Logger): Promise<Database> {
+export async function openServiceDatabase(
+  url: string,
+  migrations: readonly Migration[],
+  logger: Logger,
+): Promise<Database> {
   const target = parseDatabaseUrl(url);
-  if (target.dialect === "sqlite" && target.filename !== ":memory:") mkdirSync(dirname(target.filename), { recursive: true });
+  if (target.dialect === "sqlite" && target.filename !== ":memory:")
+    mkdirSync(dirname(target.filename), { recursive: true });
   const db = createDatabase(url);
   const applied = await runMigrations(db, migrations);
-  logger.info({ database: describeDatabaseUrl(url), applied }, applied.length > 0 ? "migrations applied" : "schema up to date");
+  logger.info(
+    { database: describeDatabaseUrl(url), applied },
+    applied.length > 0 ? "migrations applied" : "schema up to date",
+  );
   return db;
 }

@@ -1,4 +1,4 @@
-export { startTelemetry } from "./tracing";
-export type { Telemetry, TelemetryOptions } from "./tracing";
-export { createMetricsRegistry, startMetricsServer } from "./metrics";
 export type { MetricsServer } from "./metrics";
+export { createMetricsRegistry, startMetricsServer } from "./metrics";
+export type { Telemetry, TelemetryOptions } from "./tracing";
+export { startTelemetry } from "./tracing";

@@ -1,5 +1,5 @@
-import { type Server, createServer } from "node:http";
-import { Registry, collectDefaultMetrics } from "prom-client";
+import { createServer, type Server } from "node:http";
+import { collectDefaultMetrics, Registry } from "prom-client";
 
 export function createMetricsRegistry(serviceName: string): Registry {
   const registry = new Registry();

@@ -2,7 +2,12 @@ import { propagation } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { NodeSDK } from "@opentelemetry/sdk-node";
-import { BatchSpanProcessor, type SpanExporter, SimpleSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import {
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
 
 export interface TelemetryOptions {
   readonly serviceName: string;
@@ -23,7 +28,8 @@ export interface Telemetry {
 export function startTelemetry(options: TelemetryOptions): Telemetry {
   const processors: SpanProcessor[] = [];
   if (options.exporter) processors.push(new SimpleSpanProcessor(options.exporter));
-  if (options.otlpEndpoint) processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: options.otlpEndpoint, timeoutMillis: 5_000 })));
+  if (options.otlpEndpoint)
+    processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: options.otlpEndpoint, timeoutMillis: 5_000 })));
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const sdk = new NodeSDK({
     serviceName: options.serviceName,

@@ -1,2 +1,2 @@
-export { loadRulesSnapshotConfig, rulesSnapshotConfigSchema, type RulesSnapshotConfig } from "./config";
-export { startRulesSnapshot, type RunningRulesSnapshot } from "./service";
+export { loadRulesSnapshotConfig, type RulesSnapshotConfig, rulesSnapshotConfigSchema } from "./config";
+export { type RunningRulesSnapshot, startRulesSnapshot } from "./service";

@@ -6,7 +6,10 @@ import { startRulesSnapshot } from "./service";
 
 const config = loadRulesSnapshotConfig();
 const logger = createLogger({ service: "rules-snapshot", level: config.LOG_LEVEL });
-const telemetry = startTelemetry({ serviceName: "rules-snapshot", otlpEndpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
+const telemetry = startTelemetry({
+  serviceName: "rules-snapshot",
+  otlpEndpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+});
 const bus = await openBus(config, "rules-snapshot", defaultTopicSpecs(), logger);
 const service = await startRulesSnapshot(config, { bus: bus.bus, logger });
 runUntilSignal(

@@ -1,7 +1,14 @@
 import { createHash } from "node:crypto";
-import { type MessageBus, OutboxRelay, outboxMessageTable, relayLockFor, runEventConsumer, tableOutboxSource } from "@prefix-guard/bus";
-import { Topics, decodeSessionEvent, newEventId } from "@prefix-guard/events";
+import {
+  type MessageBus,
+  OutboxRelay,
+  outboxMessageTable,
+  relayLockFor,
+  runEventConsumer,
+  tableOutboxSource,
+} from "@prefix-guard/bus";
 import { UnavailableError } from "@prefix-guard/errors";
+import { decodeSessionEvent, newEventId, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
@@ -22,11 +29,20 @@ export interface RunningRulesSnapshot {
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
 /** Composition root: DB, the snapshot service, its session.events.v1 consumer, the event relay, gRPC. */
-export async function startRulesSnapshot(config: RulesSnapshotConfig, deps: { bus: MessageBus; logger: Logger; now?: () => number }): Promise<RunningRulesSnapshot> {
+export async function startRulesSnapshot(
+  config: RulesSnapshotConfig,
+  deps: { bus: MessageBus; logger: Logger; now?: () => number },
+): Promise<RunningRulesSnapshot> {
   const { logger, bus } = deps;
   const now = deps.now ?? Date.now;
   const db = await openServiceDatabase(config.DATABASE_URL, [...rulesSnapshotMigrations, outboxMessageTable], logger);
-  const relay = new OutboxRelay({ source: tableOutboxSource(db), bus, lock: relayLockFor(db, "prefix-guard:rules-snapshot:relay"), logger, now });
+  const relay = new OutboxRelay({
+    source: tableOutboxSource(db),
+    bus,
+    lock: relayLockFor(db, "prefix-guard:rules-snapshot:relay"),
+    logger,
+    now,
+  });
   const service = new RulesSnapshotService({
     store: new SnapshotStore(db),
     readFile: (path) => readAgentsMdFile(path),
@@ -48,12 +64,21 @@ export async function startRulesSnapshot(config: RulesSnapshotConfig, deps: { bu
     apply: async (event) => {
       const outcome = await service.applySessionEvent(event);
       relay.notify();
-      if (outcome.kind === "gap") logger.warn({ session: event.sessionId, seq: event.seq, lastSeq: outcome.lastSeq }, "session event gap (applied: cleanup does not depend on earlier events)");
+      if (outcome.kind === "gap")
+        logger.warn(
+          { session: event.sessionId, seq: event.seq, lastSeq: outcome.lastSeq },
+          "session event gap (applied: cleanup does not depend on earlier events)",
+        );
     },
   }).catch((error: unknown) => {
     throw new UnavailableError("cannot subscribe to session.events.v1", { cause: error });
   });
-  const server = await startGrpcServer({ host: config.GRPC_HOST, port: config.GRPC_PORT, logger, services: [rulesSnapshotRegistration(service, () => relay.notify())] });
+  const server = await startGrpcServer({
+    host: config.GRPC_HOST,
+    port: config.GRPC_PORT,
+    logger,
+    services: [rulesSnapshotRegistration(service, () => relay.notify())],
+  });
   logger.info({ address: server.address }, "rules-snapshot serving");
   return {
     address: server.address,

@@ -1,2 +1,2 @@
-export { loadSessionEventsConfig, sessionEventsConfigSchema, type SessionEventsConfig } from "./config";
-export { startSessionEvents, type RunningSessionEvents } from "./service";
+export { loadSessionEventsConfig, type SessionEventsConfig, sessionEventsConfigSchema } from "./config";
+export { type RunningSessionEvents, startSessionEvents } from "./service";

@@ -6,7 +6,10 @@ import { startSessionEvents } from "./service";
 
 const config = loadSessionEventsConfig();
 const logger = createLogger({ service: "session-events", level: config.LOG_LEVEL });
-const telemetry = startTelemetry({ serviceName: "session-events", otlpEndpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
+const telemetry = startTelemetry({
+  serviceName: "session-events",
+  otlpEndpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+});
 const bus = await openBus(config, "session-events", defaultTopicSpecs(), logger);
 const service = await startSessionEvents(config, { bus: bus.bus, logger });
 runUntilSignal(

@@ -8,8 +8,8 @@ import { openServiceDatabase } from "@prefix-guard/runtime";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
 import { SessionCommands } from "./application/session-commands";
-import { MAX_REQUEST_BYTES } from "./domain/limits";
 import type { SessionEventsConfig } from "./config";
+import { MAX_REQUEST_BYTES } from "./domain/limits";
 
 export interface RunningSessionEvents {
   readonly address: string;
@@ -18,7 +18,10 @@ export interface RunningSessionEvents {
 }
 
 /** Composition root: DB + migrations, commands, the relay to the bus, the gRPC server. */
-export async function startSessionEvents(config: SessionEventsConfig, deps: { bus: MessageBus; logger: Logger; now?: () => number }): Promise<RunningSessionEvents> {
+export async function startSessionEvents(
+  config: SessionEventsConfig,
+  deps: { bus: MessageBus; logger: Logger; now?: () => number },
+): Promise<RunningSessionEvents> {
   const logger = deps.logger;
   const now = deps.now ?? Date.now;
   const db = await openServiceDatabase(config.DATABASE_URL, sessionEventsMigrations, logger);
@@ -30,7 +33,9 @@ export async function startSessionEvents(config: SessionEventsConfig, deps: { bu
     traceparent: () => traceHeaders().traceparent,
     limits: {
       characterQuota: config.SESSION_CHARACTER_QUOTA,
-      ...(config.SESSION_MAX_SERIALIZED_BYTES !== undefined ? { maxSerializedSessionBytes: config.SESSION_MAX_SERIALIZED_BYTES } : {}),
+      ...(config.SESSION_MAX_SERIALIZED_BYTES !== undefined
+        ? { maxSerializedSessionBytes: config.SESSION_MAX_SERIALIZED_BYTES }
+        : {}),
     },
   });
   const relay = new OutboxRelay({
@@ -48,7 +53,8 @@ export async function startSessionEvents(config: SessionEventsConfig, deps: { bu
     logger,
     // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
     maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,
-    services: [sessionEventsRegistration(commands, () => relay.notify())] });
+    services: [sessionEventsRegistration(commands, () => relay.notify())],
+  });
   logger.info({ address: server.address }, "session-events serving");
   return {
     address: server.address,

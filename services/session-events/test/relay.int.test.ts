@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { type MessageBus, OutboxRelay, createKafkaBus, mysqlRelayLock, relayLockFor } from "@prefix-guard/bus";
+import { createKafkaBus, type MessageBus, mysqlRelayLock, OutboxRelay, relayLockFor } from "@prefix-guard/bus";
 import { eventually, testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
 import { runMigrations } from "@prefix-guard/db";
-import { type TestDatabase, createTestDatabase } from "@prefix-guard/db/testing";
+import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { decodeSessionEvent } from "@prefix-guard/events";
 import { silentLogger } from "@prefix-guard/logging";
 import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
@@ -29,7 +29,11 @@ async function collect(bus: MessageBus, topic: string) {
 }
 
 function unpublished(db: TestDatabase["db"]): Promise<number> {
-  return db("session_event").whereNull("published_at_ms").count({ n: "*" }).first().then((r) => Number(r?.n ?? 0));
+  return db("session_event")
+    .whereNull("published_at_ms")
+    .count({ n: "*" })
+    .first()
+    .then((r) => Number(r?.n ?? 0));
 }
 
 describe("session-events relay on real MariaDB and Kafka", () => {
@@ -49,7 +53,13 @@ describe("session-events relay on real MariaDB and Kafka", () => {
     const topic = uniqueName("se-order");
     await bus.ensureTopics([{ topic, partitions: 6 }]);
     const ids = await writeSessions(commandsFor(database.db), "order", 100, 10);
-    const relay = new OutboxRelay({ source: sessionEventOutboxSource(database.db, topic), bus, lock: relayLockFor(database.db, topic), logger: silentLogger(), batchSize: 200 });
+    const relay = new OutboxRelay({
+      source: sessionEventOutboxSource(database.db, topic),
+      bus,
+      lock: relayLockFor(database.db, topic),
+      logger: silentLogger(),
+      batchSize: 200,
+    });
     const seen = await collect(bus, topic);
     relay.start();
     await eventually(() => seen.total() >= 1_100, { what: "1,100 events", timeoutMs: 60_000 });
@@ -67,7 +77,14 @@ describe("session-events relay on real MariaDB and Kafka", () => {
     const seen = await collect(bus, topic);
     const start = (pauseAfterPublishMs: number): ChildProcess =>
       spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fixtures/relay-process.ts")], {
-        env: { ...process.env, DATABASE_URL: database.url, KAFKA_BROKERS: testKafkaBrokers.join(","), TOPIC: topic, BATCH: "25", PAUSE_AFTER_PUBLISH_MS: String(pauseAfterPublishMs) },
+        env: {
+          ...process.env,
+          DATABASE_URL: database.url,
+          KAFKA_BROKERS: testKafkaBrokers.join(","),
+          TOPIC: topic,
+          BATCH: "25",
+          PAUSE_AFTER_PUBLISH_MS: String(pauseAfterPublishMs),
+        },
         stdio: "ignore",
       });
     const first = start(400);
@@ -77,8 +94,14 @@ describe("session-events relay on real MariaDB and Kafka", () => {
     const leftAfterKill = await unpublished(database.db);
     expect(leftAfterKill).toBeGreaterThan(0);
     const second = start(0);
-    await eventually(async () => (await unpublished(database.db)) === 0, { what: "the restarted relay to drain", timeoutMs: 90_000 });
-    await eventually(() => ids.every((id) => new Set(seen.seqs.get(id)).size === 50), { what: "every event on Kafka", timeoutMs: 60_000 });
+    await eventually(async () => (await unpublished(database.db)) === 0, {
+      what: "the restarted relay to drain",
+      timeoutMs: 90_000,
+    });
+    await eventually(() => ids.every((id) => new Set(seen.seqs.get(id)).size === 50), {
+      what: "every event on Kafka",
+      timeoutMs: 60_000,
+    });
     second.kill("SIGTERM");
     await seen.stop();
     let duplicates = 0;
@@ -90,7 +113,9 @@ describe("session-events relay on real MariaDB and Kafka", () => {
       const firstArrivals = arrived.filter((seq, i) => arrived.indexOf(seq) === i);
       expect(firstArrivals).toEqual([...firstArrivals].sort((a, b) => a - b));
     }
-    process.stdout.write(`relay SIGKILL: ${expected} events, ${leftAfterKill} unpublished at kill, ${duplicates} duplicates, 0 lost\n`);
+    process.stdout.write(
+      `relay SIGKILL: ${expected} events, ${leftAfterKill} unpublished at kill, ${duplicates} duplicates, 0 lost\n`,
+    );
   });
 
   it("keeps exactly one active relay per database (GET_LOCK)", async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Database, runMigrations } from "@prefix-guard/db";
-import { type TestDatabase, createMemoryDatabase, createTestDatabase } from "@prefix-guard/db/testing";
+import { createMemoryDatabase, createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import {
   AlreadyExistsError,
   ConflictError,

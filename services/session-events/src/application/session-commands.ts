@@ -1,10 +1,10 @@
 import { isUniqueViolation, translateDbError } from "@prefix-guard/db";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "@prefix-guard/errors";
 import {
-  SESSION_EVENT_SCHEMA_VERSION,
-  type SessionEventPayload,
   decodeSessionEvent,
   encodeSessionEvent,
+  SESSION_EVENT_SCHEMA_VERSION,
+  type SessionEventPayload,
   sessionEventType,
 } from "@prefix-guard/events";
 import { Role } from "@prefix-guard/proto/common/v1/common";
@@ -43,11 +43,11 @@ import {
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "../domain/limits";
 import { localDateOf } from "../domain/local-date";
 import {
+  kindFromName,
   type MessageState,
+  roleFromName,
   type SessionKindName,
   type SessionState,
-  kindFromName,
-  roleFromName,
 } from "../domain/model";
 import { parseStoredContent, storedContentJson } from "../domain/stored-content";
 import { extractPersonalTerms, scrubSummary } from "../domain/summary-scrub";

@@ -7,11 +7,11 @@ import { CHARACTER_QUOTA, DEFAULT_SESSION_LIMITS, MAX_SERIALIZED_SESSION_BYTES }
 import {
   contentCharCount,
   parseStoredContent,
+  type SerializableMessage,
   serializedMessageBytes,
   serializedMessageJson,
   serializedSessionBytesAfter,
   storedContentJson,
-  type SerializableMessage,
 } from "./stored-content";
 import { codePointLength, truncateCodePoints, utf8ByteLength } from "./text";
 import { validateSaveMessage } from "./validation";

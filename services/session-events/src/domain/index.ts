@@ -1,4 +1,17 @@
 export {
+  checkExpectedSeq,
+  decideCompaction,
+  decideInheritance,
+  decideMessageCapacity,
+  type InheritedSummary,
+  requireDeletableMessage,
+  requireLiveSession,
+  requireParentSession,
+  requirePromotableSideTask,
+  requireWritableSession,
+  type SessionUsage,
+} from "./decisions";
+export {
   CHARACTER_QUOTA,
   DEFAULT_SESSION_LIMITS,
   DEFAULT_TIMEZONE,
@@ -13,46 +26,40 @@ export {
   MAX_WORKSPACE_CHARS,
   READ_EVENTS_DEFAULT_LIMIT,
   READ_EVENTS_MAX_LIMIT,
-  SUMMARY_MAX_CHARS,
   type SessionLimits,
+  SUMMARY_MAX_CHARS,
 } from "./limits";
-export {
-  checkExpectedSeq,
-  decideCompaction,
-  decideInheritance,
-  decideMessageCapacity,
-  requireDeletableMessage,
-  requireLiveSession,
-  requireParentSession,
-  requirePromotableSideTask,
-  requireWritableSession,
-  type InheritedSummary,
-  type SessionUsage,
-} from "./decisions";
 export { isValidTimeZone, localDateOf } from "./local-date";
 export {
   kindFromName,
   kindName,
-  roleFromName,
-  roleName,
   type MessageRole,
   type MessageState,
+  roleFromName,
+  roleName,
   type SessionKindName,
   type SessionState,
 } from "./model";
 export {
   contentCharCount,
   parseStoredContent,
+  type SerializableMessage,
   serializedMessageBytes,
   serializedMessageJson,
   serializedSessionBytesAfter,
   storedContentJson,
-  type SerializableMessage,
 } from "./stored-content";
-export { SCRUB_MARKER, capSummary, extractPersonalTerms, scrubSummary, type MessageForTerms } from "./summary-scrub";
+export { capSummary, extractPersonalTerms, type MessageForTerms, SCRUB_MARKER, scrubSummary } from "./summary-scrub";
 export { codePointLength, isWellFormedText, truncateCodePoints, utf8ByteLength } from "./text";
 export {
+  type CommitCompactionCommand,
+  type CreateSessionCommand,
+  type DeleteMessageCommand,
+  type ListMessagesCommand,
+  type ReadEventsCommand,
   rejectUnknownFields,
+  type SaveMessageCommand,
+  type SessionIdCommand,
   validateCommitCompaction,
   validateCreateSession,
   validateDeleteMessage,
@@ -62,11 +69,4 @@ export {
   validatePromoteSideTask,
   validateReadEvents,
   validateSaveMessage,
-  type CommitCompactionCommand,
-  type CreateSessionCommand,
-  type DeleteMessageCommand,
-  type ListMessagesCommand,
-  type ReadEventsCommand,
-  type SaveMessageCommand,
-  type SessionIdCommand,
 } from "./validation";

@@ -1,5 +1,5 @@
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
+import { Role } from "@prefix-guard/proto/common/v1/common";
 import { SUMMARY_MAX_CHARS } from "./limits";
 import { truncateCodePoints } from "./text";
 

@@ -1,7 +1,7 @@
 import { type ContentPart, Role } from "@prefix-guard/proto/common/v1/common";
 import { describe, expect, it } from "vitest";
 import { SUMMARY_MAX_CHARS } from "./limits";
-import { SCRUB_MARKER, extractPersonalTerms, scrubSummary } from "./summary-scrub";
+import { extractPersonalTerms, SCRUB_MARKER, scrubSummary } from "./summary-scrub";
 import { codePointLength } from "./text";
 
 const text = (value: string): ContentPart => ({ part: { $case: "text", value: { text: value } } });

@@ -25,7 +25,7 @@ import {
   READ_EVENTS_MAX_LIMIT,
 } from "./limits";
 import { isValidTimeZone } from "./local-date";
-import { type MessageRole, type SessionKindName, kindName, roleName } from "./model";
+import { kindName, type MessageRole, roleName, type SessionKindName } from "./model";
 import { contentCharCount, serializedMessageBytes } from "./stored-content";
 import { codePointLength, isWellFormedText } from "./text";
 

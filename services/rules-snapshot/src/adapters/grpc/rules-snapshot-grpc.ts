@@ -1,6 +1,12 @@
-import type { ServiceRegistration } from "@prefix-guard/grpc";
-import { type GetRequest, type GetResponse, type InvalidateRequest, type ResolveRequest, RulesSnapshotService as RulesSnapshotDefinition } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { ValidationError } from "@prefix-guard/errors";
+import type { ServiceRegistration } from "@prefix-guard/grpc";
+import {
+  type GetRequest,
+  type GetResponse,
+  type InvalidateRequest,
+  type ResolveRequest,
+  RulesSnapshotService as RulesSnapshotDefinition,
+} from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { RulesSnapshotService } from "../../application/rules-snapshot-service";
 
 function requireSessionId(sessionId: string): string {
@@ -20,7 +26,10 @@ export function rulesSnapshotRegistration(service: RulesSnapshotService, afterCa
         return response;
       },
       invalidate: async (request: InvalidateRequest) => {
-        const response = await service.invalidate(requireSessionId(request.sessionId), request.reason.trim() || "operator");
+        const response = await service.invalidate(
+          requireSessionId(request.sessionId),
+          request.reason.trim() || "operator",
+        );
         afterCall();
         return response;
       },

@@ -1,5 +1,5 @@
 import { enqueueOutboxMessage, traceHeaders } from "@prefix-guard/bus";
-import { Topics, encodeEnvelope } from "@prefix-guard/events";
+import { encodeEnvelope, Topics } from "@prefix-guard/events";
 import { RulesSnapshotEvent } from "@prefix-guard/proto/events/v1/rules_events";
 import type { Knex } from "knex";
 import type { RulesEventSink } from "../../application/rules-snapshot-service";

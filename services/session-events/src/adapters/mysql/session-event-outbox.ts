@@ -32,7 +32,9 @@ export function sessionEventOutboxSource(db: Knex, topic: string = Topics.sessio
     },
     async markPublished(ids, nowMs) {
       for (let i = 0; i < ids.length; i += 500) {
-        await db("session_event").whereIn("id", ids.slice(i, i + 500)).update({ published_at_ms: nowMs });
+        await db("session_event")
+          .whereIn("id", ids.slice(i, i + 500))
+          .update({ published_at_ms: nowMs });
       }
     },
     async countUnpublished() {
