@@ -13,14 +13,36 @@ const sessionEventsPort = process.env.SESSION_EVENTS_PORT ?? "50051";
 const rulesSnapshotPort = process.env.RULES_SNAPSHOT_PORT ?? "50052";
 const promptAssemblyPort = process.env.PROMPT_ASSEMBLY_PORT ?? "50053";
 
-const sessionEventsConfig = loadSessionEventsConfig({ ...env, GRPC_PORT: sessionEventsPort, DATABASE_URL: `sqlite:${dataDir}/session-events.sqlite` });
-const rulesSnapshotConfig = loadRulesSnapshotConfig({ ...env, GRPC_PORT: rulesSnapshotPort, DATABASE_URL: `sqlite:${dataDir}/rules-snapshot.sqlite` });
+const sessionEventsConfig = loadSessionEventsConfig({
+  ...env,
+  GRPC_PORT: sessionEventsPort,
+  DATABASE_URL: `sqlite:${dataDir}/session-events.sqlite`,
+});
+const rulesSnapshotConfig = loadRulesSnapshotConfig({
+  ...env,
+  GRPC_PORT: rulesSnapshotPort,
+  DATABASE_URL: `sqlite:${dataDir}/rules-snapshot.sqlite`,
+});
 const logger = createLogger({ service: "prefix-guard", level: sessionEventsConfig.LOG_LEVEL });
-const telemetry = startTelemetry({ serviceName: "prefix-guard-embedded", otlpEndpoint: sessionEventsConfig.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
-const bus = await openBus({ ...sessionEventsConfig, BUS_DATABASE_URL: `sqlite:${dataDir}/bus.sqlite` }, "prefix-guard", defaultTopicSpecs(), logger);
+const telemetry = startTelemetry({
+  serviceName: "prefix-guard-embedded",
+  otlpEndpoint: sessionEventsConfig.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+});
+const bus = await openBus(
+  { ...sessionEventsConfig, BUS_DATABASE_URL: `sqlite:${dataDir}/bus.sqlite` },
+  "prefix-guard",
+  defaultTopicSpecs(),
+  logger,
+);
 
-const sessionEvents = await startSessionEvents(sessionEventsConfig, { bus: bus.bus, logger: logger.child({ component: "session-events" }) });
-const rulesSnapshot = await startRulesSnapshot(rulesSnapshotConfig, { bus: bus.bus, logger: logger.child({ component: "rules-snapshot" }) });
+const sessionEvents = await startSessionEvents(sessionEventsConfig, {
+  bus: bus.bus,
+  logger: logger.child({ component: "session-events" }),
+});
+const rulesSnapshot = await startRulesSnapshot(rulesSnapshotConfig, {
+  bus: bus.bus,
+  logger: logger.child({ component: "rules-snapshot" }),
+});
 const promptAssemblyConfig = loadPromptAssemblyConfig({
   ...env,
   GRPC_PORT: promptAssemblyPort,
@@ -28,9 +50,20 @@ const promptAssemblyConfig = loadPromptAssemblyConfig({
   SESSION_EVENTS_ADDRESS: sessionEvents.address,
   RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
 });
-const promptAssembly = await startPromptAssembly(promptAssemblyConfig, { bus: bus.bus, logger: logger.child({ component: "prompt-assembly" }) });
+const promptAssembly = await startPromptAssembly(promptAssemblyConfig, {
+  bus: bus.bus,
+  logger: logger.child({ component: "prompt-assembly" }),
+});
 
-logger.info({ sessionEvents: sessionEvents.address, rulesSnapshot: rulesSnapshot.address, promptAssembly: promptAssembly.address, data: dataDir }, "prefix-guard running (embedded)");
+logger.info(
+  {
+    sessionEvents: sessionEvents.address,
+    rulesSnapshot: rulesSnapshot.address,
+    promptAssembly: promptAssembly.address,
+    data: dataDir,
+  },
+  "prefix-guard running (embedded)",
+);
 process.stdout.write(
   [
     "",

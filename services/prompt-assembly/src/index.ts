@@ -1,0 +1,2 @@
+export { loadPromptAssemblyConfig, type PromptAssemblyConfig, promptAssemblyConfigSchema } from "./config";
+export { type RunningPromptAssembly, startPromptAssembly } from "./service";
