@@ -3,6 +3,7 @@ export const Topics = {
   rulesSnapshot: "rules.snapshot.v1",
   promptPrefix: "prompt.prefix.v1",
   llmUsage: "llm.usage.v1",
+  cacheCollapse: "cache.collapse.v1",
 } as const;
 
 export type TopicName = (typeof Topics)[keyof typeof Topics];

@@ -12,6 +12,7 @@ export function defaultTopicSpecs(partitions = 6): TopicSpec[] {
     ["rules.snapshot.v1", 7 * DAY_MS],
     ["prompt.prefix.v1", 7 * DAY_MS],
     ["llm.usage.v1", 30 * DAY_MS],
+    ["cache.collapse.v1", 30 * DAY_MS],
   ];
   return topics.flatMap(([topic, retentionMs]) => [
     { topic, partitions, retentionMs },

@@ -71,7 +71,7 @@ export async function startPromptAssembly(
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     logger,
-    services: [promptAssemblyRegistration(builder, () => relay.notify())],
+    services: [promptAssemblyRegistration({ builder, projection, sessions, afterBuild: () => relay.notify() })],
   });
   logger.info({ address: server.address }, "prompt-assembly serving");
   return {

@@ -344,6 +344,9 @@ export class PromptBuilder {
       rulesDecision: rules.decision,
       droppedTurns: window.stats.droppedTurns,
       anchorDate,
+      dateNotices: notices.noticeDates,
+      estimatedTokens: estimateTokens(bodyJson),
+      model: input.model,
     });
     if (comparison.changed) {
       this.deps.logger.warn(
@@ -457,6 +460,9 @@ export class PromptBuilder {
     rulesDecision: Decision;
     droppedTurns: number;
     anchorDate: string;
+    dateNotices: readonly string[];
+    estimatedTokens: number;
+    model: string;
   }): Promise<PrefixComparison> {
     const { sessionId, requestId, fingerprint } = args;
     const nowMs = this.deps.now();
@@ -517,6 +523,12 @@ export class PromptBuilder {
                 historyHash: fingerprint.historyHash,
                 messages: fingerprint.messageHashes.length,
                 firstBuild: comparison.firstBuild,
+                rulesDecision: decisionName(args.rulesDecision),
+                dateNotices: [...args.dateNotices],
+                anchorDate: args.anchorDate,
+                estimatedTokens: args.estimatedTokens,
+                model: args.model,
+                compactionGeneration: args.view.generation,
               },
             },
           },

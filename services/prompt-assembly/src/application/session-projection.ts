@@ -160,6 +160,31 @@ export class SessionProjection {
     }
   }
 
+  /**
+   * Operator repair (prefixctl replay): forgets everything projected for the session and reads it
+   * again from the event log. The prefix fingerprint is kept, so the next build still reports
+   * whether the rebuilt projection changed any byte.
+   */
+  async rebuildSession(
+    sessionId: string,
+    reader: SessionEventsReader,
+  ): Promise<{ projectionSeq: number; eventsApplied: number }> {
+    const before = await this.projectionSeq(sessionId);
+    try {
+      await this.db.transaction(async (trx) => {
+        await trx("pa_message").where({ session_id: sessionId }).delete();
+        await trx("pa_session").where({ session_id: sessionId }).delete();
+        await trx("consumer_position").where({ consumer: PROJECTION_CONSUMER, session_id: sessionId }).delete();
+      });
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+    const projectionSeq = await this.catchUp(sessionId, reader);
+    if (projectionSeq === 0 && before === 0)
+      throw new NotFoundError(`session ${sessionId} has no events`, { reason: "session_not_found" });
+    return { projectionSeq, eventsApplied: projectionSeq };
+  }
+
   /** Last seq applied for the session; 0 when none. */
   async projectionSeq(sessionId: string): Promise<number> {
     try {

@@ -1,19 +1,32 @@
+import { ValidationError } from "@prefix-guard/errors";
 import type { ServiceRegistration } from "@prefix-guard/grpc";
 import {
   type BuildRequestRequest,
   PromptAssemblyService,
+  type RebuildProjectionRequest,
+  type RebuildProjectionResponse,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import type { PromptBuilder } from "../../application/build-request";
+import type { SessionEventsReader, SessionProjection } from "../../application/session-projection";
 
-export function promptAssemblyRegistration(builder: PromptBuilder, afterBuild: () => void): ServiceRegistration {
+export function promptAssemblyRegistration(deps: {
+  builder: PromptBuilder;
+  projection: SessionProjection;
+  sessions: SessionEventsReader;
+  afterBuild: () => void;
+}): ServiceRegistration {
   return {
     name: "prefixguard.assembly.v1.PromptAssembly",
     definition: PromptAssemblyService,
     methods: {
       buildRequest: async (request: BuildRequestRequest) => {
-        const response = await builder.buildRequest(request);
-        afterBuild();
+        const response = await deps.builder.buildRequest(request);
+        deps.afterBuild();
         return response;
+      },
+      rebuildProjection: async (request: RebuildProjectionRequest): Promise<RebuildProjectionResponse> => {
+        if (request.sessionId.trim().length === 0) throw new ValidationError("session_id", "must not be empty");
+        return deps.projection.rebuildSession(request.sessionId, deps.sessions);
       },
     } as ServiceRegistration["methods"],
   };
