@@ -36,8 +36,14 @@ const HealthClient = makeGenericClientConstructor(
 const statusNames = ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"] as const;
 
 /** Asks a server's grpc.health.v1 for a service ("" = the whole server); resolves with the status name. */
-export async function checkHealth(address: string, service = "", deadlineMs = 2_000): Promise<string> {
-  const client = new HealthClient(address, ChannelCredentials.createInsecure()) as unknown as Client & {
+export async function checkHealth(
+  address: string,
+  service = "",
+  deadlineMs = 2_000,
+  credentials: ChannelCredentials = ChannelCredentials.createInsecure(),
+  options: Record<string, string> = {},
+): Promise<string> {
+  const client = new HealthClient(address, credentials, options) as unknown as Client & {
     check: (req: string, md: Metadata, opts: object, cb: (e: ServiceError | null, r: number) => void) => void;
   };
   try {

@@ -1,6 +1,14 @@
 export type { UnaryCallOptions } from "./client";
 export { callUnary, insecureCredentials, translatePeerError } from "./client";
 export { checkHealth } from "./health-client";
+export type { CallerTokens, ChannelTlsFiles, ServerTlsFiles } from "./security";
+export {
+  authenticateCaller,
+  bearerMetadata,
+  channelCredentials,
+  parseCallerTokens,
+  serverCredentials,
+} from "./security";
 export type { GrpcServerOptions, RunningGrpcServer, ServiceRegistration } from "./server";
 export { startGrpcServer } from "./server";
 export type { MappedStatus } from "./status-mapping";

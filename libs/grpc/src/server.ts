@@ -14,6 +14,7 @@ import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "@prefix-guard/logging";
 import { protoRoot, serviceProtoFiles } from "@prefix-guard/proto/protos";
 import { HealthImplementation } from "grpc-health-check";
+import { authenticateCaller, type CallerTokens } from "./security";
 import { mapErrorToStatus } from "./status-mapping";
 import { extractTraceContext } from "./trace-metadata";
 
@@ -37,6 +38,11 @@ export interface GrpcServerOptions {
   readonly credentials?: ServerCredentials;
   /** Biggest request accepted; larger ones fail with RESOURCE_EXHAUSTED before any handler runs. */
   readonly maxReceiveMessageBytes?: number;
+  /**
+   * Bearer tokens per caller; when non-empty every service call must carry one. Health and
+   * reflection stay open so load balancers and probes work without secrets.
+   */
+  readonly callerTokens?: CallerTokens;
 }
 
 export interface RunningGrpcServer {
@@ -52,6 +58,7 @@ function wrapUnary(
   methodName: string,
   handler: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>,
   logger: Logger,
+  callerTokens: CallerTokens,
 ) {
   const tracer = trace.getTracer("prefix-guard.grpc");
   return (call: ServerUnaryCall<never, never>, callback: sendUnaryData<unknown>) => {
@@ -66,6 +73,8 @@ function wrapUnary(
         },
         async (span) => {
           try {
+            const caller = authenticateCaller(call.metadata, callerTokens);
+            if (caller !== undefined) span.setAttribute("enduser.id", caller);
             const response = await handler(call.request, call);
             span.setAttribute("rpc.grpc.status_code", status.OK);
             callback(null, response);
@@ -114,7 +123,13 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     for (const methodName of Object.keys(service.definition)) {
       const handler = service.methods[methodName];
       if (!handler) throw new Error(`${service.name}: no handler for ${methodName}`);
-      implementation[methodName] = wrapUnary(service.name, methodName, handler, options.logger) as UntypedHandleCall;
+      implementation[methodName] = wrapUnary(
+        service.name,
+        methodName,
+        handler,
+        options.logger,
+        options.callerTokens ?? new Map(),
+      ) as UntypedHandleCall;
     }
     server.addService(service.definition, implementation);
   }

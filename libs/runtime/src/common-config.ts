@@ -21,6 +21,18 @@ export const commonConfigShape = {
   METRICS_PORT: port(0),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
   SHUTDOWN_GRACE_MS: positiveMs(4_000),
+  /** Serve TLS with this certificate and key (PEM files); unset = plaintext (loopback default). */
+  GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
+  GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
+  /** Require client certificates signed by this CA (mTLS). */
+  GRPC_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
+  /** `caller:token,...`: every RPC must carry `authorization: Bearer <token>` of a listed caller. */
+  GRPC_AUTH_TOKENS: z.string().optional(),
+  /** How this service calls its peers (prompt-assembly → rules-snapshot, session-events). */
+  PEER_TLS_CA_FILE: z.string().min(1).optional(),
+  PEER_TLS_CERT_FILE: z.string().min(1).optional(),
+  PEER_TLS_KEY_FILE: z.string().min(1).optional(),
+  PEER_AUTH_TOKEN: z.string().optional(),
 } as const;
 
 export type CommonConfig = {

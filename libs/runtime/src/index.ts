@@ -1,5 +1,6 @@
 export { type CommonConfig, commonConfigShape } from "./common-config";
 export { type BusHandle, openBus, type TransportConfig } from "./open-bus";
 export { openServiceDatabase } from "./open-database";
+export { grpcPeerSecurity, grpcServerSecurity, type SecurityConfig } from "./security";
 export { runUntilSignal } from "./signals";
 export { defaultTopicSpecs } from "./topics";

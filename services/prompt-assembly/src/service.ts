@@ -4,7 +4,7 @@ import { decodeSessionEvent, newEventId, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
-import { openServiceDatabase } from "@prefix-guard/runtime";
+import { grpcPeerSecurity, grpcServerSecurity, openServiceDatabase } from "@prefix-guard/runtime";
 import { grpcRulesResolver, grpcSessionEventsReader } from "./adapters/grpc/peer-clients";
 import { promptAssemblyRegistration } from "./adapters/grpc/prompt-assembly-grpc";
 import { PromptBuilder } from "./application/build-request";
@@ -30,8 +30,9 @@ export async function startPromptAssembly(
   const { bus, logger } = deps;
   const now = deps.now ?? Date.now;
   const db = await openServiceDatabase(config.DATABASE_URL, promptAssemblyMigrations, logger);
-  const rules = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS);
-  const sessions = grpcSessionEventsReader(config.SESSION_EVENTS_ADDRESS, config.READ_EVENTS_DEADLINE_MS);
+  const peerSecurity = grpcPeerSecurity(config);
+  const rules = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS, peerSecurity);
+  const sessions = grpcSessionEventsReader(config.SESSION_EVENTS_ADDRESS, config.READ_EVENTS_DEADLINE_MS, peerSecurity);
   const projection = new SessionProjection({ db, now });
   const builder = new PromptBuilder({
     db,
@@ -68,6 +69,7 @@ export async function startPromptAssembly(
     },
   });
   const server = await startGrpcServer({
+    ...grpcServerSecurity(config),
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     logger,

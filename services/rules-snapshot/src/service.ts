@@ -12,7 +12,7 @@ import { decodeSessionEvent, newEventId, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
-import { openServiceDatabase } from "@prefix-guard/runtime";
+import { grpcServerSecurity, openServiceDatabase } from "@prefix-guard/runtime";
 import { readAgentsMdFile } from "./adapters/fs/agents-md-reader";
 import { rulesSnapshotRegistration } from "./adapters/grpc/rules-snapshot-grpc";
 import { outboxRulesEventSink } from "./adapters/mysql/outbox-event-sink";
@@ -74,6 +74,7 @@ export async function startRulesSnapshot(
     throw new UnavailableError("cannot subscribe to session.events.v1", { cause: error });
   });
   const server = await startGrpcServer({
+    ...grpcServerSecurity(config),
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     logger,

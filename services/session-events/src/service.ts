@@ -4,7 +4,7 @@ import { newEventId } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
-import { openServiceDatabase } from "@prefix-guard/runtime";
+import { grpcServerSecurity, openServiceDatabase } from "@prefix-guard/runtime";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
 import { SessionCommands } from "./application/session-commands";
@@ -48,6 +48,7 @@ export async function startSessionEvents(
   });
   relay.start();
   const server = await startGrpcServer({
+    ...grpcServerSecurity(config),
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     logger,

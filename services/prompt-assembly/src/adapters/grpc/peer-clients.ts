@@ -1,4 +1,4 @@
-import { credentials } from "@grpc/grpc-js";
+import type { ChannelCredentials, Metadata } from "@grpc/grpc-js";
 import { callUnary, translatePeerError } from "@prefix-guard/grpc";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
@@ -9,8 +9,8 @@ import {
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 
 /** Resolve over gRPC. Idempotent for the caller (same inputs, same snapshot), so UNAVAILABLE is retried. */
-export function grpcRulesResolver(address: string) {
-  const client = new RulesSnapshotClient(address, credentials.createInsecure());
+export function grpcRulesResolver(address: string, security: { credentials: ChannelCredentials; metadata: Metadata }) {
+  const client = new RulesSnapshotClient(address, security.credentials);
   return {
     async resolve(request: ResolveRequest, timeoutMs: number): Promise<ResolveResponse> {
       try {
@@ -28,8 +28,8 @@ export function grpcRulesResolver(address: string) {
 }
 
 /** ReadEvents over gRPC, for catch-up when the projection lags behind min_seq. */
-export function grpcSessionEventsReader(address: string, deadlineMs: number) {
-  const client = new SessionEventsClient(address, credentials.createInsecure());
+export function grpcSessionEventsReader(address: string, deadlineMs: number, security: { credentials: ChannelCredentials; metadata: Metadata }) {
+  const client = new SessionEventsClient(address, security.credentials);
   return {
     async readEvents(
       sessionId: string,
@@ -41,7 +41,7 @@ export function grpcSessionEventsReader(address: string, deadlineMs: number) {
           client,
           client.readEvents,
           { sessionId, afterSeq, limit },
-          { deadlineMs, idempotent: true },
+          { deadlineMs, idempotent: true, metadata: security.metadata },
         );
         return { events: response.events, lastSeq: response.lastSeq };
       } catch (error) {

@@ -1,0 +1,96 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface TlsFixture {
+  readonly dir: string;
+  readonly caCert: string;
+  readonly serverCert: string;
+  readonly serverKey: string;
+  readonly clientCert: string;
+  readonly clientKey: string;
+  readonly otherCaCert: string;
+}
+
+/** A throwaway CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
+export function makeTlsFixture(): TlsFixture {
+  const dir = mkdtempSync(join(tmpdir(), "pg-tls-"));
+  const p = (name: string) => join(dir, name);
+  const ssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+  ssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    p("ca.key"),
+    "-out",
+    p("ca.crt"),
+    "-days",
+    "2",
+    "-subj",
+    "/CN=prefix-guard test CA",
+  );
+  ssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    p("other-ca.key"),
+    "-out",
+    p("other-ca.crt"),
+    "-days",
+    "2",
+    "-subj",
+    "/CN=some other CA",
+  );
+  writeFileSync(p("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+  writeFileSync(p("client.ext"), "extendedKeyUsage=clientAuth\n");
+  for (const [name, ext] of [
+    ["server", "server.ext"],
+    ["client", "client.ext"],
+  ] as const) {
+    ssl(
+      "req",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      p(`${name}.key`),
+      "-out",
+      p(`${name}.csr`),
+      "-subj",
+      `/CN=${name}`,
+    );
+    ssl(
+      "x509",
+      "-req",
+      "-in",
+      p(`${name}.csr`),
+      "-CA",
+      p("ca.crt"),
+      "-CAkey",
+      p("ca.key"),
+      "-CAcreateserial",
+      "-out",
+      p(`${name}.crt`),
+      "-days",
+      "2",
+      "-extfile",
+      p(ext),
+    );
+  }
+  return {
+    dir,
+    caCert: p("ca.crt"),
+    serverCert: p("server.crt"),
+    serverKey: p("server.key"),
+    clientCert: p("client.crt"),
+    clientKey: p("client.key"),
+    otherCaCert: p("other-ca.crt"),
+  };
+}
