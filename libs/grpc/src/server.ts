@@ -14,6 +14,7 @@ import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "@prefix-guard/logging";
 import { protoRoot, serviceProtoFiles } from "@prefix-guard/proto/protos";
 import { HealthImplementation } from "grpc-health-check";
+import { Histogram, type Registry } from "prom-client";
 import { authenticateCaller, type CallerTokens } from "./security";
 import { mapErrorToStatus } from "./status-mapping";
 import { extractTraceContext } from "./trace-metadata";
@@ -43,6 +44,8 @@ export interface GrpcServerOptions {
    * reflection stay open so load balancers and probes work without secrets.
    */
   readonly callerTokens?: CallerTokens;
+  /** Prometheus registry for grpc_server_handling_seconds{service,method,code}. */
+  readonly metrics?: Registry;
 }
 
 export interface RunningGrpcServer {
@@ -59,6 +62,7 @@ function wrapUnary(
   handler: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>,
   logger: Logger,
   callerTokens: CallerTokens,
+  handling: Histogram<"service" | "method" | "code"> | undefined,
 ) {
   const tracer = trace.getTracer("prefix-guard.grpc");
   return (call: ServerUnaryCall<never, never>, callback: sendUnaryData<unknown>) => {
@@ -72,6 +76,7 @@ function wrapUnary(
           attributes: { "rpc.system": "grpc", "rpc.service": serviceName, "rpc.method": methodName },
         },
         async (span) => {
+          let code: status = status.OK;
           try {
             const caller = authenticateCaller(call.metadata, callerTokens);
             if (caller !== undefined) span.setAttribute("enduser.id", caller);
@@ -80,6 +85,7 @@ function wrapUnary(
             callback(null, response);
           } catch (error) {
             const mapped = mapErrorToStatus(error);
+            code = mapped.code;
             span.setAttribute("rpc.grpc.status_code", mapped.code);
             if (mapped.code === status.INTERNAL) {
               logger.error({ err: error, method: `${serviceName}/${methodName}` }, "unexpected error in handler");
@@ -89,6 +95,10 @@ function wrapUnary(
             callback({ code: mapped.code, details: mapped.details, metadata: mapped.metadata });
           } finally {
             span.end();
+            handling?.observe(
+              { service: serviceName, method: methodName, code: status[code] ?? String(code) },
+              (performance.now() - started) / 1000,
+            );
             logger.debug(
               { method: `${serviceName}/${methodName}`, ms: Math.round(performance.now() - started) },
               "rpc",
@@ -118,17 +128,29 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   reflectionDefinition ??= protoLoader.loadSync([...serviceProtoFiles], { includeDirs: [protoRoot], keepCase: true });
   new ReflectionService(reflectionDefinition).addToServer(server);
 
+  const handling = options.metrics
+    ? new Histogram({
+        name: "grpc_server_handling_seconds",
+        help: "Time to handle a unary RPC, by service, method and status code.",
+        labelNames: ["service", "method", "code"] as const,
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        registers: [options.metrics],
+      })
+    : undefined;
   for (const service of options.services) {
     const implementation: UntypedServiceImplementation = {};
     for (const methodName of Object.keys(service.definition)) {
       const handler = service.methods[methodName];
       if (!handler) throw new Error(`${service.name}: no handler for ${methodName}`);
+      // Spans and metrics use the wire name (SaveMessage), not the generated key (saveMessage).
+      const wireName = service.definition[methodName]?.path.split("/").pop() ?? methodName;
       implementation[methodName] = wrapUnary(
         service.name,
-        methodName,
+        wireName,
         handler,
         options.logger,
         options.callerTokens ?? new Map(),
+        handling,
       ) as UntypedHandleCall;
     }
     server.addService(service.definition, implementation);

@@ -4,3 +4,4 @@ export { openServiceDatabase } from "./open-database";
 export { grpcPeerSecurity, grpcServerSecurity, type SecurityConfig } from "./security";
 export { runUntilSignal } from "./signals";
 export { defaultTopicSpecs } from "./topics";
+export { openMetrics, type ServiceMetrics } from "./metrics";

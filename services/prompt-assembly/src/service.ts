@@ -1,15 +1,34 @@
 import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { type MessageBus, OutboxRelay, relayLockFor, runEventConsumer, tableOutboxSource } from "@prefix-guard/bus";
 import { decodeSessionEvent, newEventId, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
-import { grpcPeerSecurity, grpcServerSecurity, openServiceDatabase } from "@prefix-guard/runtime";
+import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { grpcPeerSecurity, grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-guard/runtime";
+import { Counter } from "prom-client";
 import { grpcRulesResolver, grpcSessionEventsReader } from "./adapters/grpc/peer-clients";
 import { promptAssemblyRegistration } from "./adapters/grpc/prompt-assembly-grpc";
 import { PromptBuilder } from "./application/build-request";
 import { SessionProjection } from "./application/session-projection";
 import type { PromptAssemblyConfig } from "./config";
+
+/**
+ * Benchmark baseline (ASSEMBLY_POLICY=naive): the rules source as it is right now, the way the
+ * engine read AGENTS.md before snapshots; a missing file reads as no rules.
+ */
+export async function readRulesRawNow(source: ResolveRequest["source"]): Promise<string> {
+  if (source === undefined) return "";
+  if (source.$case === "content") return source.value.text;
+  try {
+    return await readFile(source.value.path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "";
+    throw error;
+  }
+}
 
 export interface RunningPromptAssembly {
   readonly address: string;
@@ -43,12 +62,32 @@ export async function startPromptAssembly(
     sha256,
     logger,
     newEventId: () => newEventId(now()),
+    ...(config.ASSEMBLY_POLICY === "naive" ? { readRulesRaw: readRulesRawNow } : {}),
     options: {
+      policy: config.ASSEMBLY_POLICY,
       minSeqWaitMs: config.MIN_SEQ_WAIT_MS,
       currentDatePosition: config.CURRENT_DATE_POSITION,
       canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
       rulesTimeoutMs: config.RESOLVE_DEADLINE_MS,
     },
+  });
+  const metrics = await openMetrics("prompt-assembly", config, logger);
+  const builds = new Counter({
+    name: "prompt_builds_total",
+    help: "BuildRequest calls served, by wire format.",
+    labelNames: ["format"] as const,
+    registers: [metrics.registry],
+  });
+  const prefixChanges = new Counter({
+    name: "prompt_prefix_changes_total",
+    help: "Builds whose prefix changed against the session's previous build, by changed section (or tools / history).",
+    labelNames: ["section"] as const,
+    registers: [metrics.registry],
+  });
+  const checkpointsDue = new Counter({
+    name: "prompt_checkpoint_due_total",
+    help: "Builds whose history tail exceeded the checkpoint threshold.",
+    registers: [metrics.registry],
   });
   const relay = new OutboxRelay({
     source: tableOutboxSource(db),
@@ -64,7 +103,12 @@ export async function startPromptAssembly(
     groupId: config.CONSUMER_GROUP,
     logger,
     decode: decodeSessionEvent,
+    onOutcome: (outcome) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }),
     apply: async (event) => {
+      metrics.eventApplyDelay.observe(
+        { consumer: config.CONSUMER_GROUP },
+        Math.max(0, Date.now() - event.occurredAtMs) / 1000,
+      );
       await projection.applyOrCatchUp(event, sessions);
     },
   });
@@ -73,7 +117,29 @@ export async function startPromptAssembly(
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     logger,
-    services: [promptAssemblyRegistration({ builder, projection, sessions, afterBuild: () => relay.notify() })],
+    services: [
+      promptAssemblyRegistration({
+        builder,
+        projection,
+        sessions,
+        afterBuild: (request, response) => {
+          relay.notify();
+          builds.inc({
+            format: (WireFormat[request.wireFormat] ?? "unknown").replace("WIRE_FORMAT_", "").toLowerCase(),
+          });
+          if (response.checkpointDue) checkpointsDue.inc();
+          if (response.prefix?.changed) {
+            const sections = [
+              ...response.prefix.changedSections,
+              ...(response.prefix.toolsChanged ? ["tools"] : []),
+              ...(response.prefix.historyRewritten ? ["history"] : []),
+            ];
+            for (const section of sections) prefixChanges.inc({ section });
+          }
+        },
+      }),
+    ],
+    metrics: metrics.registry,
   });
   logger.info({ address: server.address }, "prompt-assembly serving");
   return {
@@ -83,6 +149,7 @@ export async function startPromptAssembly(
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       await consumer.stop();
       await relay.stop();
+      await metrics.close();
       rules.close();
       sessions.close();
       await db.destroy();

@@ -12,7 +12,9 @@ import { decodeSessionEvent, newEventId, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
-import { grpcServerSecurity, openServiceDatabase } from "@prefix-guard/runtime";
+import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-guard/runtime";
+import { Counter } from "prom-client";
 import { readAgentsMdFile } from "./adapters/fs/agents-md-reader";
 import { rulesSnapshotRegistration } from "./adapters/grpc/rules-snapshot-grpc";
 import { outboxRulesEventSink } from "./adapters/mysql/outbox-event-sink";
@@ -36,6 +38,13 @@ export async function startRulesSnapshot(
   const { logger, bus } = deps;
   const now = deps.now ?? Date.now;
   const db = await openServiceDatabase(config.DATABASE_URL, [...rulesSnapshotMigrations, outboxMessageTable], logger);
+  const metrics = await openMetrics("rules-snapshot", config, logger);
+  const decisions = new Counter({
+    name: "rules_resolve_decisions_total",
+    help: "Resolve outcomes by decision (PINNED, RETAINED, REPINNED_*, DEGRADED_RAW ...).",
+    labelNames: ["decision"] as const,
+    registers: [metrics.registry],
+  });
   const relay = new OutboxRelay({
     source: tableOutboxSource(db),
     bus,
@@ -61,7 +70,12 @@ export async function startRulesSnapshot(
     groupId: config.CONSUMER_GROUP,
     logger,
     decode: decodeSessionEvent,
+    onOutcome: (outcome) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }),
     apply: async (event) => {
+      metrics.eventApplyDelay.observe(
+        { consumer: config.CONSUMER_GROUP },
+        Math.max(0, Date.now() - event.occurredAtMs) / 1000,
+      );
       const outcome = await service.applySessionEvent(event);
       relay.notify();
       if (outcome.kind === "gap")
@@ -78,7 +92,14 @@ export async function startRulesSnapshot(
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     logger,
-    services: [rulesSnapshotRegistration(service, () => relay.notify())],
+    services: [
+      rulesSnapshotRegistration(
+        service,
+        () => relay.notify(),
+        (decision) => decisions.inc({ decision: (Decision[decision] ?? String(decision)).replace("DECISION_", "") }),
+      ),
+    ],
+    metrics: metrics.registry,
   });
   logger.info({ address: server.address }, "rules-snapshot serving");
   return {
@@ -88,6 +109,7 @@ export async function startRulesSnapshot(
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       await consumer.stop();
       await relay.stop();
+      await metrics.close();
       await db.destroy();
     },
   };

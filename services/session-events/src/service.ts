@@ -4,7 +4,8 @@ import { newEventId } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
-import { grpcServerSecurity, openServiceDatabase } from "@prefix-guard/runtime";
+import { grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-guard/runtime";
+import { Counter, Gauge } from "prom-client";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
 import { SessionCommands } from "./application/session-commands";
@@ -38,8 +39,24 @@ export async function startSessionEvents(
         : {}),
     },
   });
+  const metrics = await openMetrics("session-events", config, logger);
+  const source = sessionEventOutboxSource(db);
+  const published = new Counter({
+    name: "relay_events_published_total",
+    help: "session events published by the relay.",
+    registers: [metrics.registry],
+  });
+  new Gauge({
+    name: "relay_backlog_events",
+    help: "session events written but not yet published (grows while the broker is down).",
+    registers: [metrics.registry],
+    async collect() {
+      this.set(await source.countUnpublished());
+    },
+  });
   const relay = new OutboxRelay({
-    source: sessionEventOutboxSource(db),
+    source,
+    onPublished: (count) => published.inc(count),
     bus: deps.bus,
     lock: relayLockFor(db, "prefix-guard:session-events:relay"),
     logger,
@@ -55,6 +72,7 @@ export async function startSessionEvents(
     // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
     maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,
     services: [sessionEventsRegistration(commands, () => relay.notify())],
+    metrics: metrics.registry,
   });
   logger.info({ address: server.address }, "session-events serving");
   return {
@@ -63,6 +81,7 @@ export async function startSessionEvents(
     async stop() {
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       await relay.stop();
+      await metrics.close();
       await db.destroy();
     },
   };

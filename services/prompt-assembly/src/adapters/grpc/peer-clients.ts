@@ -28,7 +28,11 @@ export function grpcRulesResolver(address: string, security: { credentials: Chan
 }
 
 /** ReadEvents over gRPC, for catch-up when the projection lags behind min_seq. */
-export function grpcSessionEventsReader(address: string, deadlineMs: number, security: { credentials: ChannelCredentials; metadata: Metadata }) {
+export function grpcSessionEventsReader(
+  address: string,
+  deadlineMs: number,
+  security: { credentials: ChannelCredentials; metadata: Metadata },
+) {
   const client = new SessionEventsClient(address, security.credentials);
   return {
     async readEvents(

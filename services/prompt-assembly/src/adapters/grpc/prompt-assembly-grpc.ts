@@ -2,6 +2,7 @@ import { ValidationError } from "@prefix-guard/errors";
 import type { ServiceRegistration } from "@prefix-guard/grpc";
 import {
   type BuildRequestRequest,
+  type BuildRequestResponse,
   PromptAssemblyService,
   type RebuildProjectionRequest,
   type RebuildProjectionResponse,
@@ -13,7 +14,7 @@ export function promptAssemblyRegistration(deps: {
   builder: PromptBuilder;
   projection: SessionProjection;
   sessions: SessionEventsReader;
-  afterBuild: () => void;
+  afterBuild: (request: BuildRequestRequest, response: BuildRequestResponse) => void;
 }): ServiceRegistration {
   return {
     name: "prefixguard.assembly.v1.PromptAssembly",
@@ -21,7 +22,7 @@ export function promptAssemblyRegistration(deps: {
     methods: {
       buildRequest: async (request: BuildRequestRequest) => {
         const response = await deps.builder.buildRequest(request);
-        deps.afterBuild();
+        deps.afterBuild(request, response);
         return response;
       },
       rebuildProjection: async (request: RebuildProjectionRequest): Promise<RebuildProjectionResponse> => {

@@ -1,6 +1,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import type { ServiceRegistration } from "@prefix-guard/grpc";
 import {
+  type Decision,
   type GetRequest,
   type GetResponse,
   type InvalidateRequest,
@@ -15,13 +16,18 @@ function requireSessionId(sessionId: string): string {
 }
 
 /** `afterCall` nudges the outbox relay once the call's transaction has committed. */
-export function rulesSnapshotRegistration(service: RulesSnapshotService, afterCall: () => void): ServiceRegistration {
+export function rulesSnapshotRegistration(
+  service: RulesSnapshotService,
+  afterCall: () => void,
+  onDecision: (decision: Decision) => void = () => undefined,
+): ServiceRegistration {
   return {
     name: "prefixguard.rules.v1.RulesSnapshot",
     definition: RulesSnapshotDefinition,
     methods: {
       resolve: async (request: ResolveRequest) => {
         const response = await service.resolveWorkspaceRules(request);
+        onDecision(response.decision);
         afterCall();
         return response;
       },
