@@ -70,6 +70,7 @@ export async function startRulesSnapshot(
     groupId: config.CONSUMER_GROUP,
     logger,
     decode: decodeSessionEvent,
+    maxMessageBytes: config.BUS_MAX_MESSAGE_BYTES,
     onOutcome: (outcome) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }),
     apply: async (event) => {
       metrics.eventApplyDelay.observe(

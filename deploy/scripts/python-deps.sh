@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Makes sure the Python example consumer (deploy/examples/python-consumer) can run: Debian's python
+# (/usr/bin/python3, not a pyenv build on PATH) with confluent_kafka and google.protobuf, and protoc.
+# Idempotent: installs only what is missing, with apt-get, when running as root; `apt-get update` only
+# when the install fails without it. Exits 1 with what to do when it cannot install.
+set -uo pipefail
+python=/usr/bin/python3
+say() { echo "[python-deps] $*"; }
+fail() { echo "[python-deps] $*" >&2; exit 1; }
+
+missing() {
+  local packages=()
+  if [ ! -x "$python" ]; then
+    packages+=(python3 python3-confluent-kafka python3-protobuf)
+  else
+    "$python" -c "import confluent_kafka" >/dev/null 2>&1 || packages+=(python3-confluent-kafka)
+    "$python" -c "import google.protobuf" >/dev/null 2>&1 || packages+=(python3-protobuf)
+  fi
+  protoc --version >/dev/null 2>&1 || packages+=(protobuf-compiler)
+  echo "${packages[@]}"
+}
+
+report() {
+  local versions
+  versions=$("$python" -c 'import sys, confluent_kafka, google.protobuf as pb
+print(f"python {sys.version.split()[0]}, confluent_kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), protobuf {pb.__version__}")')
+  say "ok: $python: $versions; $(protoc --version) at $(command -v protoc)"
+}
+
+read -r -a packages <<<"$(missing)"
+if [ "${#packages[@]}" -eq 0 ]; then report; exit 0; fi
+
+say "missing: ${packages[*]}"
+manual="install them yourself: apt-get install -y ${packages[*]} (Debian/Ubuntu), then run this script again"
+[ "$EUID" -eq 0 ] || fail "not root, cannot install; $manual"
+command -v apt-get >/dev/null || fail "no apt-get on this machine; $manual"
+
+install() { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}"; }
+say "apt-get install -y --no-install-recommends ${packages[*]}"
+if ! install; then
+  say "install failed; running apt-get update once and retrying"
+  DEBIAN_FRONTEND=noninteractive apt-get update || fail "apt-get update failed (no network or no package mirror?); $manual"
+  install || fail "apt-get install failed even after apt-get update; $manual"
+fi
+
+read -r -a still <<<"$(missing)"
+[ "${#still[@]}" -eq 0 ] || fail "installed, but still missing: ${still[*]} (is /usr/bin/python3 Debian's python?)"
+report
