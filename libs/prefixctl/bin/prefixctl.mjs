@@ -8,5 +8,7 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const tsx = require.resolve("tsx");
-const result = spawnSync(process.execPath, ["--import", tsx, join(here, "../src/main.ts"), ...process.argv.slice(2)], { stdio: "inherit" });
+const result = spawnSync(process.execPath, ["--import", tsx, join(here, "../src/main.ts"), ...process.argv.slice(2)], {
+  stdio: "inherit",
+});
 process.exit(result.status ?? 1);

@@ -1,0 +1,155 @@
+import type { ListCollapsesResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { describe, expect, it } from "vitest";
+import { collapseRow } from "../testing/fixtures";
+import { type CollapseQuery, collapseSummary, collapsesToJson, formatCollapses, noSectionLabel } from "./collapses";
+
+const query: CollapseQuery = { sinceMs: Date.UTC(2026, 9, 13, 13, 0, 0), windowLabel: "24h", sessionId: null };
+
+// Seed 001 §1.1: 146 alerts in 28 hours, 110 [workspace-rules], 24 [system-prompt,skills,subagent], 12 [skills].
+const seedWindow: ListCollapsesResponse = {
+  collapses: [
+    collapseRow("811"),
+    collapseRow("756", {
+      promptTokens: 447_652,
+      cachedTokens: 9_216,
+      extraCost: 0.859,
+      calledAtMs: Date.UTC(2026, 9, 14, 9, 59, 22, 850),
+    }),
+  ],
+  totals: [
+    { section: "skills", collapses: 36, extraCost: 10.5 },
+    { section: "workspace-rules", collapses: 110, extraCost: 95.92 },
+    { section: "subagent", collapses: 24, extraCost: 6 },
+    { section: "system-prompt", collapses: 24, extraCost: 7 },
+  ],
+  totalCollapses: 146,
+  totalExtraCost: 112.42,
+};
+
+describe("formatCollapses", () => {
+  const text = formatCollapses(seedWindow, query);
+  const lines = text.split("\n");
+
+  it("says which window it covers", () => {
+    expect(lines[0]).toBe("Cache collapses since 2026-10-13T13:00:00.000Z (last 24h)");
+    expect(formatCollapses(seedWindow, { sinceMs: 0, windowLabel: "all", sessionId: "811" }).split("\n")[0]).toBe(
+      "Cache collapses (everything the monitor keeps) for session 811",
+    );
+  });
+
+  it("lists each collapse with session, UTC time, cached share from the tokens, extra cost, sections and cause", () => {
+    const row = lines.find((line) => line.startsWith("811 "));
+    expect(row).toBeDefined();
+    expect(row).toContain("2026-10-14T13:11:11.539Z");
+    expect(row).toContain("1.9%");
+    expect(row).toContain("99.8%");
+    expect(row).toContain("+0.8720");
+    expect(row).toContain("workspace-rules");
+    expect(row?.endsWith("workspace-rules changed")).toBe(true);
+    expect(lines.find((line) => line.startsWith("756 "))).toContain("2.1%");
+  });
+
+  it("aligns the columns under their headers", () => {
+    const header = lines.find((line) => line.startsWith("SESSION")) as string;
+    const rows = lines.filter((line) => /^(811|756) /.test(line));
+    for (const column of ["TIME (UTC)", "CHANGED SECTIONS", "CAUSE"]) {
+      const offset = header.indexOf(column);
+      for (const row of rows) expect(row[offset - 1], `${column} in ${row}`).toBe(" ");
+      for (const row of rows) expect(row[offset], `${column} in ${row}`).not.toBe(" ");
+    }
+  });
+
+  it("totals per section, most collapses first, with the share of all collapses", () => {
+    const start = lines.findIndex((line) => line.startsWith("SECTION"));
+    const sectionRows = lines.slice(start + 1, start + 5).map((line) => line.split(/\s+/));
+    expect(sectionRows).toEqual([
+      ["workspace-rules", "110", "75%", "+95.9200"],
+      ["skills", "36", "25%", "+10.5000"],
+      ["system-prompt", "24", "16%", "+7.0000"],
+      ["subagent", "24", "16%", "+6.0000"],
+    ]);
+  });
+
+  it("ends with the grand total in the seed's words", () => {
+    expect(lines.at(-2)).toBe(
+      "Total: 146 collapses, extra cost +112.4200: 110 workspace-rules (75%), 36 skills (25%), 24 system-prompt (16%), 24 subagent (16%)",
+    );
+  });
+
+  it("says when the list is cut by --limit", () => {
+    expect(text).toContain("(showing 2 of 146; raise --limit to see more)");
+  });
+
+  it("flags a collapse the provider saw and we did not, and names it in the totals", () => {
+    const response: ListCollapsesResponse = {
+      collapses: [
+        collapseRow("435", {
+          changedSections: [],
+          cause: "",
+          attribution: "provider_only",
+          providerCacheMissReason: "ttl_expired",
+        }),
+      ],
+      totals: [{ section: "", collapses: 1, extraCost: 0.872 }],
+      totalCollapses: 1,
+      totalExtraCost: 0.872,
+    };
+    const out = formatCollapses(response, query);
+    const row = out.split("\n").find((line) => line.startsWith("435 "));
+    expect(row).toContain("(none)");
+    expect(row).toContain("FLAG provider_only: outside us: TTL, routing, model switch; provider: ttl_expired");
+    expect(out).toContain(`${noSectionLabel}  `);
+    expect(collapseSummary(response)).toBe(`1 collapse, extra cost +0.8720: 1 ${noSectionLabel} (100%)`);
+  });
+
+  it("says so when there is nothing in the window", () => {
+    const out = formatCollapses({ collapses: [], totals: [], totalCollapses: 0, totalExtraCost: 0 }, query);
+    expect(out).toContain("No cache collapses.");
+    expect(out).not.toContain("SESSION");
+  });
+});
+
+describe("collapsesToJson", () => {
+  const json = collapsesToJson(seedWindow, query);
+
+  it("has stable snake_case keys", () => {
+    expect(Object.keys(json)).toEqual(["window", "collapses", "totals", "total_collapses", "total_extra_cost"]);
+    expect(Object.keys(json.collapses[0] ?? {})).toEqual([
+      "session_id",
+      "request_id",
+      "called_at_ms",
+      "called_at",
+      "model",
+      "prompt_tokens",
+      "cached_tokens",
+      "cached_ratio",
+      "baseline_ratio",
+      "cost",
+      "expected_cost",
+      "extra_cost",
+      "changed_sections",
+      "cause",
+      "attribution",
+      "disagreement",
+      "provider_cache_miss_reason",
+    ]);
+  });
+
+  it("carries the numbers unrounded and the shares as ratios", () => {
+    expect(json.window).toEqual({ since_ms: query.sinceMs, since: "2026-10-13T13:00:00.000Z", session_id: null });
+    expect(json.collapses[0]).toMatchObject({ session_id: "811", prompt_tokens: 453_569, extra_cost: 0.872 });
+    expect(json.collapses[0]?.cached_ratio).toBeCloseTo(8_576 / 453_569, 10);
+    expect(json.totals[0]).toEqual({ section: "workspace-rules", collapses: 110, share: 110 / 146, extra_cost: 95.92 });
+    expect(json.total_collapses).toBe(146);
+    expect(JSON.parse(JSON.stringify(json))).toEqual(json);
+  });
+
+  it("explains a disagreement and leaves agreement null", () => {
+    expect(json.collapses[0]?.disagreement).toBeNull();
+    const flagged = collapsesToJson(
+      { ...seedWindow, collapses: [collapseRow("435", { attribution: "provider_only", changedSections: [] })] },
+      query,
+    );
+    expect(flagged.collapses[0]?.disagreement).toContain("provider says cache missed");
+  });
+});

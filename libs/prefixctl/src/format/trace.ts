@@ -1,0 +1,172 @@
+import type { BuildTrace, TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { disagreementOf } from "./attribution";
+import { cachedShare, formatCost, formatCount, formatShare, formatUtc } from "./numbers";
+import { renderTable } from "./table";
+
+export interface TraceQuery {
+  readonly sessionId: string;
+  readonly limit: number;
+}
+
+const requestIdChars = 12;
+
+export function shortRequestId(requestId: string): string {
+  return requestId.length > requestIdChars ? requestId.slice(0, requestIdChars) : requestId || "-";
+}
+
+function buildKind(build: BuildTrace): "first" | "changed" | "same" {
+  if (build.firstBuild) return "first";
+  return build.prefixChanged ? "changed" : "same";
+}
+
+function usageOf(build: BuildTrace) {
+  return build.hasUsage ? build.usage : undefined;
+}
+
+function causeCell(build: BuildTrace): string {
+  const reason = usageOf(build)?.providerReport?.cacheMissReason ?? "";
+  const parts = [build.cause, reason ? `provider: ${reason}` : ""].filter((part) => part !== "");
+  return parts.length > 0 ? parts.join("; ") : "-";
+}
+
+const dash = (text: string) => (text === "" ? "-" : text);
+
+function row(build: BuildTrace, index: number): string[] {
+  const usage = usageOf(build);
+  const share = usage ? cachedShare(usage.promptTokens, usage.cachedTokens) : undefined;
+  const flag = disagreementOf(build.attribution);
+  return [
+    String(index + 1),
+    formatUtc(build.builtAtMs),
+    shortRequestId(build.requestId),
+    buildKind(build),
+    build.changedSections.length > 0 ? build.changedSections.join(",") : "-",
+    build.toolsChangeKind === "none" ? "-" : dash(build.toolsChangeKind),
+    build.historyRewritten ? "rewritten" : "-",
+    dash(build.rulesDecision),
+    dash(build.anchorDate),
+    build.dateNotices.length > 0 ? build.dateNotices.join(",") : "-",
+    usage ? formatCount(usage.promptTokens) : "-",
+    usage ? formatCount(usage.cachedTokens) : "-",
+    usage ? formatCount(usage.completionTokens) : "-",
+    share !== undefined ? formatShare(share) : "-",
+    usage ? formatCost(build.cost) : "-",
+    build.collapsed ? "COLLAPSE" : "-",
+    flag ? `FLAG ${flag.attribution}` : dash(build.attribution),
+    causeCell(build),
+  ];
+}
+
+function summary(builds: readonly BuildTrace[]): string {
+  const count = (predicate: (b: BuildTrace) => boolean) => builds.filter(predicate).length;
+  const flagged = new Map<string, number>();
+  for (const build of builds) {
+    if (disagreementOf(build.attribution)) flagged.set(build.attribution, (flagged.get(build.attribution) ?? 0) + 1);
+  }
+  const disagreements = [...flagged.values()].reduce((a, b) => a + b, 0);
+  const reported = builds.filter((b) => b.hasUsage && b.usage);
+  const prompt = reported.reduce((sum, b) => sum + (b.usage?.promptTokens ?? 0), 0);
+  const cached = reported.reduce((sum, b) => sum + (b.usage?.cachedTokens ?? 0), 0);
+  const cost = reported.reduce((sum, b) => sum + b.cost, 0);
+  const parts = [
+    `${builds.length} build${builds.length === 1 ? "" : "s"}`,
+    `${count((b) => !b.firstBuild && b.prefixChanged)} changed the prefix`,
+    `${count((b) => b.collapsed)} collapsed`,
+    `${disagreements} disagreement${disagreements === 1 ? "" : "s"}${
+      disagreements > 0
+        ? ` (${[...flagged.entries()]
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([name, n]) => `${name} ${n}`)
+            .join(", ")})`
+        : ""
+    }`,
+  ];
+  const usageText =
+    reported.length > 0
+      ? `; ${reported.length} with usage: cost ${formatCost(cost)}, cached ${formatShare(prompt > 0 ? cached / prompt : 0)} of ${formatCount(prompt)} prompt tokens`
+      : "; no usage reported yet";
+  return `${parts.join(", ")}${usageText}`;
+}
+
+export function formatTrace(response: TraceSessionResponse, query: TraceQuery): string {
+  const builds = response.builds;
+  if (builds.length === 0) return `No builds recorded for session ${query.sessionId}.\n`;
+  const lines = [`Trace of session ${query.sessionId}`, ""];
+  const table = renderTable(
+    [
+      { header: "#", align: "right" },
+      { header: "TIME (UTC)" },
+      { header: "REQUEST" },
+      { header: "BUILD" },
+      { header: "CHANGED SECTIONS" },
+      { header: "TOOLS" },
+      { header: "HISTORY" },
+      { header: "RULES" },
+      { header: "ANCHOR" },
+      { header: "DATE NOTICES" },
+      { header: "PROMPT", align: "right" },
+      { header: "CACHED", align: "right" },
+      { header: "COMPL", align: "right" },
+      { header: "CACHED%", align: "right" },
+      { header: "COST", align: "right" },
+      { header: "COLLAPSE" },
+      { header: "ATTRIBUTION" },
+      { header: "CAUSE" },
+    ],
+    builds.map(row),
+  );
+  lines.push(table[0] as string);
+  builds.forEach((build, i) => {
+    lines.push(table[i + 1] as string);
+    // Under its row, so the disagreement is read together with the build it is about.
+    const flag = disagreementOf(build.attribution);
+    if (flag) lines.push(`    FLAG ${flag.attribution}: ${flag.long}`);
+  });
+  if (builds.length >= query.limit) lines.push(`(limit of ${query.limit} builds reached; raise --limit to see more)`);
+  lines.push("", summary(builds));
+  return `${lines.join("\n")}\n`;
+}
+
+export function traceToJson(response: TraceSessionResponse, query: TraceQuery) {
+  return {
+    session_id: query.sessionId,
+    builds: response.builds.map((b) => {
+      const usage = usageOf(b);
+      return {
+        request_id: b.requestId,
+        built_at_ms: b.builtAtMs,
+        built_at: b.builtAtMs > 0 ? formatUtc(b.builtAtMs) : null,
+        first_build: b.firstBuild,
+        prefix_changed: b.prefixChanged,
+        changed_sections: b.changedSections,
+        section_hashes: b.sectionHashes,
+        tools_hash: b.toolsHash,
+        tools_change_kind: b.toolsChangeKind,
+        history_rewritten: b.historyRewritten,
+        cause: b.cause,
+        rules_decision: b.rulesDecision,
+        date_notices: b.dateNotices,
+        anchor_date: b.anchorDate,
+        estimated_tokens: b.estimatedTokens,
+        usage: usage
+          ? {
+              model: usage.model,
+              provider: usage.provider,
+              prompt_tokens: usage.promptTokens,
+              cached_tokens: usage.cachedTokens,
+              completion_tokens: usage.completionTokens,
+              cache_creation_tokens: usage.cacheCreationTokens,
+              cached_ratio: cachedShare(usage.promptTokens, usage.cachedTokens) ?? null,
+              reported_cost: usage.reportedCost ?? null,
+              provider_cache_miss_reason: usage.providerReport?.cacheMissReason ?? "",
+              called_at_ms: usage.calledAtMs,
+            }
+          : null,
+        cost: b.cost,
+        collapsed: b.collapsed,
+        attribution: b.attribution,
+        disagreement: disagreementOf(b.attribution)?.long ?? null,
+      };
+    }),
+  };
+}

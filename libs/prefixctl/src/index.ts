@@ -1,0 +1,13 @@
+export type { Command, Env, ServiceName, ServiceTargets, UsageError } from "./args";
+export { defaultTargets, isUsageError, parseArgs, targetEnvVars } from "./args";
+export type { ConnectClients, ConnectOptions, PrefixctlClients } from "./clients";
+export { connectGrpcClients } from "./clients";
+export { formatDuration, parseDuration } from "./duration";
+export { collapseSummary, collapsesToJson, formatCollapses } from "./format/collapses";
+export { formatReplay, replayToJson } from "./format/replay";
+export { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./format/snapshot";
+export { formatTrace, traceToJson } from "./format/trace";
+export type { CliIo, RunDeps } from "./run";
+export { exitCodes, run } from "./run";
+export { describeServiceCallError, ServiceCallError } from "./service-error";
+export { usageText } from "./usage";

@@ -1,0 +1,109 @@
+import { type Command, type Env, isUsageError, parseArgs } from "./args";
+import { type ConnectClients, connectGrpcClients, type PrefixctlClients } from "./clients";
+import { collapsesToJson, formatCollapses } from "./format/collapses";
+import { formatReplay, replayToJson } from "./format/replay";
+import { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./format/snapshot";
+import { formatTrace, traceToJson } from "./format/trace";
+import { describeServiceCallError, ServiceCallError } from "./service-error";
+import { usageText } from "./usage";
+
+export interface Writable {
+  write(text: string): unknown;
+}
+
+export interface CliIo {
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+}
+
+export interface RunDeps {
+  readonly connect?: ConnectClients;
+  /** PREFIXCTL_* addresses; main passes process.env, tests pass what they need. */
+  readonly env?: Env;
+  readonly now?: () => number;
+}
+
+export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;
+
+type ServiceCommand = Exclude<Command, { kind: "help" }>;
+
+/** What a command prints: text for people or a value for --json. */
+interface Output {
+  readonly text: string;
+  readonly json: unknown;
+}
+
+async function execute(command: ServiceCommand, clients: PrefixctlClients, now: () => number): Promise<Output> {
+  switch (command.kind) {
+    case "collapses": {
+      const sinceMs = command.windowMs === null ? 0 : Math.max(0, now() - command.windowMs);
+      const response = await clients.listCollapses({
+        sinceMs,
+        sessionId: command.sessionId ?? "",
+        limit: command.limit,
+      });
+      const query = { sinceMs, windowLabel: command.windowLabel, sessionId: command.sessionId };
+      return { text: formatCollapses(response, query), json: collapsesToJson(response, query) };
+    }
+    case "trace": {
+      const response = await clients.traceSession({ sessionId: command.sessionId, limit: command.limit });
+      const query = { sessionId: command.sessionId, limit: command.limit };
+      return { text: formatTrace(response, query), json: traceToJson(response, query) };
+    }
+    case "snapshot-get": {
+      const response = await clients.getSnapshot({ sessionId: command.sessionId });
+      return {
+        text: formatSnapshot(response, command.sessionId),
+        json: snapshotToJson(response, command.sessionId),
+      };
+    }
+    case "snapshot-refresh": {
+      const response = await clients.invalidateSnapshot({ sessionId: command.sessionId, reason: command.reason });
+      return {
+        text: formatRefresh(response, command.sessionId, command.reason),
+        json: refreshToJson(response, command.sessionId, command.reason),
+      };
+    }
+    case "replay": {
+      const response = await clients.rebuildProjection({ sessionId: command.sessionId });
+      return {
+        text: formatReplay(response, command.sessionId),
+        json: replayToJson(response, command.sessionId),
+      };
+    }
+  }
+}
+
+/** The whole CLI behind main.ts: parse, call one service, print, and return the exit code. */
+export async function run(argv: readonly string[], io: CliIo, deps: RunDeps = {}): Promise<number> {
+  const command = parseArgs(argv, deps.env ?? {});
+  if (isUsageError(command)) {
+    io.stderr.write(
+      command.showUsage
+        ? `prefixctl: ${command.message}\n\n${usageText}`
+        : `prefixctl: ${command.message}\nRun \`prefixctl help\` for usage.\n`,
+    );
+    return exitCodes.usage;
+  }
+  if (command.kind === "help") {
+    io.stdout.write(usageText);
+    return exitCodes.ok;
+  }
+
+  const clients = (deps.connect ?? connectGrpcClients)({ targets: command.targets, timeoutMs: command.timeoutMs });
+  try {
+    const output = await execute(command, clients, deps.now ?? Date.now);
+    io.stdout.write(command.json ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
+    return exitCodes.ok;
+  } catch (error) {
+    if (error instanceof ServiceCallError) {
+      io.stderr.write(`prefixctl: ${describeServiceCallError(error)}\n`);
+    } else {
+      // A bug here, not a service failure: say so in one line rather than dump a stack.
+      io.stderr.write(`prefixctl: unexpected error: ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+    return exitCodes.failed;
+  } finally {
+    clients.close();
+  }
+}

@@ -1,0 +1,28 @@
+import { defaultCollapseLimit, defaultTargets, defaultTraceLimit, targetEnvVars } from "./args";
+
+export const usageText = `prefixctl: why did the prompt cache miss, and what to do about it.
+
+Usage:
+  prefixctl collapses [--since 24h] [--session ID] [--limit ${defaultCollapseLimit}] [--json]
+      Cache collapses in the window (newest first), their extra cost and the prefix sections that
+      changed, then totals per section. --since takes 30m, 24h, 7d ... or 'all'.
+  prefixctl trace SESSION [--limit ${defaultTraceLimit}] [--json]
+      Every build of one session: what changed, why, the provider's usage and whether the provider
+      and our fingerprints agree (FLAG lines explain disagreements).
+  prefixctl snapshot get SESSION [--json]
+      The session's frozen workspace-rules snapshot (workspace, hash, generation, source, pinned time).
+  prefixctl snapshot refresh SESSION [--reason R] [--json]
+      Drop the snapshot; the next build re-pins it from the current AGENTS.md.
+  prefixctl replay SESSION [--json]
+      Rebuild the session's prompt-assembly projection from session-events.
+  prefixctl help
+
+Options for every command:
+  --json                  machine-readable JSON on stdout
+  --timeout 5s            deadline of each call (500ms, 5s, 1m)
+  --cache-monitor H:P     default ${defaultTargets["cache-monitor"]}, env ${targetEnvVars["cache-monitor"]}
+  --rules-snapshot H:P    default ${defaultTargets["rules-snapshot"]}, env ${targetEnvVars["rules-snapshot"]}
+  --prompt-assembly H:P   default ${defaultTargets["prompt-assembly"]}, env ${targetEnvVars["prompt-assembly"]}
+
+Exit codes: 0 ok, 1 the call failed (service down, not found, rejected), 2 usage error.
+`;
