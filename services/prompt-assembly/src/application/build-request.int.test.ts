@@ -63,15 +63,16 @@ function conversationOf(format: WireFormat, response: BuildRequestResponse): unk
 
 /**
  * Seed 000 §7 "前缀逐字节不变": the earlier request's serialized history, without its closing
- * bracket, is a byte prefix of the later one's. Anthropic's rolling cache_control marker on the
- * previous last block is the one wire detail allowed to move, so it is removed first.
+ * bracket, is a byte prefix of the later one's. Anthropic's newest-turn cache_control marker on the
+ * previous last block is the one wire detail allowed to move, so it is removed first. It is only
+ * there once the prefix reaches the model's minimum cacheable size (placeAnthropicBreakpoints),
+ * which these small sessions do not, so it may be absent.
  */
 function expectHistoryPrefix(format: WireFormat, before: BuildRequestResponse, after: BuildRequestResponse): void {
   const earlier = structuredClone(historyOf(format, before)) as Json[];
   if (format === WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES) {
     const last = earlier[earlier.length - 1] as { content: Json[] } | undefined;
     const lastBlock = last?.content[last.content.length - 1];
-    expect(lastBlock?.cache_control).toEqual({ type: "ephemeral" });
     if (lastBlock !== undefined) delete lastBlock.cache_control;
   }
   const earlierBytes = canonicalJson(earlier).slice(0, -1);

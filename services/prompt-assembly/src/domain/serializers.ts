@@ -18,12 +18,24 @@
 //   `content: null`.
 
 import { ValidationError } from "@prefix-guard/errors";
-import { parseJsonStrict } from "./canonical-json";
+import { canonicalJson, parseJsonStrict } from "./canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, Role, SystemSection, ToolDefinition, WireFormat } from "./model";
+import { estimateTokens } from "./tokens";
 
 export interface SerializeOptions {
   /** Sort tools by name instead of keeping the caller's order. */
   readonly canonicalToolOrder: boolean;
+  /**
+   * Anthropic only: the smallest cumulative prefix, in estimated tokens, that may carry a cache
+   * breakpoint; the model's published minimum (cacheMinimumTokensFor in cache-minimums.ts).
+   * Omitted means 0: breakpoints are placed by position alone.
+   */
+  readonly cacheMinimumTokens?: number;
+  /**
+   * Anthropic only: the first part of the first message is the summary slot (attachSummary puts
+   * it there), the head of the history that stays byte-stable until the next compaction.
+   */
+  readonly summaryHead?: boolean;
 }
 
 export const SYSTEM_SECTION_SEPARATOR = "\n\n";
@@ -312,34 +324,138 @@ export function serializeAnthropicMessages(request: ChatRequest, options: Serial
   const system = request.system
     .filter((section) => section.text.length > 0)
     .map((section): AnthropicSystemBlock => ({ type: "text", text: section.text }));
-  const messages = mergeConsecutiveRoles(
-    request.messages.map((message, index) => anthropicMessage(message, `messages[${index}]`)),
+  const converted = request.messages.map((message, index) => anthropicMessage(message, `messages[${index}]`));
+  const summaryBlock = options.summaryHead === true ? summaryHeadBlock(converted) : undefined;
+  const messages = mergeConsecutiveRoles(converted);
+  const minimumTokens = options.cacheMinimumTokens ?? 0;
+  if (!Number.isSafeInteger(minimumTokens) || minimumTokens < 0) {
+    throw new ValidationError("options.cacheMinimumTokens", `must be an integer >= 0, got ${String(minimumTokens)}`);
+  }
+  return placeAnthropicBreakpoints(
+    {
+      model: request.model,
+      max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+      ...(system.length > 0 ? { system } : {}),
+      ...(tools.length > 0 ? { tools: tools.map(anthropicTool) } : {}),
+      messages,
+    },
+    {
+      minimumTokens,
+      // Merging keeps block objects, so the summary block is found again by identity wherever
+      // merging and tool-results-first put it.
+      ...(summaryBlock === undefined ? {} : { summaryBlock: locateBlock(messages, summaryBlock) }),
+    },
   );
-  return placeAnthropicBreakpoints({
-    model: request.model,
-    max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
-    ...(system.length > 0 ? { system } : {}),
-    ...(tools.length > 0 ? { tools: tools.map(anthropicTool) } : {}),
-    messages,
-  });
+}
+
+function summaryHeadBlock(messages: readonly AnthropicMessage[]): AnthropicContentBlock {
+  const first = messages[0];
+  const block = first?.content[0];
+  if (first?.role !== "user" || block?.type !== "text") {
+    throw new ValidationError("options.summaryHead", "the first message must be a user message starting with text");
+  }
+  return block;
+}
+
+function locateBlock(messages: readonly AnthropicMessage[], wanted: AnthropicContentBlock): BlockPosition {
+  for (const [message, { content }] of messages.entries()) {
+    const block = content.indexOf(wanted);
+    if (block >= 0) return { message, block };
+  }
+  throw new ValidationError("options.summaryHead", "summary block lost while merging turns");
 }
 
 const EPHEMERAL: AnthropicCacheControl = { type: "ephemeral" };
 
+/** A content block in `body.messages`: message index, then block index within its content. */
+export interface BlockPosition {
+  readonly message: number;
+  readonly block: number;
+}
+
+export interface BreakpointPlacement {
+  /** No breakpoint on a block whose cumulative prefix is below this many estimated tokens. */
+  readonly minimumTokens: number;
+  /** The summary block at the head of the history, when there is one. */
+  readonly summaryBlock?: BlockPosition;
+}
+
 /**
- * Puts `cache_control` markers on the body: the last tool definition, the last system block and
- * the last content block of the final message (a rolling breakpoint that moves forward with each
- * turn, so the next request reads everything this one wrote). Three markers, under Anthropic's
- * limit of four; a second rolling marker further back is the natural use of the spare slot.
+ * An image costs width×height/750 tokens at Anthropic, which cannot be known without decoding
+ * it. 54 is a 200×200 image, smaller than almost anything sent, so an image can make the estimate
+ * fall short (a breakpoint skipped) but hardly push it over a minimum the real prefix misses.
+ */
+export const IMAGE_BLOCK_ESTIMATED_TOKENS = 54;
+
+/**
+ * Puts `cache_control` markers on the body, replacing any it already has.
+ *
+ * A marker is a read/write point of Anthropic's cache: the prefix up to the marked block (tools,
+ * then system, then messages) is written there and can be read by a later request whose prefix up
+ * to that block is identical. A marker that lands on a different block every turn makes every
+ * request write a prefix that no later request reads (microsoft/vscode#323642), so the rule is
+ * built so that appending turns never moves a marker off the block it was on. The candidates, in
+ * cache order:
+ *
+ *   1. end of tools — the last tool definition;
+ *   2. end of system — the last system block;
+ *   3. summary head — the summary block that starts the history after a compaction;
+ *   4. newest turn — the last block of the final message.
+ *
+ * Each candidate is marked iff the cumulative estimated tokens (estimateTokens) from the first
+ * tool through the end of that block reach `minimumTokens`: below the model's minimum Anthropic
+ * caches nothing, and the slot would be wasted. Four candidates at most, so the limit of four can
+ * never be exceeded.
+ *
+ * What "never moves" means: 1–3 are pinned to content. Their block and everything before it is
+ * unchanged by an appended turn, so the same block stays marked (and its cumulative size, hence
+ * the gate, is unchanged too) until that content itself changes: the tools, the system prompt,
+ * the next compaction. Only 4 moves, and only forward, onto the new final block; the request
+ * after this one finds the prefix this one wrote there through Anthropic's lookback from its own
+ * newest-turn marker. Adding more rolling markers further back (the spare slot when there is no
+ * summary) would make those move every turn, so the slot is left unused on purpose.
+ *
  * Returns a new body; the input is left untouched.
  */
-export function placeAnthropicBreakpoints(body: AnthropicMessagesBody): AnthropicMessagesBody {
+export function placeAnthropicBreakpoints(
+  body: AnthropicMessagesBody,
+  placement: BreakpointPlacement = { minimumTokens: 0 },
+): AnthropicMessagesBody {
+  const tools = (body.tools ?? []).map(withoutMarker);
+  const system = (body.system ?? []).map(withoutMarker);
+  const messages = body.messages.map((message) => ({
+    role: message.role,
+    content: message.content.map(withoutMarker),
+  }));
+
+  let cumulative = 0;
+  const toolEnds = tools.map((tool) => (cumulative += toolTokens(tool)));
+  const systemEnds = system.map((block) => (cumulative += estimateTokens(block.text)));
+  const blockEnds = messages.map((message) => message.content.map((block) => (cumulative += blockTokens(block))));
+  const worthCaching = (end: number | undefined): boolean => end !== undefined && end >= placement.minimumTokens;
+
+  const markedBlocks = new Set<string>();
+  const markBlock = (position: BlockPosition | undefined): void => {
+    if (position !== undefined && worthCaching(blockEnds[position.message]?.[position.block])) {
+      markedBlocks.add(`${position.message}:${position.block}`);
+    }
+  };
+  markBlock(placement.summaryBlock);
+  const finalMessage = messages.length - 1;
+  const finalBlocks = messages[finalMessage]?.content.length ?? 0;
+  if (finalBlocks > 0) markBlock({ message: finalMessage, block: finalBlocks - 1 });
+
   const placed: AnthropicMessagesBody = {
     model: body.model,
     max_tokens: body.max_tokens,
-    ...(body.system === undefined ? {} : { system: withLastMarked(body.system) }),
-    ...(body.tools === undefined ? {} : { tools: withLastMarked(body.tools) }),
-    messages: withLastMessageMarked(body.messages),
+    ...(body.system === undefined ? {} : { system: markLastIf(system, worthCaching(systemEnds.at(-1))) }),
+    ...(body.tools === undefined ? {} : { tools: markLastIf(tools, worthCaching(toolEnds.at(-1))) }),
+    messages: messages.map((message, messageIndex) => ({
+      role: message.role,
+      content: message.content.map((block, blockIndex) =>
+        markedBlocks.has(`${messageIndex}:${blockIndex}`) ? { ...block, cache_control: EPHEMERAL } : block,
+      ),
+    })),
   };
   const count = countCacheBreakpoints(placed);
   if (count > ANTHROPIC_MAX_CACHE_BREAKPOINTS) {
@@ -362,13 +478,39 @@ export function countCacheBreakpoints(body: AnthropicMessagesBody): number {
   return count;
 }
 
-function withLastMarked<T extends { readonly cache_control?: AnthropicCacheControl }>(items: readonly T[]): T[] {
-  return items.map((item, index) => (index === items.length - 1 ? { ...item, cache_control: EPHEMERAL } : item));
+/** Estimated tokens of one tool definition as the provider renders it: its JSON. */
+function toolTokens(tool: AnthropicTool): number {
+  return estimateTokens(
+    canonicalJson({ name: tool.name, description: tool.description, input_schema: tool.input_schema }, "tools"),
+  );
 }
 
-function withLastMessageMarked(messages: readonly AnthropicMessage[]): AnthropicMessage[] {
-  return messages.map((message, index) =>
-    index === messages.length - 1 ? { role: message.role, content: withLastMarked(message.content) } : message,
+function blockTokens(block: AnthropicContentBlock): number {
+  switch (block.type) {
+    case "text":
+      return estimateTokens(block.text);
+    case "image":
+      return IMAGE_BLOCK_ESTIMATED_TOKENS;
+    case "tool_use":
+      return estimateTokens(block.name) + estimateTokens(canonicalJson(block.input, "tool_use.input"));
+    case "tool_result":
+      return estimateTokens(block.content);
+  }
+}
+
+function withoutMarker<T extends { readonly cache_control?: AnthropicCacheControl }>(item: T): T {
+  if (item.cache_control === undefined) return item;
+  const { cache_control: _dropped, ...rest } = item;
+  // Dropping an optional field leaves a valid T; TypeScript cannot see that through the generic.
+  return rest as unknown as T;
+}
+
+function markLastIf<T extends { readonly cache_control?: AnthropicCacheControl }>(
+  items: readonly T[],
+  mark: boolean,
+): T[] {
+  return items.map((item, index) =>
+    mark && index === items.length - 1 ? { ...item, cache_control: EPHEMERAL } : item,
   );
 }
 
