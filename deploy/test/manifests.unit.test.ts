@@ -1,0 +1,629 @@
+// Static checks of deploy/docker, deploy/compose and deploy/k8s against the code they deploy: nothing
+// is built or run (no container engine needed). Entrypoints, ports, health service names, env var
+// names and values, topics and retention all come from the services' own sources and schemas.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join, posix, resolve } from "node:path";
+import type { z } from "@prefix-guard/config";
+import { parseDatabaseUrl } from "@prefix-guard/db";
+import { dlqTopic, Topics } from "@prefix-guard/events";
+import { promptAssemblyConfigSchema } from "@prefix-guard/prompt-assembly";
+import { rulesSnapshotConfigSchema } from "@prefix-guard/rules-snapshot";
+import { defaultTopicSpecs } from "@prefix-guard/runtime";
+import { sessionEventsConfigSchema } from "@prefix-guard/session-events";
+import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+
+const repoRoot = resolve(import.meta.dirname, "../..");
+const at = (...parts: string[]) => join(repoRoot, ...parts);
+const read = (...parts: string[]) => readFileSync(at(...parts), "utf8");
+
+type ConfigSchema = z.ZodObject<Record<string, z.ZodType>>;
+// biome-ignore lint/suspicious/noExplicitAny: manifests are free-form YAML; the assertions check their shape.
+type Free = any;
+type Env = Record<string, string>;
+
+// cache-monitor may not export its schema yet; only its own cases fail then, with this error.
+const cacheMonitorSpecifier = "@prefix-guard/cache-monitor";
+const cacheMonitorSchema: ConfigSchema | Error = await import(/* @vite-ignore */ cacheMonitorSpecifier).then(
+  (module: Record<string, unknown>) =>
+    module.cacheMonitorConfigSchema instanceof Object && "shape" in module.cacheMonitorConfigSchema
+      ? (module.cacheMonitorConfigSchema as ConfigSchema)
+      : new Error("@prefix-guard/cache-monitor does not export cacheMonitorConfigSchema"),
+  (error: unknown) => new Error(`@prefix-guard/cache-monitor cannot be imported: ${String(error)}`),
+);
+
+const schemas: Record<string, ConfigSchema | Error> = {
+  "session-events": sessionEventsConfigSchema,
+  "rules-snapshot": rulesSnapshotConfigSchema,
+  "prompt-assembly": promptAssemblyConfigSchema,
+  "cache-monitor": cacheMonitorSchema,
+};
+const serviceNames = Object.keys(schemas);
+
+function schemaOf(service: string): ConfigSchema {
+  const schema = schemas[service];
+  if (schema === undefined || schema instanceof Error) throw schema ?? new Error(`no schema for ${service}`);
+  return schema;
+}
+
+function defaultOf(service: string, field: string): unknown {
+  const fieldSchema = schemaOf(service).shape[field];
+  if (!fieldSchema) throw new Error(`${service} has no ${field}`);
+  return fieldSchema.parse(undefined);
+}
+
+/** The name the service registers with grpc.health.v1, read from its gRPC adapter. */
+function healthServiceOf(service: string): string {
+  const dir = at("services", service, "src/adapters/grpc");
+  const names = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((file) => file.endsWith(".ts") && !file.includes(".test."))
+        .flatMap((file) => [...readFileSync(join(dir, file), "utf8").matchAll(/name: "(prefixguard\.[\w.]+)"/g)])
+        .map((match) => match[1] as string)
+    : [];
+  if (names.length !== 1) throw new Error(`expected one registered gRPC service in ${dir}, found ${names.length}`);
+  return names[0] as string;
+}
+
+/** Parses the env as the service does at start and returns the config (or the zod issues). */
+function parseEnv(service: string, env: Env): Record<string, unknown> {
+  const result = schemaOf(service).safeParse(env);
+  if (!result.success) {
+    throw new Error(`${service} rejects its env: ${result.error.issues.map((i) => i.path.join(".")).join(", ")}`);
+  }
+  return result.data as Record<string, unknown>;
+}
+
+function expectNamesInSchema(service: string, names: readonly string[]): void {
+  const known = new Set(Object.keys(schemaOf(service).shape));
+  expect(
+    names.filter((name) => !known.has(name)),
+    `${service}: env vars not in its schema`,
+  ).toEqual([]);
+}
+
+const hostPort = (address: string) => {
+  const match = /^([^:]+):(\d+)$/.exec(address);
+  if (!match) throw new Error(`not host:port: ${address}`);
+  return { host: match[1] as string, port: Number(match[2]) };
+};
+
+// ---------------------------------------------------------------------------------------------
+// YAML
+
+interface Manifest {
+  readonly file: string;
+  readonly body: Record<string, unknown>;
+}
+
+/** Kubernetes reads YAML 1.1 (sigs.k8s.io/yaml), compose YAML 1.2: parse each the way its tool does. */
+function parseYamlFile(relativePath: string, version: "1.1" | "1.2"): Manifest[] {
+  const documents = parseAllDocuments(read(relativePath), { version, prettyErrors: false });
+  if (!Array.isArray(documents)) throw new Error(`${relativePath}: not a YAML stream`);
+  return documents.map((document, index) => {
+    const problems = [...document.errors, ...document.warnings].map((e) => e.message);
+    if (problems.length > 0) throw new Error(`${relativePath} document ${index}: ${problems.join("; ")}`);
+    return { file: relativePath, body: document.toJS() as Record<string, unknown> };
+  });
+}
+
+const k8sFiles = readdirSync(at("deploy/k8s"))
+  .filter((file) => file.endsWith(".yaml"))
+  .sort();
+const k8s = k8sFiles.flatMap((file) => parseYamlFile(`deploy/k8s/${file}`, "1.1"));
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Free;
+  data?: Record<string, unknown>;
+}
+
+const k8sObjects = k8s.filter((m) => m.body.kind !== "Kustomization").map((m) => m.body as unknown as K8sObject);
+const k8sOf = (kind: string, name: string, namespace?: string) =>
+  k8sObjects.find(
+    (o) =>
+      o.kind === kind && o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace),
+  );
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile: string; target?: string };
+  environment?: Record<string, string | number | boolean | null> | string[];
+  ports?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+  stop_grace_period?: string;
+  read_only?: boolean;
+  tmpfs?: string[];
+  configs?: Array<{ source: string; target: string }>;
+}
+
+const composeDocuments = parseYamlFile("deploy/compose/compose.yaml", "1.2");
+const compose = composeDocuments[0]?.body as {
+  services: Record<string, ComposeService>;
+  configs?: Record<string, { content?: string }>;
+};
+
+function composeEnv(service: ComposeService): Env {
+  const environment = service.environment ?? {};
+  if (Array.isArray(environment)) {
+    return Object.fromEntries(
+      environment.map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]),
+    );
+  }
+  return Object.fromEntries(Object.entries(environment).map(([k, v]) => [k, v === null ? "" : String(v)]));
+}
+
+/** "10s", "1m30s" -> ms (compose durations). */
+function durationMs(text: string): number {
+  let total = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+)(ms|s|m|h)/g)) {
+    total += Number(amount) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as "ms" | "s" | "m" | "h"];
+  }
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dockerfile
+
+interface Instruction {
+  readonly keyword: string;
+  readonly args: string;
+}
+interface Stage {
+  readonly name: string;
+  readonly from: string;
+  readonly instructions: Instruction[];
+}
+
+const dockerfilePath = "deploy/docker/Dockerfile";
+
+function parseDockerfile(text: string): Stage[] {
+  const logical: string[] = [];
+  let pending = "";
+  for (const raw of text.split("\n")) {
+    const line = raw.trimEnd();
+    if (pending === "" && (line.trim() === "" || line.trim().startsWith("#"))) continue;
+    if (line.trim().startsWith("#")) continue;
+    if (line.endsWith("\\")) {
+      pending += `${line.slice(0, -1)} `;
+      continue;
+    }
+    logical.push((pending + line).trim());
+    pending = "";
+  }
+  const stages: Stage[] = [];
+  for (const line of logical) {
+    const [keyword = "", ...rest] = line.split(/\s+/);
+    const args = rest.join(" ");
+    if (keyword.toUpperCase() === "FROM") {
+      const match = /^(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args);
+      if (!match) throw new Error(`bad FROM: ${line}`);
+      stages.push({ from: match[1] as string, name: match[2] ?? `#${stages.length}`, instructions: [] });
+    } else if (stages.length > 0) {
+      stages.at(-1)?.instructions.push({ keyword: keyword.toUpperCase(), args });
+    }
+  }
+  return stages;
+}
+
+const stages = parseDockerfile(read(dockerfilePath));
+const stageNamed = (name: string) => stages.find((s) => s.name === name);
+
+/** A stage's instructions of one kind, inherited ones first (FROM <stage> chains). */
+function effective(stage: Stage, keyword: string): Instruction[] {
+  const parent = stageNamed(stage.from);
+  return [...(parent ? effective(parent, keyword) : []), ...stage.instructions.filter((i) => i.keyword === keyword)];
+}
+
+const jsonForm = (args: string) => JSON.parse(args) as string[];
+
+function copySources(instruction: Instruction): { from?: string; sources: string[] } {
+  const words = instruction.args.split(/\s+/);
+  const flags = words.filter((w) => w.startsWith("--"));
+  const paths = words.filter((w) => !w.startsWith("--"));
+  const from = flags.find((f) => f.startsWith("--from="))?.slice("--from=".length);
+  return { ...(from ? { from } : {}), sources: paths.slice(0, -1) };
+}
+
+/** Minimal .dockerignore matcher for the patterns this repo uses (`**` prefixes, plain paths). */
+function ignoredBy(patterns: readonly string[], path: string): boolean {
+  const toRegex = (pattern: string) =>
+    new RegExp(
+      `^${pattern
+        .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+        .split("**/")
+        .map((part) => part.replace(/\*/g, "[^/]*"))
+        .join("(?:.*/)?")}(?:/.*)?$`,
+    );
+  return patterns.some((pattern) => toRegex(pattern).test(posix.normalize(path)));
+}
+
+const dockerignore = read(`${dockerfilePath}.dockerignore`)
+  .split("\n")
+  .map((line) => line.trim())
+  .filter((line) => line !== "" && !line.startsWith("#"));
+
+// ---------------------------------------------------------------------------------------------
+
+describe("deploy manifests parse", () => {
+  it("every YAML document under deploy/k8s and deploy/compose parses without errors or warnings", () => {
+    expect(k8sFiles.length).toBeGreaterThan(0);
+    for (const manifest of k8s) {
+      expect(typeof manifest.body.apiVersion, manifest.file).toBe("string");
+      expect(typeof manifest.body.kind, manifest.file).toBe("string");
+    }
+    expect(composeDocuments).toHaveLength(1);
+    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(["kafka", "mariadb", ...serviceNames]));
+  });
+
+  it("the kustomization lists every other manifest in deploy/k8s", () => {
+    const kustomization = k8s.find((m) => m.body.kind === "Kustomization");
+    expect(kustomization?.file).toBe("deploy/k8s/kustomization.yaml");
+    expect([...((kustomization?.body.resources as string[]) ?? [])].sort()).toEqual(
+      k8sFiles.filter((f) => f !== "kustomization.yaml"),
+    );
+  });
+
+  it("every namespaced object lives in a namespace the manifests create or in Kafka's", () => {
+    const namespaces = new Set(k8sObjects.filter((o) => o.kind === "Namespace").map((o) => o.metadata.name));
+    for (const object of k8sObjects.filter((o) => o.kind !== "Namespace")) {
+      const namespace = object.metadata.namespace ?? "";
+      expect(
+        object.kind === "KafkaTopic" || namespaces.has(namespace),
+        `${object.kind}/${object.metadata.name} in ${namespace}`,
+      ).toBe(true);
+    }
+  });
+});
+
+describe("Dockerfile", () => {
+  it("copies only paths that exist in the repository and are not excluded from the build context", () => {
+    const copies = stages.flatMap((s) => s.instructions.filter((i) => i.keyword === "COPY" || i.keyword === "ADD"));
+    expect(copies.length).toBeGreaterThan(0);
+    for (const copy of copies) {
+      const { from, sources } = copySources(copy);
+      if (from !== undefined) {
+        expect(stageNamed(from), `COPY --from=${from} names a stage`).toBeDefined();
+        continue;
+      }
+      expect(sources.length, copy.args).toBeGreaterThan(0);
+      for (const source of sources) {
+        expect(existsSync(at(source)), `COPY source ${source}`).toBe(true);
+        if (source !== ".") expect(ignoredBy(dockerignore, source), `${source} is dockerignored`).toBe(false);
+      }
+    }
+  });
+
+  it("keeps host artefacts out of the context: node_modules (host-built addons) and generated proto code", () => {
+    expect(ignoredBy(dockerignore, "node_modules/x")).toBe(true);
+    expect(ignoredBy(dockerignore, "services/session-events/node_modules/knex")).toBe(true);
+    expect(ignoredBy(dockerignore, "proto/gen/prefixguard/x.ts")).toBe(true);
+    expect(ignoredBy(dockerignore, "services/session-events/src/main.ts")).toBe(false);
+  });
+
+  it("installs the pnpm the repository pins and generates the proto code like `make proto`", () => {
+    const pinned = (JSON.parse(read("package.json")) as { packageManager: string }).packageManager;
+    const makefilePin = /^PNPM_VERSION := (\S+)$/m.exec(read("Makefile"))?.[1];
+    const runs = stages.flatMap((s) => s.instructions.filter((i) => i.keyword === "RUN").map((i) => i.args));
+    const installed = runs.map((r) => /pnpm@(\d+\.\d+\.\d+)/.exec(r)?.[1]).filter((v) => v !== undefined);
+    expect(installed).toEqual([pinned.replace(/^pnpm@/, "")]);
+    expect(installed).toEqual([makefilePin]);
+    const makeProto = /pnpm --filter @prefix-guard\/proto run gen/;
+    expect(read("Makefile")).toMatch(makeProto);
+    expect(runs.some((r) => makeProto.test(r) && r.includes("--frozen-lockfile"))).toBe(true);
+  });
+
+  it("sets only env vars every service's schema knows", () => {
+    const runtime = stageNamed("runtime");
+    expect(runtime).toBeDefined();
+    const names = effective(runtime as Stage, "ENV").flatMap((i) => [...i.args.matchAll(/(\w+)=/g)].map((m) => m[1]));
+    for (const service of serviceNames) expectNamesInSchema(service, names as string[]);
+  });
+});
+
+describe.each(serviceNames)("%s", (service) => {
+  const entrypoint = `services/${service}/src/main.ts`;
+  const command = ["node", "--import", "tsx", entrypoint];
+
+  describe("image", () => {
+    it("has a target whose CMD runs the service's entrypoint with tsx from /app, exposing its gRPC port", () => {
+      const stage = stageNamed(service);
+      expect(stage, `Dockerfile target ${service}`).toBeDefined();
+      const target = stage as Stage;
+      expect(existsSync(at(entrypoint)), entrypoint).toBe(true);
+      expect(ignoredBy(dockerignore, entrypoint), `${entrypoint} reaches the image`).toBe(false);
+      expect(effective(target, "WORKDIR").at(-1)?.args).toBe("/app");
+      expect(jsonForm(effective(target, "CMD").at(-1)?.args ?? "[]")).toEqual(command);
+      expect(effective(target, "EXPOSE").map((i) => Number(i.args))).toEqual([defaultOf(service, "GRPC_PORT")]);
+      expect(effective(target, "USER").at(-1)?.args).toBe("node");
+    });
+
+    it("health-checks its own gRPC health service", () => {
+      const healthcheck = effective(stageNamed(service) as Stage, "HEALTHCHECK").at(-1)?.args ?? "";
+      const probe = jsonForm(healthcheck.slice(healthcheck.indexOf("CMD") + 3).trim());
+      expect(probe.slice(0, 3)).toEqual(["node", "--import", "tsx"]);
+      expect(existsSync(at(probe[3] as string)), probe[3]).toBe(true);
+      expect(ignoredBy(dockerignore, probe[3] as string), `${probe[3]} reaches the image`).toBe(false);
+      expect(hostPort(probe[4] as string).port).toBe(defaultOf(service, "GRPC_PORT"));
+      expect(probe[5]).toBe(healthServiceOf(service));
+    });
+  });
+
+  describe("compose", () => {
+    const definition = () => {
+      const found = compose.services[service];
+      if (!found) throw new Error(`compose has no service ${service}`);
+      return found;
+    };
+
+    it("builds its Dockerfile target from the repository root", () => {
+      const build = definition().build;
+      expect(resolve(at("deploy/compose"), build?.context ?? "")).toBe(repoRoot);
+      expect(build?.dockerfile).toBe(dockerfilePath);
+      expect(build?.target).toBe(service);
+      expect(definition().image?.split(":")[0]).toBe(`prefix-guard/${service}`);
+    });
+
+    it("sets env vars the schema knows, with values it accepts, on Kafka and its own MariaDB database", () => {
+      const env = composeEnv(definition());
+      expectNamesInSchema(service, Object.keys(env));
+      const config = parseEnv(service, env);
+      expect(config.TRANSPORT).toBe("kafka");
+      expect(config.GRPC_HOST).toBe("0.0.0.0");
+      expect(config.GRPC_PORT).toBe(defaultOf(service, "GRPC_PORT"));
+
+      const kafkaEnv = composeEnv(compose.services.kafka as ComposeService);
+      const advertised = (kafkaEnv.KAFKA_ADVERTISED_LISTENERS ?? "").split(",").map((l) => l.replace(/^\w+:\/\//, ""));
+      for (const broker of config.KAFKA_BROKERS as string[]) expect(advertised).toContain(broker);
+
+      const database = parseDatabaseUrl(config.DATABASE_URL as string);
+      if (database.dialect !== "mysql") throw new Error("compose services use MariaDB");
+      expect(database.host).toBe("mariadb");
+      const initSql = Object.values(compose.configs ?? {})
+        .map((c) => c.content ?? "")
+        .join("\n");
+      expect(initSql).toContain(`CREATE DATABASE IF NOT EXISTS ${database.database} `);
+      expect(initSql).toContain(
+        `CREATE USER IF NOT EXISTS '${database.user}'@'%' IDENTIFIED BY '${database.password}'`,
+      );
+      expect(initSql).toContain(`ON ${database.database}.* TO '${database.user}'@'%'`);
+    });
+
+    it("publishes its gRPC port and points every *_ADDRESS at the named service's gRPC port", () => {
+      const env = composeEnv(definition());
+      const port = parseEnv(service, env).GRPC_PORT;
+      expect(definition().ports?.map((p) => Number(p.split(":").at(-1)))).toContain(port);
+      for (const [name, value] of Object.entries(parseEnv(service, env))) {
+        if (!name.endsWith("_ADDRESS")) continue;
+        const peer = name
+          .replace(/_ADDRESS$/, "")
+          .toLowerCase()
+          .replaceAll("_", "-");
+        const target = hostPort(value as string);
+        expect(target.host, name).toBe(peer);
+        expect(target.port, name).toBe(parseEnv(peer, composeEnv(compose.services[peer] ?? {})).GRPC_PORT);
+        expect(definition().depends_on?.[peer]?.condition, `${service} waits for ${peer}`).toBe("service_healthy");
+      }
+    });
+
+    it("waits for healthy Kafka and MariaDB, health-checks itself and stops within its grace period", () => {
+      const config = parseEnv(service, composeEnv(definition()));
+      expect(definition().depends_on?.kafka?.condition).toBe("service_healthy");
+      expect(definition().depends_on?.mariadb?.condition).toBe("service_healthy");
+      const test = definition().healthcheck?.test ?? [];
+      expect(test[0]).toBe("CMD");
+      expect(existsSync(at(test[4] as string)), test[4]).toBe(true);
+      expect(hostPort(test[5] as string).port).toBe(config.GRPC_PORT);
+      expect(test[6]).toBe(healthServiceOf(service));
+      // runUntilSignal force-exits 1 s after SHUTDOWN_GRACE_MS: the engine must not SIGKILL earlier.
+      expect(durationMs(definition().stop_grace_period ?? "10s")).toBeGreaterThan(
+        (config.SHUTDOWN_GRACE_MS as number) + 1_000,
+      );
+      if (definition().read_only) expect(definition().tmpfs).toContain("/tmp");
+    });
+  });
+
+  describe("kubernetes", () => {
+    const deployment = () => {
+      const found = k8sOf("Deployment", service, "prefix-guard");
+      if (!found) throw new Error(`no Deployment ${service}`);
+      return found;
+    };
+    const container = () => {
+      const containers = deployment().spec.template.spec.containers as Free[];
+      expect(containers).toHaveLength(1);
+      return containers[0] as Free;
+    };
+    /** The env the container starts with: its ConfigMaps, literal values, and a stand-in per Secret key. */
+    const containerEnv = (): Env => {
+      const env: Env = {};
+      for (const source of container().envFrom ?? []) {
+        const configMap = k8sOf("ConfigMap", source.configMapRef?.name, "prefix-guard");
+        expect(configMap, `ConfigMap ${source.configMapRef?.name}`).toBeDefined();
+        for (const [name, value] of Object.entries(configMap?.data ?? {})) {
+          expect(typeof value, `ConfigMap value ${name} must be a string`).toBe("string");
+          env[name] = value as string;
+        }
+      }
+      for (const entry of container().env ?? []) {
+        if (typeof entry.value === "string") env[entry.name] = entry.value;
+        else if (entry.valueFrom?.secretKeyRef)
+          env[entry.name] = "mysql://user:secret@mariadb.example:3306/placeholder";
+      }
+      return env;
+    };
+
+    it("runs the same entrypoint as the image", () => {
+      const argv = [...(container().command ?? []), ...(container().args ?? [])];
+      expect(argv).toEqual(jsonForm(effective(stageNamed(service) as Stage, "CMD").at(-1)?.args ?? "[]"));
+      expect(argv.filter((a: string) => /^services\/[^/]+\/src\/main\.ts$/.test(a))).toEqual([entrypoint]);
+      expect(existsSync(at(entrypoint)), entrypoint).toBe(true);
+      expect(container().image.split(":")[0]).toBe(compose.services[service]?.image?.split(":")[0]);
+    });
+
+    it("configures only env vars its schema knows, with values it accepts, DATABASE_URL from a Secret", () => {
+      const env = containerEnv();
+      expectNamesInSchema(service, Object.keys(env));
+      const config = parseEnv(service, env);
+      expect(config.TRANSPORT).toBe("kafka");
+      expect(config.GRPC_HOST).toBe("0.0.0.0");
+      const databaseUrl = (container().env ?? []).find((e: { name: string }) => e.name === "DATABASE_URL");
+      expect(databaseUrl?.valueFrom?.secretKeyRef?.key).toBe("DATABASE_URL");
+      // How to create that Secret is documented.
+      expect(read("deploy/DEPLOY.md")).toContain(databaseUrl.valueFrom.secretKeyRef.name);
+    });
+
+    it("serves gRPC on the configured port and probes its health service there", () => {
+      const port = parseEnv(service, containerEnv()).GRPC_PORT;
+      expect(port).toBe(defaultOf(service, "GRPC_PORT"));
+      const grpcPort = (container().ports ?? []).find((p: { name: string }) => p.name === "grpc");
+      expect(grpcPort?.containerPort).toBe(port);
+      for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+        if (probe === "startupProbe" && !container()[probe]) continue;
+        expect(container()[probe]?.grpc, `${probe}.grpc`).toEqual({ port, service: healthServiceOf(service) });
+      }
+    });
+
+    it("exposes metrics where the annotations say, when METRICS_PORT is on", () => {
+      const metricsPort = parseEnv(service, containerEnv()).METRICS_PORT as number;
+      if (metricsPort === 0) return;
+      const declared = (container().ports ?? []).find((p: { name: string }) => p.name === "metrics");
+      expect(declared?.containerPort).toBe(metricsPort);
+      expect(deployment().spec.template.metadata.annotations?.["prometheus.io/port"]).toBe(String(metricsPort));
+    });
+
+    it("has a Service selecting its pods with the gRPC port", () => {
+      const svc = k8sOf("Service", service, "prefix-guard");
+      expect(svc).toBeDefined();
+      const podLabels = deployment().spec.template.metadata.labels as Record<string, string>;
+      expect(Object.entries(svc?.spec.selector ?? {}).length).toBeGreaterThan(0);
+      for (const [key, value] of Object.entries(svc?.spec.selector ?? {})) expect(podLabels[key]).toBe(value);
+      expect(deployment().spec.selector.matchLabels).toEqual(svc?.spec.selector);
+      const grpc = (svc?.spec.ports ?? []).find((p: { name: string }) => p.name === "grpc");
+      const target = (container().ports ?? []).find(
+        (p: { name: string; containerPort: number }) =>
+          p.name === grpc?.targetPort || p.containerPort === grpc?.targetPort,
+      );
+      expect(grpc?.port).toBe(parseEnv(service, containerEnv()).GRPC_PORT);
+      expect(target?.containerPort).toBe(grpc?.port);
+    });
+
+    it("points every *_ADDRESS at the named peer's Service and gRPC port", () => {
+      for (const [name, value] of Object.entries(parseEnv(service, containerEnv()))) {
+        if (!name.endsWith("_ADDRESS")) continue;
+        const peer = name
+          .replace(/_ADDRESS$/, "")
+          .toLowerCase()
+          .replaceAll("_", "-");
+        const { host, port } = hostPort(value as string);
+        const [svcName, namespace] = host.split(".");
+        expect(svcName, name).toBe(peer);
+        const svc = k8sOf("Service", peer, namespace);
+        expect(svc, `Service ${peer} in ${namespace}`).toBeDefined();
+        expect((svc?.spec.ports ?? []).map((p: { port: number }) => p.port)).toContain(port);
+      }
+    });
+
+    it("has resources, a bounded shutdown and a writable /tmp under a read-only root", () => {
+      const config = parseEnv(service, containerEnv());
+      const podSpec = deployment().spec.template.spec;
+      expect(container().resources?.requests?.cpu).toBeDefined();
+      expect(container().resources?.requests?.memory).toBeDefined();
+      expect(container().resources?.limits?.memory).toBeDefined();
+      expect(podSpec.terminationGracePeriodSeconds * 1_000).toBeGreaterThan(
+        (config.SHUTDOWN_GRACE_MS as number) + 1_000,
+      );
+      if (container().securityContext?.readOnlyRootFilesystem) {
+        const tmp = (container().volumeMounts ?? []).find((m: { mountPath: string }) => m.mountPath === "/tmp");
+        expect(tmp, "tsx needs a writable /tmp").toBeDefined();
+        expect((podSpec.volumes ?? []).map((v: { name: string }) => v.name)).toContain(tmp.name);
+      }
+    });
+  });
+});
+
+describe("KafkaTopics", () => {
+  const topics = k8sObjects.filter((o) => o.kind === "KafkaTopic");
+  const byName = new Map(topics.map((t) => [t.spec.topicName ?? t.metadata.name, t]));
+
+  it("declare exactly defaultTopicSpecs(), with its partitions and retention", () => {
+    const specs = defaultTopicSpecs();
+    expect([...byName.keys()].sort()).toEqual(specs.map((s) => s.topic).sort());
+    expect(byName.size).toBe(topics.length);
+    for (const spec of specs) {
+      const topic = byName.get(spec.topic);
+      expect(topic?.apiVersion).toBe("kafka.strimzi.io/v1beta2");
+      expect(topic?.spec.partitions, spec.topic).toBe(spec.partitions);
+      expect(Number(topic?.spec.config?.["retention.ms"]), spec.topic).toBe(spec.retentionMs);
+    }
+  });
+
+  it("cover every topic of @prefix-guard/events and its dead-letter topic", () => {
+    for (const topic of Object.values(Topics)) {
+      expect(byName.has(topic), topic).toBe(true);
+      expect(byName.has(dlqTopic(topic)), dlqTopic(topic)).toBe(true);
+    }
+  });
+
+  it("belong to one Strimzi cluster whose bootstrap Service the services use, with their replication factor", () => {
+    const clusters = new Set(topics.map((t) => t.metadata.labels?.["strimzi.io/cluster"]));
+    const namespaces = new Set(topics.map((t) => t.metadata.namespace));
+    expect(clusters.size).toBe(1);
+    expect(namespaces.size).toBe(1);
+    const [cluster] = clusters;
+    const [namespace] = namespaces;
+    for (const topic of topics) expect(topic.metadata.name).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+    const configMaps = k8sObjects.filter((o) => o.kind === "ConfigMap" && serviceNames.includes(o.metadata.name));
+    expect(configMaps.map((c) => c.metadata.name).sort()).toEqual([...serviceNames].sort());
+    for (const configMap of configMaps) {
+      for (const broker of String(configMap.data?.KAFKA_BROKERS).split(",")) {
+        expect(hostPort(broker).host).toMatch(new RegExp(`^${cluster}-kafka-bootstrap\\.${namespace}(\\.|$)`));
+      }
+      for (const topic of topics) expect(topic.spec.replicas).toBe(Number(configMap.data?.KAFKA_REPLICATION_FACTOR));
+    }
+  });
+});
+
+describe("compose Kafka", () => {
+  /** The apache/kafka image maps KAFKA_<NAME> to a property: `.` -> `_`, `_` -> `__`, `-` -> `___`. */
+  const envName = (property: string) =>
+    `KAFKA_${property.replaceAll("_", "__").replaceAll("-", "___").replaceAll(".", "_").toUpperCase()}`;
+  const properties = read("deploy/kafka/server.properties.template")
+    .split("\n")
+    .filter((line) => line.trim() !== "" && !line.startsWith("#"))
+    .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)] as const);
+  // Host names differ (compose network vs loopback); ports and everything else must not.
+  const withoutHosts = (value: string) =>
+    value
+      .replaceAll("@PORT@", "9092")
+      .replaceAll("@CONTROLLER_PORT@", "9093")
+      .replace(/\/\/[^:/,]*:/g, "//HOST:")
+      .replace(/(\d+)@[^:@,]+:/g, "$1@HOST:");
+
+  it("runs the broker with the settings of deploy/kafka/server.properties.template", () => {
+    const kafka = compose.services.kafka as ComposeService;
+    expect(kafka.image).toMatch(/^apache\/kafka:/);
+    const env = composeEnv(kafka);
+    const expected = Object.fromEntries(properties.map(([key, value]) => [envName(key), value]));
+    expect(
+      Object.keys(env)
+        .filter((k) => k.startsWith("KAFKA_"))
+        .sort(),
+    ).toEqual(Object.keys(expected).sort());
+    for (const [name, value] of Object.entries(expected)) {
+      if (value.includes("@LOG_DIR@")) expect(env[name], name).toMatch(/^\//);
+      else expect(withoutHosts(env[name] ?? ""), name).toBe(withoutHosts(value));
+    }
+    expect(env.CLUSTER_ID).toMatch(/^[A-Za-z0-9_-]{22}$/);
+  });
+
+  it("is health-checked with a metadata round trip on its advertised listener", () => {
+    const kafka = compose.services.kafka as ComposeService;
+    const advertised = composeEnv(kafka).KAFKA_ADVERTISED_LISTENERS?.replace(/^\w+:\/\//, "");
+    expect(kafka.healthcheck?.test).toContain(advertised);
+    expect(kafka.healthcheck?.test.join(" ")).toMatch(/kafka-broker-api-versions\.sh --bootstrap-server/);
+  });
+});
