@@ -39,7 +39,8 @@ export const embeddedBusMigrations: readonly Migration[] = [
         t.integer("partition").notNullable();
         t.bigInteger("offset").notNullable();
         t.string("message_key", 200).notNullable();
-        t.binary("value").notNullable();
+        if (db.client.config.client === "mysql2") t.specificType("value", "MEDIUMBLOB").notNullable();
+        else t.binary("value").notNullable();
         t.text("headers_json").notNullable();
         t.bigInteger("created_at_ms").notNullable();
         t.primary(["topic", "partition", "offset"]);

@@ -27,7 +27,9 @@ export const outboxMessageTable: Migration = {
       t.increments("id").primary();
       t.string("topic", 200).notNullable();
       t.string("message_key", 200).notNullable();
-      t.binary("payload").notNullable();
+      // BLOB is 64 KiB on MySQL; an event may be larger (a rules snapshot is up to 1 MiB).
+      if (db.client.config.client === "mysql2") t.specificType("payload", "MEDIUMBLOB").notNullable();
+      else t.binary("payload").notNullable();
       t.text("headers_json").notNullable();
       t.bigInteger("created_at_ms").notNullable();
       t.bigInteger("published_at_ms").nullable();
@@ -140,8 +142,15 @@ export function processRelayLock(): RelayLock {
   return { tryAcquire: async () => true, release: async () => undefined };
 }
 
+/**
+ * GET_LOCK names are server-wide: the database name is part of the lock, so two deployments (or a
+ * test and a benchmark) sharing one MariaDB server never hold each other's relays.
+ */
 export function relayLockFor(db: Knex, lockName: string): RelayLock {
-  return db.client.config.client === "mysql2" ? mysqlRelayLock(db, lockName) : processRelayLock();
+  if (db.client.config.client !== "mysql2") return processRelayLock();
+  const database = String((db.client.config.connection as { database?: string } | undefined)?.database ?? "");
+  // MySQL caps lock names at 64 characters.
+  return mysqlRelayLock(db, `${lockName}:${database}`.slice(0, 64));
 }
 
 export interface OutboxRelayOptions {

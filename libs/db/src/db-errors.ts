@@ -67,3 +67,21 @@ export async function withDbTimeout<T>(work: Promise<T>, timeoutMs: number, what
     clearTimeout(timer);
   }
 }
+
+const deadlockErrnos = new Set([1213, 1205]);
+
+/**
+ * Reruns a transaction that InnoDB chose as a deadlock victim (or whose lock wait timed out): the
+ * transaction was rolled back whole, so running it again is safe and usually succeeds at once.
+ */
+export async function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const errno = asDriverError(error).errno ?? asDriverError((error as { cause?: unknown }).cause).errno;
+      if (errno === undefined || !deadlockErrnos.has(errno) || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.floor(Math.random() * 10)));
+    }
+  }
+}

@@ -7,7 +7,19 @@ import {
   type ServiceError,
   status,
 } from "@grpc/grpc-js";
-import { DeadlineExceededError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
+import {
+  AlreadyExistsError,
+  ConflictError,
+  DeadlineExceededError,
+  FailedPreconditionError,
+  InternalError,
+  NotFoundError,
+  PermissionDeniedError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+  ValidationError,
+} from "@prefix-guard/errors";
 import { injectTraceMetadata } from "./trace-metadata";
 
 type UnaryMethod<Req, Res> = (
@@ -52,18 +64,53 @@ export async function callUnary<Req, Res>(
   throw lastError;
 }
 
+function isServiceError(error: unknown): error is ServiceError {
+  return error instanceof Error && typeof (error as Partial<ServiceError>).code === "number";
+}
+
+function trailer(error: ServiceError, key: string): string | undefined {
+  const value = error.metadata?.get(key)[0];
+  return typeof value === "string" && value.length > 0 ? value : undefined;
+}
+
 /**
- * A peer's status as our typed error, for callers that surface it: unreachable and timed-out peers
- * become UnavailableError/DeadlineExceededError, NOT_FOUND keeps its meaning; the rest is rethrown.
+ * A peer's status as the typed error the peer threw: the inverse of mapErrorToStatus, rebuilt from
+ * the status and the `pg-field` / `pg-reason` trailers. A validation error of the peer stays a
+ * validation error (never "unavailable": retrying it cannot succeed). Non-status errors pass through.
  */
 export function translatePeerError(error: unknown, peer: string): Error {
-  const e = error as Partial<ServiceError>;
-  if (e.code === status.UNAVAILABLE)
-    return new UnavailableError(`${peer} unavailable: ${e.details ?? ""}`, { cause: error });
-  if (e.code === status.DEADLINE_EXCEEDED)
-    return new DeadlineExceededError(`${peer} did not answer in time`, { cause: error });
-  if (e.code === status.NOT_FOUND) return new NotFoundError(e.details ?? `${peer}: not found`, { cause: error });
-  return error instanceof Error ? error : new Error(String(error));
+  if (!isServiceError(error)) return error instanceof Error ? error : new Error(String(error));
+  const details = error.details ?? "";
+  const reason = trailer(error, "pg-reason");
+  const options = { cause: error, ...(reason === undefined ? {} : { reason }) };
+  switch (error.code) {
+    case status.INVALID_ARGUMENT: {
+      const field = trailer(error, "pg-field") ?? "request";
+      // The peer's details already read "<field>: <message>"; ValidationError adds the prefix again.
+      const message = details.startsWith(`${field}: `) ? details.slice(field.length + 2) : details;
+      return new ValidationError(field, message, options);
+    }
+    case status.NOT_FOUND:
+      return new NotFoundError(details || `${peer}: not found`, options);
+    case status.ABORTED:
+      return new ConflictError(details, options);
+    case status.RESOURCE_EXHAUSTED:
+      return new ResourceExhaustedError(details, options);
+    case status.ALREADY_EXISTS:
+      return new AlreadyExistsError(details, options);
+    case status.FAILED_PRECONDITION:
+      return new FailedPreconditionError(details, options);
+    case status.PERMISSION_DENIED:
+      return new PermissionDeniedError(details, options);
+    case status.UNAUTHENTICATED:
+      return new UnauthenticatedError(details, options);
+    case status.DEADLINE_EXCEEDED:
+      return new DeadlineExceededError(`${peer} did not answer in time`, options);
+    case status.UNAVAILABLE:
+      return new UnavailableError(`${peer} unavailable: ${details}`, options);
+    default:
+      return new InternalError(`${peer}: ${details}`, options);
+  }
 }
 
 export function insecureCredentials(): ChannelCredentials {

@@ -17,6 +17,7 @@ import { HealthImplementation } from "grpc-health-check";
 import { Histogram, type Registry } from "prom-client";
 import { authenticateCaller, type CallerTokens } from "./security";
 import { mapErrorToStatus } from "./status-mapping";
+import { takeDecodeFailure, withStrictRequestDecoding } from "./strict-decoding";
 import { extractTraceContext } from "./trace-metadata";
 
 /** `requestHandler` functions: plain async (request) → response; errors are typed errors. */
@@ -79,6 +80,8 @@ function wrapUnary(
           let code: status = status.OK;
           try {
             const caller = authenticateCaller(call.metadata, callerTokens);
+            const decodeError = takeDecodeFailure(call.request);
+            if (decodeError) throw decodeError;
             if (caller !== undefined) span.setAttribute("enduser.id", caller);
             const response = await handler(call.request, call);
             span.setAttribute("rpc.grpc.status_code", status.OK);
@@ -153,7 +156,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
         handling,
       ) as UntypedHandleCall;
     }
-    server.addService(service.definition, implementation);
+    server.addService(withStrictRequestDecoding(service.definition), implementation);
   }
 
   const port = await new Promise<number>((resolve, reject) => {

@@ -18,7 +18,12 @@ export const commonConfigShape = {
   /** Embedded transport's log (only with TRANSPORT=embedded). */
   BUS_DATABASE_URL: z.string().min(1).default("sqlite:.data/bus.sqlite"),
   /** Largest event a consumer reads; bigger ones go to the DLQ unread (bounded memory). */
-  BUS_MAX_MESSAGE_BYTES: z.coerce.number().int().min(1_024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
+  BUS_MAX_MESSAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(64 * 1024 * 1024)
+    .default(4 * 1024 * 1024),
   /** 0 disables the Prometheus endpoint. */
   METRICS_PORT: port(0),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),

@@ -1,7 +1,7 @@
 export { type CommonConfig, commonConfigShape } from "./common-config";
+export { openMetrics, type ServiceMetrics } from "./metrics";
 export { type BusHandle, openBus, type TransportConfig } from "./open-bus";
 export { openServiceDatabase } from "./open-database";
 export { grpcPeerSecurity, grpcServerSecurity, type SecurityConfig } from "./security";
 export { runUntilSignal } from "./signals";
 export { defaultTopicSpecs } from "./topics";
-export { openMetrics, type ServiceMetrics } from "./metrics";

@@ -11,7 +11,11 @@ export interface ServiceMetrics {
 }
 
 /** A registry with the metrics every service shares, served on METRICS_PORT when it is not 0. */
-export async function openMetrics(service: string, config: { GRPC_HOST: string; METRICS_PORT: number }, logger: Logger): Promise<ServiceMetrics> {
+export async function openMetrics(
+  service: string,
+  config: { GRPC_HOST: string; METRICS_PORT: number },
+  logger: Logger,
+): Promise<ServiceMetrics> {
   const registry = createMetricsRegistry(service);
   const eventApplyDelay = new Histogram({
     name: "event_apply_delay_seconds",
@@ -26,7 +30,8 @@ export async function openMetrics(service: string, config: { GRPC_HOST: string; 
     labelNames: ["consumer", "outcome"] as const,
     registers: [registry],
   });
-  const server = config.METRICS_PORT > 0 ? await startMetricsServer(registry, config.GRPC_HOST, config.METRICS_PORT) : undefined;
+  const server =
+    config.METRICS_PORT > 0 ? await startMetricsServer(registry, config.GRPC_HOST, config.METRICS_PORT) : undefined;
   if (server) logger.info({ port: server.port }, "metrics on /metrics");
   return { registry, eventApplyDelay, eventsConsumed, close: async () => server?.close() };
 }
