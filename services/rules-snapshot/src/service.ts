@@ -91,6 +91,8 @@ export async function startRulesSnapshot(
   const server = await startGrpcServer({
     ...grpcServerSecurity(config),
     host: config.GRPC_HOST,
+    // Reported AGENTS.md content is capped at 1 MiB; anything much larger is not a rules file.
+    maxReceiveMessageBytes: 2 * 1024 * 1024,
     port: config.GRPC_PORT,
     logger,
     services: [

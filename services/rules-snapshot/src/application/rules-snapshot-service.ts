@@ -1,5 +1,6 @@
 import { type ApplyOutcome, withDbTimeout } from "@prefix-guard/db";
-import { errorMessage, ValidationError } from "@prefix-guard/errors";
+import { errorMessage, isPrefixGuardError, ValidationError } from "@prefix-guard/errors";
+import { requireId } from "@prefix-guard/events/ids";
 import type { RulesSnapshotEvent } from "@prefix-guard/proto/events/v1/rules_events";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
@@ -8,7 +9,7 @@ import {
   type ResolveResponse as ProtoResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { Knex } from "knex";
-import { type AgentsMdRead, requireAbsoluteSourcePath } from "../adapters/fs/agents-md-reader";
+import { type AgentsMdRead, MAX_AGENTS_MD_BYTES, requireAbsoluteSourcePath } from "../adapters/fs/agents-md-reader";
 import type { SnapshotStore } from "../adapters/mysql/snapshot-store";
 import { invalidatedLogLine } from "../domain/log-lines";
 import type { Locale, RawRules, ResolutionDecision, RulesEventPayload, SnapshotRow } from "../domain/model";
@@ -86,27 +87,33 @@ function codePointLength(text: string): number {
 }
 
 function requireSessionId(sessionId: string): string {
-  if (sessionId.trim().length === 0) throw new ValidationError("session_id", "must not be empty");
-  if (codePointLength(sessionId) > MAX_SESSION_ID_CHARS)
-    throw new ValidationError("session_id", `must be at most ${MAX_SESSION_ID_CHARS} characters`);
-  return sessionId;
+  return requireId(sessionId, "session_id", MAX_SESSION_ID_CHARS);
 }
 
 function requireGeneration(generation: number): number {
-  if (!Number.isSafeInteger(generation) || generation < 0)
-    throw new ValidationError("compaction_generation", "must be a non-negative integer");
+  // The column is a signed INT; generations come from session-events' uint32 and never approach it.
+  if (!Number.isSafeInteger(generation) || generation < 0 || generation > MAX_GENERATION)
+    throw new ValidationError("compaction_generation", `must be an integer from 0 to ${MAX_GENERATION}`);
   return generation;
 }
 
 type RulesSource = NonNullable<ResolveRequest["source"]>;
 
+const MAX_GENERATION = 2_147_483_647;
+
 function requireSource(source: ResolveRequest["source"]): RulesSource {
   if (source === undefined) throw new ValidationError("source", "file or content is required unless embed");
   if (source.$case === "file") {
     const path = requireAbsoluteSourcePath(source.value.path);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a path with control characters is never a real file
+    if (/[\u0000-\u001f]/.test(path))
+      throw new ValidationError("source.file.path", "must not contain control characters");
     if (codePointLength(path) > MAX_SOURCE_PATH_CHARS)
       throw new ValidationError("source.file.path", `must be at most ${MAX_SOURCE_PATH_CHARS} characters`);
   }
+  // Reported content is held to the same bound as a file read (only its first 200 lines are used).
+  if (source.$case === "content" && Buffer.byteLength(source.value.text, "utf8") > MAX_AGENTS_MD_BYTES)
+    throw new ValidationError("source.content.text", `must be at most ${MAX_AGENTS_MD_BYTES} bytes`);
   return source;
 }
 
@@ -115,6 +122,13 @@ function requireSource(source: ResolveRequest["source"]): RulesSource {
  * degrades to the rules read now (§7 "数据库不可用"); invalidate / get / the consumer propagate DB
  * errors (typed, via translateDbError) so their callers can retry (§6 实现口径).
  */
+/** Our typed errors say what failed without data; a raw driver message can quote SQL and the rules. */
+function safeReason(error: unknown): string {
+  if (isPrefixGuardError(error)) return error.message;
+  if (error instanceof Error && "code" in error && typeof error.code === "string") return error.code;
+  return error instanceof Error ? error.name : "error";
+}
+
 export class RulesSnapshotService {
   private readonly locale: Locale;
 
@@ -300,7 +314,8 @@ export class RulesSnapshotService {
   }
 
   private degraded(sessionId: string, raw: RawRules, error: unknown): ResolveResponse {
-    const warning = `rules snapshot store unavailable, injected the rules as read now: ${errorMessage(error)}`;
+    // The caller sees a short reason; the driver's message (which can quote SQL and the rules) is logged only.
+    const warning = `rules snapshot store unavailable (${safeReason(error)}), injected the rules as read now`;
     this.deps.logger.warn(
       { sessionId, err: errorMessage(error) },
       `workspace rules snapshot degraded to raw rules session=${sessionId}: ${errorMessage(error)}`,

@@ -1,4 +1,5 @@
 import { ValidationError } from "@prefix-guard/errors";
+import { checkId as checkSharedId, requireId as requireSharedId } from "@prefix-guard/events/ids";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type {
@@ -101,12 +102,9 @@ export function rejectUnknownFields(message: { readonly _unknownFields?: Unknown
 }
 
 const REQUEST = "request";
-const safeId = /^[A-Za-z0-9][A-Za-z0-9._:@-]*$/;
 
-/** Ids are used as keys, Kafka keys and log fields: bounded and of a charset that needs no escaping. */
 function requireId(value: string, field: string): string {
-  if (value.length === 0) throw new ValidationError(field, "must not be empty");
-  return checkId(value, field);
+  return requireSharedId(value, field, MAX_ID_CHARS);
 }
 
 function optionalId(value: string, field: string): string | undefined {
@@ -114,10 +112,7 @@ function optionalId(value: string, field: string): string | undefined {
 }
 
 function checkId(value: string, field: string): string {
-  if (value.length > MAX_ID_CHARS) throw new ValidationError(field, `must be at most ${MAX_ID_CHARS} characters`);
-  if (!safeId.test(value))
-    throw new ValidationError(field, "must be letters, digits and . _ : @ - (starting with a letter or digit)");
-  return value;
+  return checkSharedId(value, field, MAX_ID_CHARS);
 }
 
 function requireText(value: string, field: string): void {

@@ -1,4 +1,4 @@
-import { ValidationError } from "@prefix-guard/errors";
+import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
 import type { ServiceRegistration } from "@prefix-guard/grpc";
 import {
   type Decision,
@@ -11,8 +11,7 @@ import {
 import type { RulesSnapshotService } from "../../application/rules-snapshot-service";
 
 function requireSessionId(sessionId: string): string {
-  if (sessionId.trim().length === 0) throw new ValidationError("session_id", "must not be empty");
-  return sessionId;
+  return requireId(sessionId, "session_id");
 }
 
 /** `afterCall` nudges the outbox relay once the call's transaction has committed. */
