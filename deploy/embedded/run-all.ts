@@ -1,5 +1,6 @@
 // `make run`: the whole system in one process on its embedded default: SQLite databases under
 // .data/, the SQLite-backed embedded transport, and each service's gRPC server on loopback.
+import { loadCacheMonitorConfig, startCacheMonitor } from "@prefix-guard/cache-monitor";
 import { createLogger } from "@prefix-guard/logging";
 import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/prompt-assembly";
 import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
@@ -12,6 +13,7 @@ const dataDir = process.env.DATA_DIR ?? ".data";
 const sessionEventsPort = process.env.SESSION_EVENTS_PORT ?? "50051";
 const rulesSnapshotPort = process.env.RULES_SNAPSHOT_PORT ?? "50052";
 const promptAssemblyPort = process.env.PROMPT_ASSEMBLY_PORT ?? "50053";
+const cacheMonitorPort = process.env.CACHE_MONITOR_PORT ?? "50054";
 
 const sessionEventsConfig = loadSessionEventsConfig({
   ...env,
@@ -54,6 +56,14 @@ const promptAssembly = await startPromptAssembly(promptAssemblyConfig, {
   bus: bus.bus,
   logger: logger.child({ component: "prompt-assembly" }),
 });
+const cacheMonitor = await startCacheMonitor(
+  loadCacheMonitorConfig({
+    ...env,
+    GRPC_PORT: cacheMonitorPort,
+    DATABASE_URL: `sqlite:${dataDir}/cache-monitor.sqlite`,
+  }),
+  { bus: bus.bus, logger: logger.child({ component: "cache-monitor" }) },
+);
 
 logger.info(
   {
@@ -71,6 +81,7 @@ process.stdout.write(
     `  session-events   grpc://${sessionEvents.address}   prefixguard.sessionevents.v1.SessionEvents`,
     `  rules-snapshot   grpc://${rulesSnapshot.address}   prefixguard.rules.v1.RulesSnapshot`,
     `  prompt-assembly  grpc://${promptAssembly.address}   prefixguard.assembly.v1.PromptAssembly`,
+    `  cache-monitor    grpc://${cacheMonitor.address}   prefixguard.monitor.v1.CacheMonitor`,
     `  data             ${dataDir}/`,
     "",
   ].join("\n"),
@@ -78,6 +89,7 @@ process.stdout.write(
 
 runUntilSignal(
   async () => {
+    await cacheMonitor.stop();
     await promptAssembly.stop();
     await rulesSnapshot.stop();
     await sessionEvents.stop();

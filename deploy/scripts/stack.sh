@@ -6,9 +6,9 @@ cd "$repo"
 run="$repo/.run/stack"
 mkdir -p "$run"
 brokers="${KAFKA_BROKERS:-127.0.0.1:9092}"
-services=(session-events rules-snapshot prompt-assembly)
-declare -A ports=([session-events]=50051 [rules-snapshot]=50052 [prompt-assembly]=50053)
-declare -A metrics=([session-events]=9461 [rules-snapshot]=9462 [prompt-assembly]=9463)
+services=(session-events rules-snapshot prompt-assembly cache-monitor)
+declare -A ports=([session-events]=50051 [rules-snapshot]=50052 [prompt-assembly]=50053 [cache-monitor]=50054)
+declare -A metrics=([session-events]=9461 [rules-snapshot]=9462 [prompt-assembly]=9463 [cache-monitor]=9464)
 
 create_db() {
   local name="prefix_guard_${1//-/_}"

@@ -12,6 +12,7 @@ describe("make run (embedded: SQLite + in-process transport)", () => {
     expect(await checkHealth(system.addresses.promptAssembly, "prefixguard.assembly.v1.PromptAssembly")).toBe(
       "SERVING",
     );
+    expect(await checkHealth(system.addresses.cacheMonitor, "prefixguard.monitor.v1.CacheMonitor")).toBe("SERVING");
     for (const address of Object.values(system.addresses)) expect(await checkHealth(address)).toBe("SERVING");
     const { code, ms } = await system.stop("SIGINT");
     expect(code).toBe(0);

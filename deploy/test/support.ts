@@ -8,7 +8,7 @@ export const repoRoot = join(import.meta.dirname, "../..");
 export interface EmbeddedSystem {
   readonly child: ChildProcess;
   readonly dataDir: string;
-  readonly addresses: { sessionEvents: string; rulesSnapshot: string; promptAssembly: string };
+  readonly addresses: { sessionEvents: string; rulesSnapshot: string; promptAssembly: string; cacheMonitor: string };
   output(): string;
   /** Sends a signal and resolves with the exit code and how long the exit took. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; ms: number }>;
@@ -25,6 +25,7 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
       SESSION_EVENTS_PORT: "0",
       RULES_SNAPSHOT_PORT: "0",
       PROMPT_ASSEMBLY_PORT: "0",
+      CACHE_MONITOR_PORT: "0",
       ...env,
       DATA_DIR: dataDir,
     },
@@ -41,10 +42,11 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
       const sessionEvents = find("session-events");
       const rulesSnapshot = find("rules-snapshot");
       const promptAssembly = find("prompt-assembly");
-      if (sessionEvents && rulesSnapshot && promptAssembly) {
+      const cacheMonitor = find("cache-monitor");
+      if (sessionEvents && rulesSnapshot && promptAssembly && cacheMonitor) {
         clearInterval(poll);
         clearTimeout(timer);
-        resolve({ sessionEvents, rulesSnapshot, promptAssembly });
+        resolve({ sessionEvents, rulesSnapshot, promptAssembly, cacheMonitor });
       }
     }, 50);
     void exited.then((code) => {

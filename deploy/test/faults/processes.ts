@@ -17,6 +17,7 @@ const healthNames: Record<string, string> = {
   "session-events": "prefixguard.sessionevents.v1.SessionEvents",
   "rules-snapshot": "prefixguard.rules.v1.RulesSnapshot",
   "prompt-assembly": "prefixguard.assembly.v1.PromptAssembly",
+  "cache-monitor": "prefixguard.monitor.v1.CacheMonitor",
 };
 
 /** A service run as its own OS process (`node --import tsx services/<name>/src/main.ts`), so SIGKILL is real. */

@@ -1,5 +1,6 @@
 import { booleanFlag, loadConfig, port, positiveMs, z } from "@prefix-guard/config";
 import { commonConfigShape } from "@prefix-guard/runtime";
+import { parseCacheMinimums } from "./domain/cache-minimums";
 
 const address = z.string().regex(/^[A-Za-z0-9_.-]+:\d{1,5}$/, "must be host:port");
 
@@ -18,7 +19,27 @@ export const promptAssemblyConfigSchema = z.object({
   /** Index of the current-date section among the system sections (seed 000 §1.1: 5th). */
   CURRENT_DATE_POSITION: z.coerce.number().int().min(0).max(100).default(4),
   CANONICAL_TOOL_ORDER: booleanFlag(true),
+  /**
+   * JSON object of model-id prefix → minimum cacheable tokens, merged over the published table in
+   * domain/cache-minimums.ts, e.g. {"claude-sonnet-5":2048}: a new model family's minimum without a release.
+   */
+  ANTHROPIC_CACHE_MINIMUMS: z
+    .string()
+    .default("{}")
+    .transform((text, context) => {
+      try {
+        return parseCacheMinimums(JSON.parse(text) as unknown);
+      } catch (error) {
+        context.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
+        return z.NEVER;
+      }
+    }),
   CONSUMER_GROUP: z.string().min(1).default("prompt-assembly"),
+  /**
+   * "stabilised" is the product. "naive" is the benchmark baseline, the seeds' "before" (today's
+   * date, AGENTS.md reread every build, in-memory prefix monitor); only bench/src/replay sets it.
+   */
+  ASSEMBLY_POLICY: z.enum(["stabilised", "naive"]).default("stabilised"),
 });
 
 export type PromptAssemblyConfig = z.infer<typeof promptAssemblyConfigSchema>;

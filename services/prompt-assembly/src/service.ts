@@ -69,6 +69,7 @@ export async function startPromptAssembly(
       currentDatePosition: config.CURRENT_DATE_POSITION,
       canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
       rulesTimeoutMs: config.RESOLVE_DEADLINE_MS,
+      anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
     },
   });
   const metrics = await openMetrics("prompt-assembly", config, logger);

@@ -11,6 +11,12 @@
 // without user messages, and the request id is a hash of the body, so the same state always gives
 // the same bytes and the same id.
 //
+// Benchmark baseline ("naive" policy, bench/src/replay): the seeds' "before", kept only so the
+// replay benchmark can measure what the stabilisation buys against the same services. Today's date
+// in the system prompt (seed 000 §1.1), AGENTS.md reread and injected every build (seed 001 §1.2),
+// and the prefix monitor in process memory, forgotten on restart (seed 001 §1.2). The default
+// policy, "stabilised", is the product; nothing in it depends on the naive branch.
+//
 // Rules-snapshot outage: the build fails with UnavailableError instead of degrading. Dropping the
 // section or injecting unpinned text would silently change the prefix of a session whose snapshot
 // exists; the harness retries, and rules-snapshot itself degrades (DEGRADED_RAW) when only its
@@ -39,6 +45,7 @@ import {
   type ResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { Knex } from "knex";
+import { cacheMinimumTokensFor, parseCacheMinimums } from "../domain/cache-minimums";
 import { canonicalJson, parseJsonStrict } from "../domain/canonical-json";
 import {
   applyDateChangeNotices,
@@ -86,9 +93,15 @@ export interface PromptBuilderOptions {
   readonly currentDatePosition?: number;
   /** Sort tools by name before fingerprinting and serializing (guards against hash-map order). */
   readonly canonicalToolOrder?: boolean;
+  /** Model-prefix → minimum cacheable tokens, over the published table (domain/cache-minimums.ts). */
+  readonly anthropicCacheMinimums?: Readonly<Record<string, number>>;
   /** Time budget of one Resolve call. */
   readonly rulesTimeoutMs?: number;
+  /** "stabilised" (default) is the product; "naive" is the benchmark baseline, the seeds' "before". */
+  readonly policy?: AssemblyPolicy;
 }
+
+export type AssemblyPolicy = "stabilised" | "naive";
 
 export interface PromptBuilderDeps {
   readonly db: Database;
@@ -101,6 +114,11 @@ export interface PromptBuilderDeps {
   readonly options?: PromptBuilderOptions;
   /** Ids of PrefixEvent messages; they identify observations, not bodies, so they may be random. */
   readonly newEventId?: () => string;
+  /**
+   * Benchmark baseline only (policy "naive"): the raw workspace rules as they are right now ('' when
+   * absent), read on every build instead of asking rules-snapshot.
+   */
+  readonly readRulesRaw?: (source: ResolveRequest["source"]) => Promise<string>;
 }
 
 const RESERVED_SECTION_KEYS: ReadonlySet<string> = new Set([CURRENT_DATE_SECTION_KEY, WORKSPACE_RULES_SECTION_KEY]);
@@ -263,6 +281,39 @@ interface StoredPrefix {
   readonly anchorDate: string;
 }
 
+/** Entries of the naive policy's in-memory monitor, like the seeds' process-local 512-entry LRU. */
+const NAIVE_MONITOR_CAPACITY = 512;
+/** Seed 001 §1.2: the first 200 lines of AGENTS.md. */
+const NAIVE_RULES_MAX_LINES = 200;
+
+/**
+ * Benchmark baseline: the section the pre-snapshot engine rendered from a fresh read (heading, the
+ * first NAIVE_RULES_MAX_LINES lines, a notice when more were cut), the same shape rules-snapshot
+ * renders, so the two policies differ in when the text is read, not in how it looks.
+ */
+export function renderNaiveRulesSection(rawText: string, locale: Locale): string {
+  const body = rawText.replace(/\r\n?/g, "\n").trimEnd();
+  if (body.trim().length === 0) return "";
+  const lines = body.split("\n");
+  const shown = lines.slice(0, NAIVE_RULES_MAX_LINES);
+  const parts = [locale === "zh-CN" ? "## 工作区规则" : "## Workspace rules", "", ...shown];
+  if (lines.length > shown.length) {
+    parts.push(
+      "",
+      locale === "zh-CN" ? `…（仅展示前${shown.length}行）` : `… (showing only the first ${shown.length} lines)`,
+    );
+  }
+  return parts.join("\n");
+}
+
+const NAIVE_RULES: ResolveResponse = {
+  sectionText: "",
+  decision: Decision.DECISION_UNSPECIFIED,
+  rulesHash: "",
+  pinnedGeneration: 0,
+  warning: "",
+};
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -272,15 +323,27 @@ export class PromptBuilder {
   private readonly pollIntervalMs: number;
   private readonly currentDatePosition: number;
   private readonly canonicalToolOrder: boolean;
+  private readonly anthropicCacheMinimums: Readonly<Record<string, number>>;
   private readonly rulesTimeoutMs: number;
   private readonly newEventId: () => string;
+  private readonly naive: boolean;
+  /** Naive policy only: the monitor's state, lost with the process (seed 001 §1.2 "重启即失忆"). */
+  private readonly naiveMonitor = new Map<string, StoredPrefix>();
 
   constructor(private readonly deps: PromptBuilderDeps) {
     const options = deps.options ?? {};
+    this.naive = (options.policy ?? "stabilised") === "naive";
+    if (this.naive && deps.readRulesRaw === undefined) {
+      throw new ValidationError("deps.readRulesRaw", 'is required by policy "naive"');
+    }
     this.minSeqWaitMs = options.minSeqWaitMs ?? 1_000;
     this.pollIntervalMs = Math.max(1, options.minSeqPollIntervalMs ?? 20);
     this.currentDatePosition = options.currentDatePosition ?? 4;
     this.canonicalToolOrder = options.canonicalToolOrder ?? true;
+    this.anthropicCacheMinimums = parseCacheMinimums(
+      options.anthropicCacheMinimums ?? {},
+      "options.anthropicCacheMinimums",
+    );
     this.rulesTimeoutMs = options.rulesTimeoutMs ?? 2_000;
     this.newEventId = deps.newEventId ?? (() => newEventId(deps.now()));
     if (!Number.isInteger(this.currentDatePosition) || this.currentDatePosition < 0) {
@@ -295,8 +358,10 @@ export class PromptBuilder {
     const embed = input.embed || view.kind === "embed";
 
     const today = localDateIn(this.deps.now(), view.timezone);
-    const anchorDate = resolveAnchorDate(view.messages, today);
-    const rules = await this.resolveWorkspaceRules(input, view, embed);
+    const anchorDate = this.naive ? today : resolveAnchorDate(view.messages, today);
+    const rules = this.naive
+      ? await this.readWorkspaceRulesNaively(input, embed)
+      : await this.resolveWorkspaceRules(input, view, embed);
 
     const currentDate: SystemSection = {
       key: CURRENT_DATE_SECTION_KEY,
@@ -316,7 +381,10 @@ export class PromptBuilder {
 
     const window = buildHistoryWindow(view, { contextWindow: input.contextWindow, locale: input.locale });
     const previousUserDate = previousUserDateBefore(view.messages, firstUserSeq(window.messages));
-    const notices = applyDateChangeNotices(window.messages, anchorDate, previousUserDate, input.locale);
+    // The naive baseline predates <date-change>: its date section simply moves.
+    const notices = this.naive
+      ? { messages: window.messages, noticeDates: [] }
+      : applyDateChangeNotices(window.messages, anchorDate, previousUserDate, input.locale);
     const messages = attachSummary(notices.messages, window.summaryText, input.locale);
 
     // Sorted before fingerprinting, so a harness that lists the same tools in another order
@@ -330,12 +398,17 @@ export class PromptBuilder {
       ...(input.maxOutputTokens === undefined ? {} : { maxOutputTokens: input.maxOutputTokens }),
       promptCacheKey: input.sessionId,
     };
-    const body = serializeRequest(chatRequest, input.wireFormat, { canonicalToolOrder: this.canonicalToolOrder });
+    const body = serializeRequest(chatRequest, input.wireFormat, {
+      canonicalToolOrder: this.canonicalToolOrder,
+      cacheMinimumTokens: cacheMinimumTokensFor(input.model, this.anthropicCacheMinimums),
+      summaryHead: window.summaryText !== null,
+    });
     const bodyJson = canonicalJson(body);
     const requestId = this.deps.sha256(canonicalJson([input.sessionId, bodyJson], "request_id"));
     const fingerprint = fingerprintRequest(chatRequest, this.deps.sha256);
 
-    const comparison = await this.recordPrefix({
+    const record = this.naive ? this.recordPrefixInMemory.bind(this) : this.recordPrefix.bind(this);
+    const comparison = await record({
       sessionId: input.sessionId,
       requestId,
       fingerprint,
@@ -405,6 +478,15 @@ export class PromptBuilder {
     }
   }
 
+  /** Benchmark baseline: whatever the source says now, rendered, no snapshot. */
+  private async readWorkspaceRulesNaively(input: ValidatedBuildRequest, embed: boolean): Promise<ResolveResponse> {
+    if (embed) return SKIPPED_EMBED;
+    const read = this.deps.readRulesRaw;
+    if (read === undefined) throw new InternalError('policy "naive" without readRulesRaw');
+    const raw = await read(input.rulesSource);
+    return { ...NAIVE_RULES, sectionText: renderNaiveRulesSection(raw, input.locale) };
+  }
+
   private async resolveWorkspaceRules(
     input: ValidatedBuildRequest,
     view: ProjectedSessionView,
@@ -445,6 +527,35 @@ export class PromptBuilder {
       );
     }
     return response;
+  }
+
+  /**
+   * Benchmark baseline: the monitor as the seeds had it, a process-local LRU and a log line, no
+   * table and no PrefixEvent. A new process starts empty, so every session's next build after a
+   * restart reads as a first build and whatever changed across the restart goes unreported.
+   */
+  private async recordPrefixInMemory(args: Parameters<PromptBuilder["recordPrefix"]>[0]): Promise<PrefixComparison> {
+    const previous = this.naiveMonitor.get(args.sessionId) ?? null;
+    const comparison = comparePrefix(previous?.fingerprint ?? null, args.fingerprint, {
+      compactionGenerationBefore: previous?.generation ?? null,
+      compactionGenerationNow: args.view.generation,
+      rulesDecision: decisionName(args.rulesDecision),
+      droppedTurnsBefore: previous?.droppedTurns ?? null,
+      droppedTurnsNow: args.droppedTurns,
+      // The date moves by design here; an "anchor moved (first user message deleted)" cause would mislead.
+      anchorDateBefore: null,
+      anchorDateNow: args.anchorDate,
+    });
+    this.naiveMonitor.delete(args.sessionId);
+    this.naiveMonitor.set(args.sessionId, {
+      fingerprint: args.fingerprint,
+      generation: args.view.generation,
+      droppedTurns: args.droppedTurns,
+      anchorDate: args.anchorDate,
+    });
+    const oldest = this.naiveMonitor.keys().next();
+    if (this.naiveMonitor.size > NAIVE_MONITOR_CAPACITY && oldest.done !== true) this.naiveMonitor.delete(oldest.value);
+    return comparison;
   }
 
   /**

@@ -1,0 +1,101 @@
+// A small replay through the real services on MariaDB (5 sessions, 7 turns, 2 sibling edits, one
+// session across midnight, one compaction, one restart), once per policy: the stabilised product
+// has no avoidable prefix change, the naive baseline shows the seeds' two offenders, and no
+// stabilised system prompt carries a time of day or a random id (issue 8: clock-free prefix).
+import { beforeAll, describe, expect, it } from "vitest";
+import { checkReplay, type ReplayBuildRecord, type ReplayRunResult, runReplay } from "./run-replay";
+import { generateWorkload, QUICK_WORKLOAD, type WorkloadOptions } from "./workload";
+
+const SMALL: WorkloadOptions = {
+  ...QUICK_WORKLOAD,
+  seed: 6,
+  sessions: 5,
+  days: 1,
+  userTurns: [7, 7],
+  editsPerDay: [2, 2],
+  compactionsPerDay: [1, 1],
+  midnightSessions: 1,
+  multiDaySessions: 0,
+  sessionStartHours: [20, 21],
+  restart: true,
+};
+
+const TIME_OF_DAY = /\b\d{1,2}:\d{2}(:\d{2})?\b/;
+const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/i;
+const LONG_HEX = /\b[0-9a-f]{16,}\b/i;
+
+describe("replay through the real services (small)", () => {
+  const workload = generateWorkload(SMALL);
+  const builds: Record<"naive" | "stabilised", ReplayBuildRecord[]> = { naive: [], stabilised: [] };
+  let naive: ReplayRunResult;
+  let stabilised: ReplayRunResult;
+
+  beforeAll(async () => {
+    naive = await runReplay(workload, { policy: "naive", progressEvery: 0, onBuild: (b) => builds.naive.push(b) });
+    stabilised = await runReplay(workload, {
+      policy: "stabilised",
+      progressEvery: 0,
+      onBuild: (b) => builds.stabilised.push(b),
+    });
+  }, 240_000);
+
+  it("replays the workload it was given: edits, a midnight crossing, a compaction, a restart", () => {
+    expect(workload.stats).toMatchObject({ sessions: 5, userTurns: 35, edits: 2, compactions: 1, restarts: 1 });
+    expect(workload.stats.crossDaySessions).toBeGreaterThanOrEqual(1);
+    expect(naive.builds).toBe(35);
+    expect(stabilised.builds).toBe(35);
+  });
+
+  it("stabilised: zero avoidable prefix changes, by the bytes and by the monitor", () => {
+    expect(stabilised.prefixChanges.observed.avoidable).toBe(0);
+    expect(stabilised.prefixChanges.monitor.avoidable).toBe(0);
+    expect(stabilised.prefixChanges.observed.unavoidableByCause).toEqual({ "first-build": 5, compaction: 1 });
+    expect(checkReplay(naive, stabilised).stabilisedZeroAvoidable).toBe(true);
+  });
+
+  it("stabilised: a session's system prompt changes only at its compaction (re-pin), if at all", () => {
+    const systems = new Map<string, Set<string>>();
+    for (const build of builds.stabilised) {
+      const set = systems.get(build.sessionId) ?? new Set<string>();
+      set.add(build.systemText);
+      systems.set(build.sessionId, set);
+    }
+    const compacted = workload.events.flatMap((event) => (event.kind === "compact" ? [event.sessionId] : []));
+    expect(systems.size).toBe(5);
+    for (const [sessionId, texts] of systems) {
+      expect(texts.size).toBeLessThanOrEqual(compacted.includes(sessionId) ? 2 : 1);
+    }
+  });
+
+  it("naive: workspace-rules and current-date changes, the monitor blinded by the restart", () => {
+    const observed = naive.prefixChanges.observed.avoidableBySection;
+    expect(observed["workspace-rules"] ?? 0).toBeGreaterThanOrEqual(2);
+    expect(observed["current-date"] ?? 0).toBeGreaterThanOrEqual(1);
+    expect(naive.prefixChanges.monitor.avoidableBySection["monitor-reset"] ?? 0).toBeGreaterThanOrEqual(1);
+    for (const key of ["ttl5m", "ttl24h"] as const) {
+      const a = naive.providerCache[key];
+      const b = stabilised.providerCache[key];
+      // Both runs replay the same days, so TTL expiry costs them the same.
+      expect(a.ttlExpiredBuilds).toBe(b.ttlExpiredBuilds);
+      expect(a.tokens.output).toBe(b.tokens.output);
+      expect(b.cost.actual).toBeLessThanOrEqual(a.cost.actual);
+    }
+    // A 24-hour cache is warm across the midnight and the sibling edits, so there the breaks cost.
+    const long = naive.providerCache.ttl24h;
+    expect(long.afterAvoidableChange.builds).toBeGreaterThan(0);
+    expect(long.cost.overOptimum).toBeGreaterThan(stabilised.providerCache.ttl24h.cost.overOptimum);
+  });
+
+  it("stabilised system prompts carry no time of day and no random id (issue 8)", () => {
+    expect(TIME_OF_DAY.test("发布于 23:50:07")).toBe(true);
+    expect(UUID.test("id 123e4567-e89b-12d3-a456-426614174000")).toBe(true);
+    expect(LONG_HEX.test("hash 9f86d081884c7d65")).toBe(true);
+    expect(builds.stabilised).toHaveLength(35);
+    for (const build of builds.stabilised) {
+      expect(build.systemText.length).toBeGreaterThan(1_000);
+      expect(build.systemText).not.toMatch(TIME_OF_DAY);
+      expect(build.systemText).not.toMatch(UUID);
+      expect(build.systemText).not.toMatch(LONG_HEX);
+    }
+  });
+});

@@ -1,0 +1,572 @@
+// Replays a workload through the real services twice, with the naive assembly policy (the seeds'
+// "before") and the stabilised one (the product), and reports them side by side.
+//
+// Wiring as in bench/src/latency.ts: session-events, rules-snapshot and prompt-assembly in this
+// process on fresh MariaDB databases and the embedded bus, all three on one injected clock that the
+// replay moves from event to event. The harness flow is the real one over gRPC: SaveMessage, then
+// BuildRequest(min_seq) with the workspace rules FILE source; CommitCompaction for compactions; the
+// "restart" stops prompt-assembly and rules-snapshot and starts new ones over the same databases.
+// Provider usage comes from the cache simulator, cost from seed 001's price table. Two caches see
+// the same requests: the 5-minute TTL of the brief, and a 24-hour one, because seed 001 §1.1 saw
+// its provider still hit after 18.5 to 21 hours idle; with it a break during an idle gap is paid.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { credentials } from "@grpc/grpc-js";
+import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { callUnary } from "@prefix-guard/grpc";
+import { silentLogger } from "@prefix-guard/logging";
+import {
+  type AssemblyPolicy,
+  canonicalJson,
+  estimateTokens,
+  loadPromptAssemblyConfig,
+  type RunningPromptAssembly,
+  startPromptAssembly,
+} from "@prefix-guard/prompt-assembly";
+import {
+  type BuildRequestRequest,
+  type BuildRequestResponse,
+  PromptAssemblyClient,
+  WireFormat,
+} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { decisionToJSON, RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import { loadRulesSnapshotConfig, type RunningRulesSnapshot, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
+import { type BusHandle, defaultTopicSpecs, openBus } from "@prefix-guard/runtime";
+import { loadSessionEventsConfig, type RunningSessionEvents, startSessionEvents } from "@prefix-guard/session-events";
+import { type LatencySummary, progress, summarize, timed } from "../stats";
+import { type ChangeCounts, type ChangeVerdict, PrefixChangeLedger } from "./accounting";
+import { type CacheObservation, PRICES_PER_MILLION, ProviderCacheSimulator, providerSegments } from "./provider-cache";
+import { renderReplayChart } from "./svg-chart";
+import { type CacheScenario, UsageTally } from "./usage";
+import {
+  applyAgentsMdEdit,
+  generateWorkload,
+  localDateOf,
+  renderAgentsMd,
+  type SessionPlan,
+  type Workload,
+  type WorkloadOptions,
+} from "./workload";
+
+export interface ReplayBuildRecord {
+  readonly policy: AssemblyPolicy;
+  readonly sessionId: string;
+  readonly atMs: number;
+  readonly bodyJson: string;
+  /** The system message of the body, as sent. */
+  readonly systemText: string;
+  readonly observed: ChangeVerdict;
+  readonly monitor: ChangeVerdict;
+  /** What the 5-minute-TTL cache served. */
+  readonly usage: CacheObservation;
+}
+
+export interface ReplayRunOptions {
+  readonly policy: AssemblyPolicy;
+  /** Progress line on stderr every this many builds (0 = never). */
+  readonly progressEvery?: number;
+  readonly onBuild?: (build: ReplayBuildRecord) => void;
+}
+
+export interface ReplayRunResult {
+  readonly policy: AssemblyPolicy;
+  readonly builds: number;
+  readonly wallSeconds: number;
+  readonly prefixChanges: { readonly observed: ChangeCounts; readonly monitor: ChangeCounts };
+  /** The provider cache with the brief's 5-minute TTL, and with the 24 hours seed 001 observed. */
+  readonly providerCache: { readonly ttl5m: CacheScenario; readonly ttl24h: CacheScenario };
+  readonly rulesDecisions: Readonly<Record<string, number>>;
+  readonly latency: {
+    readonly buildRequest: LatencySummary;
+    readonly resolve: LatencySummary | null;
+    readonly saveMessage: LatencySummary;
+  };
+}
+
+interface SessionState {
+  readonly plan: SessionPlan;
+  generation: number;
+  readonly assistantMessageIds: Map<number, string>;
+  messagesSinceBuild: number;
+}
+
+const CALL = { deadlineMs: 30_000 };
+const SHORT_TTL_MS = 5 * 60_000;
+const LONG_TTL_MS = 24 * 3_600_000;
+const MODEL = "glm-4.6";
+
+/** The three services on fresh databases, with a restart of the two that hold session state. */
+class ReplayStack {
+  private rulesSnapshot!: RunningRulesSnapshot;
+  private promptAssembly!: RunningPromptAssembly;
+  sessions!: SessionEventsClient;
+  assembly!: PromptAssemblyClient;
+  rules!: RulesSnapshotClient;
+
+  private constructor(
+    private readonly policy: AssemblyPolicy,
+    private readonly now: () => number,
+    private readonly dbs: { se: TestDatabase; rs: TestDatabase; pa: TestDatabase },
+    private readonly dataDir: string,
+    private readonly bus: BusHandle,
+    private readonly sessionEvents: RunningSessionEvents,
+  ) {}
+
+  private static env(dataDir: string) {
+    return {
+      TRANSPORT: "embedded",
+      GRPC_PORT: "0",
+      LOG_LEVEL: "silent",
+      BUS_DATABASE_URL: `sqlite:${dataDir}/bus.sqlite`,
+    };
+  }
+
+  static async start(policy: AssemblyPolicy, now: () => number): Promise<ReplayStack> {
+    const logger = silentLogger();
+    const [se, rs, pa] = await Promise.all(
+      ["replay_se", "replay_rs", "replay_pa"].map((label) => createTestDatabase(`${label}_${policy}`)),
+    );
+    if (se === undefined || rs === undefined || pa === undefined) throw new Error("test databases");
+    const dataDir = mkdtempSync(join(tmpdir(), "pg-replay-"));
+    const env = ReplayStack.env(dataDir);
+    const bus = await openBus(loadSessionEventsConfig(env), "replay", defaultTopicSpecs(), logger);
+    const sessionEvents = await startSessionEvents(
+      loadSessionEventsConfig({ ...env, DATABASE_URL: se.url, SESSION_CHARACTER_QUOTA: "10000000" }),
+      { bus: bus.bus, logger, now },
+    );
+    const stack = new ReplayStack(policy, now, { se, rs, pa }, dataDir, bus, sessionEvents);
+    stack.sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure());
+    await stack.startStateful();
+    return stack;
+  }
+
+  private async startStateful(): Promise<void> {
+    const logger = silentLogger();
+    const env = ReplayStack.env(this.dataDir);
+    this.rulesSnapshot = await startRulesSnapshot(loadRulesSnapshotConfig({ ...env, DATABASE_URL: this.dbs.rs.url }), {
+      bus: this.bus.bus,
+      logger,
+      now: this.now,
+    });
+    this.promptAssembly = await startPromptAssembly(
+      loadPromptAssemblyConfig({
+        ...env,
+        DATABASE_URL: this.dbs.pa.url,
+        SESSION_EVENTS_ADDRESS: this.sessionEvents.address,
+        RULES_SNAPSHOT_ADDRESS: this.rulesSnapshot.address,
+        ASSEMBLY_POLICY: this.policy,
+      }),
+      { bus: this.bus.bus, logger, now: this.now },
+    );
+    this.assembly = new PromptAssemblyClient(this.promptAssembly.address, credentials.createInsecure());
+    this.rules = new RulesSnapshotClient(this.rulesSnapshot.address, credentials.createInsecure());
+  }
+
+  private async stopStateful(): Promise<void> {
+    this.assembly.close();
+    this.rules.close();
+    await this.promptAssembly.stop();
+    await this.rulesSnapshot.stop();
+  }
+
+  /** New process objects over the same databases: whatever lived only in memory is gone. */
+  async restart(): Promise<void> {
+    await this.stopStateful();
+    await this.startStateful();
+  }
+
+  async stop(): Promise<void> {
+    await this.stopStateful();
+    this.sessions.close();
+    await this.sessionEvents.stop();
+    await this.bus.close();
+    for (const db of Object.values(this.dbs)) await db.drop();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+function systemAndConversation(bodyJson: string): { systemText: string; conversation: string[] } {
+  const messages = (JSON.parse(bodyJson) as { messages?: { role?: string; content?: unknown }[] }).messages ?? [];
+  const [first, ...rest] = messages;
+  if (first?.role !== "system") return { systemText: "", conversation: messages.map((m) => canonicalJson(m)) };
+  return {
+    systemText: typeof first.content === "string" ? first.content : canonicalJson(first.content ?? ""),
+    conversation: rest.map((message) => canonicalJson(message)),
+  };
+}
+
+/** One run of `workload` with `policy`. */
+export async function runReplay(workload: Workload, options: ReplayRunOptions): Promise<ReplayRunResult> {
+  const { policy } = options;
+  const started = performance.now();
+  let clockMs = workload.events[0]?.atMs ?? 0;
+  const now = () => clockMs;
+  const stack = await ReplayStack.start(policy, now);
+  const workspace = mkdtempSync(join(tmpdir(), "pg-replay-ws-"));
+  const agentsMdPath = join(workspace, "AGENTS.md");
+  let agentsMd = workload.agentsMd;
+  writeFileSync(agentsMdPath, renderAgentsMd(agentsMd));
+
+  const states = new Map<string, SessionState>(
+    workload.sessions.map((plan) => [
+      plan.sessionId,
+      { plan, generation: 0, assistantMessageIds: new Map(), messagesSinceBuild: 0 },
+    ]),
+  );
+  const stateOf = (sessionId: string): SessionState => {
+    const state = states.get(sessionId);
+    if (state === undefined) throw new Error(`unknown session ${sessionId}`);
+    return state;
+  };
+  const caches = [
+    { simulator: new ProviderCacheSimulator({ estimateTokens, ttlMs: SHORT_TTL_MS }), tally: new UsageTally(5) },
+    { simulator: new ProviderCacheSimulator({ estimateTokens, ttlMs: LONG_TTL_MS }), tally: new UsageTally(24 * 60) },
+  ] as const;
+  const ledger = new PrefixChangeLedger();
+  const buildSamples: number[] = [];
+  const resolveSamples: number[] = [];
+  const saveSamples: number[] = [];
+  const decisions: Record<string, number> = {};
+  const totalBuilds = workload.stats.userTurns;
+  const progressEvery = options.progressEvery ?? 100;
+
+  const buildRequest = (sessionId: string, minSeq: number): BuildRequestRequest => ({
+    sessionId,
+    minSeq,
+    sections: workload.sections.map((section) => ({ ...section })),
+    tools: workload.tools.map((tool) => ({ ...tool })),
+    wireFormat: WireFormat.WIRE_FORMAT_OPENAI_CHAT,
+    model: MODEL,
+    workspace,
+    rulesSource: { $case: "rulesFile", value: { path: agentsMdPath } },
+    embed: false,
+    locale: "zh-CN",
+  });
+  const say = async (sessionId: string, role: Role, text: string) => {
+    const [ms, saved] = await timed(() =>
+      callUnary(
+        stack.sessions,
+        stack.sessions.saveMessage,
+        { sessionId, role, content: [{ part: { $case: "text", value: { text } } }], thinkingText: "" },
+        CALL,
+      ),
+    );
+    saveSamples.push(ms);
+    return saved;
+  };
+
+  try {
+    for (const event of workload.events) {
+      clockMs = event.atMs;
+      switch (event.kind) {
+        case "create":
+          await callUnary(
+            stack.sessions,
+            stack.sessions.createSession,
+            {
+              sessionId: event.sessionId,
+              owner: "replay",
+              workspace,
+              timezone: workload.timezone,
+              kind: SessionKind.SESSION_KIND_MAIN,
+              parentSessionId: "",
+              continuedFromSessionId: "",
+            },
+            CALL,
+          );
+          break;
+        case "user": {
+          const state = stateOf(event.sessionId);
+          const saved = await say(event.sessionId, Role.ROLE_USER, event.text);
+          state.messagesSinceBuild += 1;
+          const [ms, response] = await timed<BuildRequestResponse>(() =>
+            callUnary(stack.assembly, stack.assembly.buildRequest, buildRequest(event.sessionId, saved.seq), CALL),
+          );
+          buildSamples.push(ms);
+          if (policy === "stabilised") {
+            // The same Resolve the build made, timed on its own (the retained path every later turn takes).
+            const [resolveMs] = await timed(() =>
+              callUnary(
+                stack.rules,
+                stack.rules.resolve,
+                {
+                  sessionId: event.sessionId,
+                  workspace,
+                  source: { $case: "file", value: { path: agentsMdPath } },
+                  compactionGeneration: state.generation,
+                  embed: false,
+                },
+                CALL,
+              ),
+            );
+            resolveSamples.push(resolveMs);
+          }
+          const decision = decisionToJSON(response.rulesDecision).replace(/^DECISION_/, "");
+          decisions[decision] = (decisions[decision] ?? 0) + 1;
+
+          const { systemText, conversation } = systemAndConversation(response.bodyJson);
+          const verdicts = ledger.record({
+            sessionId: event.sessionId,
+            sections: response.sections,
+            toolsHash: response.toolsHash,
+            messages: conversation,
+            generation: state.generation,
+            prefix: response.prefix,
+          });
+          const segments = providerSegments(response.bodyJson, (value) => canonicalJson(value));
+          const outputTokens = estimateTokens(state.plan.turns[event.turn]?.assistant ?? "");
+          const [usage] = caches.map(({ simulator, tally }) => {
+            const observation = simulator.observe(event.sessionId, event.atMs, segments, state.messagesSinceBuild);
+            tally.add(observation, outputTokens, verdicts.observed.kind === "avoidable");
+            return observation;
+          });
+          state.messagesSinceBuild = 0;
+          if (usage === undefined) throw new Error("no cache simulator");
+          options.onBuild?.({
+            policy,
+            sessionId: event.sessionId,
+            atMs: event.atMs,
+            bodyJson: response.bodyJson,
+            systemText,
+            observed: verdicts.observed,
+            monitor: verdicts.monitor,
+            usage,
+          });
+          if (progressEvery > 0 && buildSamples.length % progressEvery === 0) {
+            const local = new Date(event.atMs + 8 * 3_600_000).toISOString().slice(11, 16);
+            progress(
+              `replay ${policy}: ${buildSamples.length}/${totalBuilds} builds (sim ${localDateOf(event.atMs)} ${local}), ${((performance.now() - started) / 1000).toFixed(1)} s`,
+            );
+          }
+          break;
+        }
+        case "assistant": {
+          const state = stateOf(event.sessionId);
+          const saved = await say(event.sessionId, Role.ROLE_ASSISTANT, event.text);
+          state.assistantMessageIds.set(event.turn, saved.messageId);
+          state.messagesSinceBuild += 1;
+          break;
+        }
+        case "edit":
+          agentsMd = applyAgentsMdEdit(agentsMd, event.table, event.row);
+          writeFileSync(agentsMdPath, renderAgentsMd(agentsMd));
+          break;
+        case "compact": {
+          const state = stateOf(event.sessionId);
+          const boundaryMessageId = state.assistantMessageIds.get(event.boundaryTurn);
+          if (boundaryMessageId === undefined) throw new Error(`no boundary message for ${event.sessionId}`);
+          const committed = await callUnary(
+            stack.sessions,
+            stack.sessions.commitCompaction,
+            {
+              sessionId: event.sessionId,
+              expectedGeneration: state.generation,
+              boundaryMessageId,
+              summary: event.summary,
+            },
+            CALL,
+          );
+          state.generation = committed.generation;
+          break;
+        }
+        case "restart":
+          progress(`replay ${policy}: restarting prompt-assembly and rules-snapshot`);
+          await stack.restart();
+          break;
+      }
+    }
+  } finally {
+    await stack.stop();
+    rmSync(workspace, { recursive: true, force: true });
+  }
+
+  return {
+    policy,
+    builds: buildSamples.length,
+    wallSeconds: (performance.now() - started) / 1000,
+    prefixChanges: ledger.summary(),
+    providerCache: { ttl5m: caches[0].tally.result(), ttl24h: caches[1].tally.result() },
+    rulesDecisions: decisions,
+    latency: {
+      buildRequest: summarize("BuildRequest", buildSamples),
+      resolve: resolveSamples.length > 0 ? summarize("Resolve", resolveSamples) : null,
+      saveMessage: summarize("SaveMessage", saveSamples),
+    },
+  };
+}
+
+/** Sections shown side by side: the seeds' two offenders first, then whatever else moved. */
+export function sectionRows(
+  naive: ChangeCounts,
+  stabilised: ChangeCounts,
+): { name: string; naive: number; stabilised: number }[] {
+  const first = ["workspace-rules", "current-date"];
+  const others = [...new Set([...Object.keys(naive.avoidableBySection), ...Object.keys(stabilised.avoidableBySection)])]
+    .filter((name) => !first.includes(name))
+    .sort();
+  return [...first, ...others].map((name) => ({
+    name,
+    naive: naive.avoidableBySection[name] ?? 0,
+    stabilised: stabilised.avoidableBySection[name] ?? 0,
+  }));
+}
+
+export interface ReplayChecks {
+  /** Done criterion 1: no avoidable change in the stabilised run, by bytes and by its monitor. */
+  readonly stabilisedZeroAvoidable: boolean;
+  /** Done criterion 2: the naive run shows the seeds' pattern, workspace-rules the largest avoidable section. */
+  readonly naiveWorkspaceRulesDominates: boolean;
+  readonly naiveWorkspaceRulesShare: number;
+}
+
+export function checkReplay(naive: ReplayRunResult, stabilised: ReplayRunResult): ReplayChecks {
+  const bySection = naive.prefixChanges.observed.avoidableBySection;
+  const rules = bySection["workspace-rules"] ?? 0;
+  const largestOther = Math.max(
+    0,
+    ...Object.entries(bySection)
+      .filter(([name]) => name !== "workspace-rules")
+      .map(([, count]) => count),
+  );
+  return {
+    stabilisedZeroAvoidable:
+      stabilised.prefixChanges.observed.avoidable === 0 && stabilised.prefixChanges.monitor.avoidable === 0,
+    naiveWorkspaceRulesDominates: rules > largestOther,
+    naiveWorkspaceRulesShare: share(rules, naive.prefixChanges.observed.avoidable),
+  };
+}
+
+function share(part: number, whole: number): number {
+  return whole > 0 ? part / whole : 0;
+}
+
+function pct(value: number): string {
+  return `${(value * 100).toFixed(1)}%`;
+}
+
+/** The side-by-side table printed to stdout. */
+export function formatReplayTable(
+  workload: Workload,
+  naive: ReplayRunResult,
+  stabilised: ReplayRunResult,
+  checks: ReplayChecks,
+): string {
+  const rows: [string, string, string][] = [];
+  const row = (name: string, a: string | number, b: string | number) => rows.push([name, String(a), String(b)]);
+  const n = naive.prefixChanges;
+  const s = stabilised.prefixChanges;
+  row("builds", naive.builds, stabilised.builds);
+  row("avoidable prefix changes (bytes)", n.observed.avoidable, s.observed.avoidable);
+  for (const section of sectionRows(n.observed, s.observed))
+    row(`  ${section.name}`, section.naive, section.stabilised);
+  row(
+    "unavoidable: first build",
+    n.observed.unavoidableByCause["first-build"] ?? 0,
+    s.observed.unavoidableByCause["first-build"] ?? 0,
+  );
+  row(
+    "unavoidable: compaction",
+    n.observed.unavoidableByCause.compaction ?? 0,
+    s.observed.unavoidableByCause.compaction ?? 0,
+  );
+  row("avoidable, as the monitor reported", n.monitor.avoidable, s.monitor.avoidable);
+  row(
+    "  of which monitor forgot (restart)",
+    n.monitor.avoidableBySection["monitor-reset"] ?? 0,
+    s.monitor.avoidableBySection["monitor-reset"] ?? 0,
+  );
+  for (const key of ["ttl5m", "ttl24h"] as const) {
+    const a = naive.providerCache[key];
+    const b = stabilised.providerCache[key];
+    const ttl = key === "ttl5m" ? "TTL 5 min" : "TTL 24 h";
+    row(`[${ttl}] cached / prompt`, pct(a.cachedShare), pct(b.cachedShare));
+    row(`[${ttl}] append-only optimum / prompt`, pct(a.optimumShare), pct(b.optimumShare));
+    row(
+      `[${ttl}] cached right after an avoidable change`,
+      a.afterAvoidableChange.builds
+        ? `${pct(a.afterAvoidableChange.cachedShare)} of ${a.afterAvoidableChange.builds}`
+        : "-",
+      b.afterAvoidableChange.builds
+        ? `${pct(b.afterAvoidableChange.cachedShare)} of ${b.afterAvoidableChange.builds}`
+        : "-",
+    );
+    row(`[${ttl}] builds after TTL expiry`, a.ttlExpiredBuilds, b.ttlExpiredBuilds);
+    row(
+      `[${ttl}] prompt / cached tokens`,
+      `${a.tokens.prompt} / ${a.tokens.cached}`,
+      `${b.tokens.prompt} / ${b.tokens.cached}`,
+    );
+    row(`[${ttl}] cost, yuan`, a.cost.actual.toFixed(4), b.cost.actual.toFixed(4));
+    row(`[${ttl}] cost at the optimum, yuan`, a.cost.optimum.toFixed(4), b.cost.optimum.toFixed(4));
+    row(`[${ttl}] cost over the optimum, yuan`, a.cost.overOptimum.toFixed(4), b.cost.overOptimum.toFixed(4));
+  }
+  const latency = (summary: LatencySummary | null) =>
+    summary === null ? "-" : `${summary.p50.toFixed(2)} / ${summary.p99.toFixed(2)}`;
+  row("BuildRequest p50 / p99 ms", latency(naive.latency.buildRequest), latency(stabilised.latency.buildRequest));
+  row(
+    "Resolve p50 / p99 ms",
+    naive.latency.resolve ? latency(naive.latency.resolve) : "- (file read in build)",
+    latency(stabilised.latency.resolve),
+  );
+  row("SaveMessage p50 / p99 ms", latency(naive.latency.saveMessage), latency(stabilised.latency.saveMessage));
+  row("wall time, s", naive.wallSeconds.toFixed(1), stabilised.wallSeconds.toFixed(1));
+  const width = Math.max(...rows.map(([name]) => name.length));
+  const header = `${"".padEnd(width)}  ${"naive".padStart(22)}  ${"stabilised".padStart(22)}`;
+  const w = workload.stats;
+  return [
+    `Replay: ${w.sessions} sessions in one workspace, ${workload.options.days} days, ${w.userTurns} user turns, ${w.edits} AGENTS.md edits, ${w.compactions} compactions, ${w.crossDaySessions} cross-day sessions, ${w.restarts} restart`,
+    header,
+    "-".repeat(header.length),
+    ...rows.map(([name, a, b]) => `${name.padEnd(width)}  ${a.padStart(22)}  ${b.padStart(22)}`),
+    "",
+    `done: stabilised avoidable = 0 ............ ${checks.stabilisedZeroAvoidable ? "PASS" : "FAIL"}`,
+    `done: naive dominated by workspace-rules .. ${checks.naiveWorkspaceRulesDominates ? "PASS" : "FAIL"} (${pct(checks.naiveWorkspaceRulesShare)} of avoidable changes; seed 001 §1.1: 75%)`,
+  ].join("\n");
+}
+
+export interface ReplayBenchResults {
+  readonly workload: WorkloadOptions & { readonly stats: Workload["stats"] };
+  readonly prices: typeof PRICES_PER_MILLION;
+  readonly naive: ReplayRunResult;
+  readonly stabilised: ReplayRunResult;
+  readonly checks: ReplayChecks;
+  readonly svg: string;
+}
+
+export async function runReplayBench(workloadOptions: WorkloadOptions): Promise<ReplayBenchResults> {
+  const workload = generateWorkload(workloadOptions);
+  progress(
+    `replay: ${workload.stats.sessions} sessions, ${workload.stats.userTurns} builds per run, ${workload.stats.edits} edits, ${workload.stats.compactions} compactions`,
+  );
+  const naive = await runReplay(workload, { policy: "naive" });
+  const stabilised = await runReplay(workload, { policy: "stabilised" });
+  const checks = checkReplay(naive, stabilised);
+  process.stdout.write(`\n${formatReplayTable(workload, naive, stabilised, checks)}\n`);
+  const svg = renderReplayChart({
+    title: "Replay: naive assembly (seeds' before) vs stabilised",
+    subtitle: `${workload.stats.sessions} sessions, ${workloadOptions.days} days, ${workload.stats.userTurns} builds per run, ${workload.stats.edits} AGENTS.md edits, ${workload.stats.compactions} compactions, 1 restart; prices 2 / 0.04 / 8 yuan per M tokens`,
+    sections: sectionRows(naive.prefixChanges.observed, stabilised.prefixChanges.observed),
+    costs: (["ttl5m", "ttl24h"] as const).map((key) => {
+      const a = naive.providerCache[key];
+      const b = stabilised.providerCache[key];
+      return {
+        label: key === "ttl5m" ? "TTL 5 min" : "TTL 24 h",
+        naive: { yuan: a.cost.actual, cachedShare: a.cachedShare, overOptimum: a.cost.overOptimum },
+        stabilised: { yuan: b.cost.actual, cachedShare: b.cachedShare, overOptimum: b.cost.overOptimum },
+        // Both runs replay the same turns; their optima differ only by the few bytes of the date texts.
+        optimum: { yuan: b.cost.optimum, cachedShare: b.optimumShare },
+      };
+    }),
+  });
+  return {
+    workload: { ...workloadOptions, stats: workload.stats },
+    prices: PRICES_PER_MILLION,
+    naive,
+    stabilised,
+    checks,
+    svg,
+  };
+}

@@ -1,0 +1,196 @@
+import { outboxMessageTable } from "@prefix-guard/bus";
+import type { Migration } from "@prefix-guard/db";
+
+// Dialect-neutral (MariaDB and SQLite): instants are UTC ms in BIGINT columns, costs are DOUBLE in
+// the price table's currency unit, booleans are plain columns without server defaults, no foreign
+// keys. Events are stored as they arrived, keyed by event_id so a redelivery is a no-op; the join
+// between usage (llm.usage.v1) and builds (prompt.prefix.v1) is by (session_id, request_id) because
+// the two topics arrive in any order relative to each other.
+
+/**
+ * One row per session seen on any input. Writers lock it (SELECT … FOR UPDATE) so a usage and a
+ * prefix event of the same session never join against each other's uncommitted state.
+ */
+const sessionTable: Migration = {
+  name: "0001_cm_session",
+  async up(db) {
+    await db.schema.createTable("cm_session", (t) => {
+      t.string("session_id", 128).notNullable().primary();
+      t.bigInteger("created_at_ms").notNullable();
+      t.bigInteger("updated_at_ms").notNullable();
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("cm_session");
+  },
+};
+
+/** prompt.prefix.v1 FingerprintObserved: what every build sent, for TraceSession. */
+const prefixObservationTable: Migration = {
+  name: "0002_cm_prefix_observation",
+  async up(db) {
+    await db.schema.createTable("cm_prefix_observation", (t) => {
+      t.string("event_id", 64).notNullable().primary();
+      t.string("session_id", 128).notNullable();
+      t.string("request_id", 128).notNullable();
+      t.bigInteger("occurred_at_ms").notNullable();
+      // [{key, sha256, chars}] in build order.
+      t.text("sections_json", "mediumtext").notNullable();
+      t.string("tools_hash", 128).notNullable();
+      t.string("history_hash", 128).notNullable();
+      t.integer("messages").notNullable();
+      t.boolean("first_build").notNullable();
+      t.string("rules_decision", 64).notNullable();
+      t.text("date_notices_json").notNullable();
+      t.string("anchor_date", 16).notNullable();
+      t.bigInteger("estimated_tokens").notNullable();
+      t.string("model", 200).notNullable();
+      t.integer("compaction_generation").notNullable();
+      t.bigInteger("received_at_ms").notNullable();
+      t.index(["session_id", "request_id"], "cm_prefix_observation_request");
+      t.index(["session_id", "occurred_at_ms"], "cm_prefix_observation_session_time");
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("cm_prefix_observation");
+  },
+};
+
+/** prompt.prefix.v1 PrefixChanged: what our fingerprints saw change, and why. */
+const prefixChangeTable: Migration = {
+  name: "0003_cm_prefix_change",
+  async up(db) {
+    await db.schema.createTable("cm_prefix_change", (t) => {
+      t.string("event_id", 64).notNullable().primary();
+      t.string("session_id", 128).notNullable();
+      t.string("request_id", 128).notNullable();
+      t.bigInteger("occurred_at_ms").notNullable();
+      t.text("changed_sections_json").notNullable();
+      t.boolean("tools_changed").notNullable();
+      // "none" | "order_only" | "definitions"
+      t.string("tools_change_kind", 32).notNullable();
+      t.boolean("history_rewritten").notNullable();
+      t.text("cause").notNullable();
+      t.bigInteger("bytes_after_break").notNullable();
+      t.bigInteger("tokens_after_break").notNullable();
+      t.integer("messages").notNullable();
+      t.bigInteger("received_at_ms").notNullable();
+      t.index(["session_id", "request_id"], "cm_prefix_change_request");
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("cm_prefix_change");
+  },
+};
+
+/**
+ * llm.usage.v1 / RecordUsage: one row per LLM call. Several calls may send the same body (request_id
+ * is a hash of it), so (session_id, request_id) is not unique; event_id is.
+ */
+const usageTable: Migration = {
+  name: "0004_cm_usage",
+  async up(db) {
+    await db.schema.createTable("cm_usage", (t) => {
+      t.increments("id").primary();
+      t.string("event_id", 64).notNullable().unique("cm_usage_event_id");
+      t.string("session_id", 128).notNullable();
+      t.string("request_id", 128).notNullable();
+      t.string("model", 200).notNullable();
+      t.string("provider", 100).notNullable();
+      t.bigInteger("prompt_tokens").notNullable();
+      t.bigInteger("cached_tokens").notNullable();
+      t.bigInteger("completion_tokens").notNullable();
+      t.bigInteger("cache_creation_tokens").notNullable();
+      t.double("reported_cost").nullable();
+      // Reported cost, else priced from the table at record time.
+      t.double("cost").notNullable();
+      // ProviderCacheReport as JSON; NULL when the harness sent none.
+      t.text("provider_report_json", "mediumtext").nullable();
+      t.bigInteger("called_at_ms").notNullable();
+      t.bigInteger("recorded_at_ms").notNullable();
+      // "rpc" (RecordUsage, republished on llm.usage.v1) | "topic" (consumed from llm.usage.v1)
+      t.string("source", 16).notNullable();
+      t.index(["session_id", "called_at_ms"], "cm_usage_session_time");
+      t.index(["session_id", "request_id"], "cm_usage_request");
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("cm_usage");
+  },
+};
+
+/**
+ * A call whose cached share fell far below its session's norm. The detection columns are fixed when
+ * the usage is recorded; the explanation columns (changed sections, cause, attribution) are
+ * rewritten when the build's prefix events arrive later.
+ */
+const collapseTable: Migration = {
+  name: "0005_cm_collapse",
+  async up(db) {
+    await db.schema.createTable("cm_collapse", (t) => {
+      t.increments("id").primary();
+      t.integer("usage_id").unsigned().notNullable().unique("cm_collapse_usage");
+      t.string("session_id", 128).notNullable();
+      t.string("request_id", 128).notNullable();
+      t.string("model", 200).notNullable();
+      t.bigInteger("prompt_tokens").notNullable();
+      t.bigInteger("cached_tokens").notNullable();
+      t.double("cached_ratio").notNullable();
+      t.double("baseline_ratio").notNullable();
+      t.double("cost").notNullable();
+      t.double("expected_cost").notNullable();
+      t.double("extra_cost").notNullable();
+      t.text("changed_sections_json").notNullable();
+      t.boolean("tools_changed").notNullable();
+      t.boolean("history_rewritten").notNullable();
+      // "changed" | "unchanged" | "first_build" | "unknown" (no prefix event yet)
+      t.string("our_verdict", 16).notNullable();
+      t.text("cause").notNullable();
+      // "none" | "provider_only" | "ours_only" | "unknown"
+      t.string("attribution", 16).notNullable();
+      t.text("provider_cache_miss_reason").notNullable();
+      t.bigInteger("called_at_ms").notNullable();
+      t.bigInteger("detected_at_ms").notNullable();
+      t.bigInteger("updated_at_ms").notNullable();
+      t.index(["called_at_ms"], "cm_collapse_time");
+      t.index(["session_id", "called_at_ms"], "cm_collapse_session_time");
+      t.index(["session_id", "request_id"], "cm_collapse_request");
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("cm_collapse");
+  },
+};
+
+/**
+ * One row per (collapse, section it is counted under), so ListCollapses' per-section totals are one
+ * GROUP BY on either dialect. Window columns are copied from the collapse to keep that query single-table.
+ */
+const collapseSectionTable: Migration = {
+  name: "0006_cm_collapse_section",
+  async up(db) {
+    await db.schema.createTable("cm_collapse_section", (t) => {
+      t.integer("collapse_id").unsigned().notNullable();
+      t.string("section", 128).notNullable();
+      t.string("session_id", 128).notNullable();
+      t.bigInteger("called_at_ms").notNullable();
+      t.double("extra_cost").notNullable();
+      t.primary(["collapse_id", "section"]);
+      t.index(["called_at_ms"], "cm_collapse_section_time");
+      t.index(["session_id", "called_at_ms"], "cm_collapse_section_session_time");
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("cm_collapse_section");
+  },
+};
+
+export const cacheMonitorMigrations: Migration[] = [
+  outboxMessageTable,
+  sessionTable,
+  prefixObservationTable,
+  prefixChangeTable,
+  usageTable,
+  collapseTable,
+  collapseSectionTable,
+];

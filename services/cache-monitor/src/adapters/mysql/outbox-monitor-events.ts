@@ -1,0 +1,32 @@
+import { enqueueOutboxMessage, traceHeaders } from "@prefix-guard/bus";
+import { encodeEnvelope, Topics } from "@prefix-guard/events";
+import { CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
+import { LlmUsageEvent } from "@prefix-guard/proto/events/v1/usage_events";
+import type { MonitorEventSink } from "../../application/cache-monitor";
+
+/**
+ * cache.collapse.v1 and llm.usage.v1 through the outbox, keyed by session id: an event is published
+ * if and only if the usage or collapse it reports committed.
+ */
+export function outboxMonitorEventSink(now: () => number): MonitorEventSink {
+  return {
+    async usageRecorded(event, trx) {
+      await enqueueOutboxMessage(trx, {
+        topic: Topics.llmUsage,
+        key: event.sessionId,
+        value: encodeEnvelope(LlmUsageEvent, event),
+        headers: { "pg-event-type": event.type, ...traceHeaders() },
+        nowMs: now(),
+      });
+    },
+    async collapseDetected(event, trx) {
+      await enqueueOutboxMessage(trx, {
+        topic: Topics.cacheCollapse,
+        key: event.sessionId,
+        value: encodeEnvelope(CacheCollapseEvent, event),
+        headers: { "pg-event-type": event.type, ...traceHeaders() },
+        nowMs: now(),
+      });
+    },
+  };
+}

@@ -1,0 +1,369 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
+import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { ConflictError, ValidationError } from "@prefix-guard/errors";
+import { Topics } from "@prefix-guard/events";
+import { silentLogger } from "@prefix-guard/logging";
+import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
+import { type CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
+import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MonitorStore } from "../adapters/mysql/monitor-store";
+import { outboxMonitorEventSink } from "../adapters/mysql/outbox-monitor-events";
+import { DEFAULT_COLLAPSE_THRESHOLDS } from "../domain/collapse-detection";
+import { DEFAULT_PRICE_BOOK } from "../domain/pricing";
+import { CacheMonitor } from "./cache-monitor";
+import type { ValidPrefixEvent } from "./monitor-events";
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+const T0 = Date.UTC(2026, 9, 14, 4, 0, 0);
+let clock = T0;
+let ids = 0;
+
+function monitorOn(db: Database): CacheMonitor {
+  return new CacheMonitor({
+    store: new MonitorStore(db),
+    events: outboxMonitorEventSink(() => clock),
+    prices: DEFAULT_PRICE_BOOK,
+    thresholds: DEFAULT_COLLAPSE_THRESHOLDS,
+    now: () => clock,
+    newEventId: () => `evt-${++ids}`,
+    sha256,
+    logger: silentLogger(),
+  });
+}
+
+function usage(requestId: string, overrides: Partial<UsageRecorded> = {}): UsageRecorded {
+  return {
+    requestId,
+    model: "glm-4.6",
+    promptTokens: 450_000,
+    cachedTokens: 449_000,
+    completionTokens: 600,
+    cacheCreationTokens: 0,
+    provider: "zhipu",
+    calledAtMs: clock,
+    ...overrides,
+  };
+}
+
+/** Seed 001's 811 at 13:11: 453,569 prompt, 8,576 cached, cost 0.8953. */
+const collapseUsage = (requestId: string) =>
+  usage(requestId, { promptTokens: 453_569, cachedTokens: 8_576, completionTokens: 621 });
+
+function observed(sessionId: string, requestId: string, firstBuild = false): ValidPrefixEvent {
+  return {
+    eventId: `obs-${sessionId}-${requestId}`,
+    sessionId,
+    requestId,
+    occurredAtMs: clock,
+    schemaVersion: 1,
+    type: "FingerprintObserved",
+    payload: {
+      $case: "observed",
+      value: {
+        sections: [
+          { key: "system-prompt", sha256: "a".repeat(64), chars: 9_000 },
+          { key: "workspace-rules", sha256: sha256(requestId), chars: 15_169 },
+        ],
+        toolsHash: "t".repeat(64),
+        historyHash: sha256(`history ${requestId}`),
+        messages: 478,
+        firstBuild,
+        rulesDecision: firstBuild ? "PINNED" : "RETAINED",
+        dateNotices: [],
+        anchorDate: "2026-10-14",
+        estimatedTokens: 450_000,
+        model: "glm-4.6",
+        compactionGeneration: 0,
+      },
+    },
+  };
+}
+
+function rulesChanged(sessionId: string, requestId: string): ValidPrefixEvent {
+  return {
+    eventId: `chg-${sessionId}-${requestId}`,
+    sessionId,
+    requestId,
+    occurredAtMs: clock,
+    schemaVersion: 1,
+    type: "PrefixChanged",
+    payload: {
+      $case: "changed",
+      value: {
+        changedSections: ["workspace-rules"],
+        toolsChanged: false,
+        toolsChangeKind: "none",
+        historyRewritten: false,
+        cause: "new workspace-rules snapshot pinned",
+        bytesAfterBreak: 1_800_000,
+        tokensAfterBreak: 444_993,
+        messages: 478,
+      },
+    },
+  };
+}
+
+/** Five normal calls: a cold first build, then four at ~99.8% cached, each with its fingerprint. */
+async function normalHistory(monitor: CacheMonitor, sessionId: string): Promise<void> {
+  for (let i = 1; i <= 5; i++) {
+    clock += 60_000;
+    await monitor.applyPrefixEvent(observed(sessionId, `r${i}`, i === 1));
+    await monitor.recordUsage({ sessionId, usage: usage(`r${i}`, { cachedTokens: i === 1 ? 0 : 449_100 }) });
+  }
+  clock += 300_000;
+}
+
+async function count(db: Database, table: string, where: Record<string, unknown> = {}): Promise<number> {
+  const [row] = await db(table).where(where).count({ n: "*" });
+  return Number(row?.n);
+}
+
+async function publishedCollapses(db: Database, sessionId: string): Promise<CacheCollapsed[]> {
+  const rows = await db("outbox_message").where({ topic: Topics.cacheCollapse, message_key: sessionId }).orderBy("id");
+  return rows.map((row) => {
+    const event = CacheCollapseEvent.decode(new Uint8Array(row.payload as Buffer));
+    if (event.payload?.$case !== "collapsed") throw new Error("collapse event without payload");
+    return event.payload.value;
+  });
+}
+
+/** The part of a collapse that must not depend on which topic delivered first. */
+function essence(collapse: CacheCollapsed | null | undefined) {
+  if (!collapse) return null;
+  const { calledAtMs: _calledAt, requestId: _requestId, _unknownFields: _wire, ...rest } = collapse;
+  return rest;
+}
+
+function suite(name: string, open: () => Promise<{ db: Database; close: () => Promise<void> }>) {
+  describe(name, () => {
+    let db: Database;
+    let close: () => Promise<void>;
+    let monitor: CacheMonitor;
+
+    beforeAll(async () => {
+      ({ db, close } = await open());
+      await runMigrations(db, cacheMonitorMigrations);
+      monitor = monitorOn(db);
+    });
+    afterAll(async () => close());
+
+    it("joins the same way whichever topic delivers first", async () => {
+      // Prefix events first (the usual order: the build is relayed before the LLM answers).
+      await normalHistory(monitor, "s-prefix-first");
+      await monitor.applyPrefixEvent(observed("s-prefix-first", "r6"));
+      await monitor.applyPrefixEvent(rulesChanged("s-prefix-first", "r6"));
+      const prefixFirst = await monitor.recordUsage({ sessionId: "s-prefix-first", usage: collapseUsage("r6") });
+      expect(prefixFirst.collapse).toMatchObject({
+        changedSections: ["workspace-rules"],
+        cause: "new workspace-rules snapshot pinned",
+        attribution: "none",
+      });
+      expect(prefixFirst.cost).toBeCloseTo(0.8953, 4);
+
+      // Usage first: detected at once with the cause unknown, explained when the build's events arrive.
+      await normalHistory(monitor, "s-usage-first");
+      const usageFirst = await monitor.recordUsage({ sessionId: "s-usage-first", usage: collapseUsage("r6") });
+      expect(usageFirst.collapse).toMatchObject({ changedSections: [], attribution: "unknown" });
+      expect(usageFirst.collapse?.cause).toMatch(/no prompt\.prefix\.v1 fingerprint/);
+      expect(await monitor.applyPrefixEvent(observed("s-usage-first", "r6"))).toEqual({
+        kind: "applied",
+        reexplainedCollapses: 1,
+      });
+      expect(await monitor.applyPrefixEvent(rulesChanged("s-usage-first", "r6"))).toEqual({
+        kind: "applied",
+        reexplainedCollapses: 1,
+      });
+
+      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: "s-usage-first", limit: 0 });
+      expect(listed.totalCollapses).toBe(1);
+      expect(essence(listed.collapses[0]?.collapse)).toEqual(essence(prefixFirst.collapse));
+      expect(listed.totals).toEqual([{ section: "workspace-rules", collapses: 1, extraCost: listed.totalExtraCost }]);
+
+      // Every explanation was published; the last one is the joined one.
+      const published = await publishedCollapses(db, "s-usage-first");
+      expect(published.map((c) => c.attribution)).toEqual(["unknown", "provider_only", "none"]);
+      expect(essence(published.at(-1))).toEqual(essence(prefixFirst.collapse));
+      expect(await publishedCollapses(db, "s-prefix-first")).toHaveLength(1);
+    });
+
+    it("ends joined when the usage and the build's events are applied concurrently", async () => {
+      const sessions = ["s-race-1", "s-race-2", "s-race-3", "s-race-4", "s-race-5"];
+      for (const session of sessions) await normalHistory(monitor, session);
+      await Promise.all(
+        sessions.flatMap((session, i) => {
+          const work = [
+            () => monitor.recordUsage({ sessionId: session, usage: collapseUsage("r6") }),
+            () => monitor.applyPrefixEvent(observed(session, "r6")),
+            () => monitor.applyPrefixEvent(rulesChanged(session, "r6")),
+          ];
+          // A different arrival order per session.
+          return [...work.slice(i % 3), ...work.slice(0, i % 3)].map((run) => run());
+        }),
+      );
+      for (const session of sessions) {
+        const { collapses, totals } = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 });
+        expect(collapses.map((c) => [c.collapse?.attribution, c.collapse?.changedSections])).toEqual([
+          ["none", ["workspace-rules"]],
+        ]);
+        expect(totals.map((t) => t.section)).toEqual(["workspace-rules"]);
+      }
+    });
+
+    it("prices the miss against the session's norm: 0.8953 paid, ≈ 0.872 extra", async () => {
+      const { collapses } = await monitor.listCollapses({ sinceMs: 0, sessionId: "s-prefix-first", limit: 10 });
+      const collapse = collapses[0]?.collapse;
+      expect(collapse?.baselineRatio).toBeCloseTo(449_100 / 450_000, 6);
+      // Expected: 453,569 at 99.8% cached → 907 × 2 + 452,662 × 0.04 + 621 × 8 per million ≈ 0.024888
+      expect(collapse?.expectedCost).toBeCloseTo(0.02489, 5);
+      expect(collapse?.extraCost).toBeCloseTo(0.8953 - 0.02489, 4);
+    });
+
+    it("ignores redelivered events and repeated calls, and never republishes a usage that came from the topic", async () => {
+      const session = "s-dedupe";
+      const before = await count(db, "outbox_message", { message_key: session });
+      const fromTopic = {
+        eventId: "topic-evt-1",
+        sessionId: session,
+        occurredAtMs: clock,
+        schemaVersion: 1,
+        type: "UsageRecorded",
+        payload: { $case: "usage" as const, value: usage("rt1") },
+      };
+      expect((await monitor.applyUsageEvent(fromTopic)).duplicate).toBe(false);
+      expect((await monitor.applyUsageEvent(fromTopic)).duplicate).toBe(true);
+      expect(await count(db, "outbox_message", { message_key: session })).toBe(before);
+
+      const first = await monitor.recordUsage({ sessionId: session, usage: usage("rr1", { calledAtMs: clock + 1 }) });
+      const again = await monitor.recordUsage({ sessionId: session, usage: usage("rr1", { calledAtMs: clock + 1 }) });
+      expect(again).toEqual({ ...first, duplicate: true });
+      // A second call that sent the same body is a new call.
+      expect(
+        (await monitor.recordUsage({ sessionId: session, usage: usage("rr1", { calledAtMs: clock + 2 }) })).duplicate,
+      ).toBe(false);
+      expect(await count(db, "cm_usage", { session_id: session })).toBe(3);
+
+      const usageRows = await db("outbox_message").where({ topic: Topics.llmUsage, message_key: session });
+      expect(usageRows).toHaveLength(2);
+      const published = LlmUsageEvent.decode(new Uint8Array(usageRows[0]?.payload as Buffer));
+      expect(published).toMatchObject({ sessionId: session, type: "UsageRecorded", schemaVersion: 1 });
+      // Our own publication read back from llm.usage.v1 is recognised by its event id.
+      const echo = { ...published, payload: published.payload ?? fromTopic.payload };
+      expect((await monitor.applyUsageEvent(echo)).duplicate).toBe(true);
+      expect(await count(db, "cm_usage", { session_id: session })).toBe(3);
+
+      expect(await monitor.applyPrefixEvent(observed(session, "rr1"))).toEqual({
+        kind: "applied",
+        reexplainedCollapses: 0,
+      });
+      expect(await monitor.applyPrefixEvent(observed(session, "rr1"))).toEqual({ kind: "duplicate" });
+
+      await expect(
+        monitor.applyUsageEvent({ ...fromTopic, payload: { $case: "usage", value: usage("another-request") } }),
+      ).rejects.toBeInstanceOf(ConflictError);
+    });
+
+    it("refuses an inconsistent usage with the field named and stores nothing", async () => {
+      const tables = ["cm_usage", "cm_session", "cm_collapse", "outbox_message"];
+      const before = await Promise.all(tables.map((t) => count(db, t)));
+      const cases: Array<[string, { sessionId: string; usage?: UsageRecorded }]> = [
+        ["session_id", { sessionId: " ", usage: usage("x") }],
+        ["usage", { sessionId: "s-bad" }],
+        ["usage.request_id", { sessionId: "s-bad", usage: usage("") }],
+        ["usage.model", { sessionId: "s-bad", usage: usage("x", { model: "" }) }],
+        ["usage.cached_tokens", { sessionId: "s-bad", usage: usage("x", { cachedTokens: 450_001 }) }],
+      ];
+      for (const [field, request] of cases) {
+        const error = await monitor.recordUsage(request).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).field).toBe(field);
+      }
+      expect(await Promise.all(tables.map((t) => count(db, t)))).toEqual(before);
+    });
+
+    it("attributes a miss behind an unchanged prefix to the provider, counted under (none)", async () => {
+      const session = "s-provider";
+      await normalHistory(monitor, session);
+      await monitor.applyPrefixEvent(observed(session, "r6"));
+      const result = await monitor.recordUsage({
+        sessionId: session,
+        usage: {
+          ...collapseUsage("r6"),
+          providerReport: {
+            cacheMissReason: "cache TTL expired",
+            cacheReadInputTokens: 0,
+            cacheCreationInputTokens: 444_993,
+            openaiCachedTokens: 0,
+            rawJson: "",
+          },
+        },
+      });
+      expect(result.collapse).toMatchObject({
+        attribution: "provider_only",
+        changedSections: [],
+        providerCacheMissReason: "cache TTL expired",
+        cause: "provider-side cache miss with our prefix unchanged: cache TTL expired",
+      });
+      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 });
+      expect(listed.totals.map((t) => t.section)).toEqual(["(none)"]);
+    });
+
+    it("traces every build of a session with its usage, cost, collapse and attribution", async () => {
+      const builds = await monitor.traceSession("s-usage-first", 0);
+      expect(builds.map((b) => b.requestId)).toEqual(["r1", "r2", "r3", "r4", "r5", "r6"]);
+      const [first, , , , normal, collapsed] = builds;
+      expect(first).toMatchObject({
+        firstBuild: true,
+        rulesDecision: "PINNED",
+        attribution: "agree",
+        collapsed: false,
+        cause: "first build",
+      });
+      expect(normal).toMatchObject({
+        firstBuild: false,
+        prefixChanged: false,
+        toolsChangeKind: "none",
+        hasUsage: true,
+        collapsed: false,
+        attribution: "agree",
+        anchorDate: "2026-10-14",
+        estimatedTokens: 450_000,
+      });
+      expect(normal?.sectionHashes).toEqual([`system-prompt:${"a".repeat(64)}`, `workspace-rules:${sha256("r5")}`]);
+      expect(normal?.usage).toMatchObject({ promptTokens: 450_000, cachedTokens: 449_100 });
+      expect(collapsed).toMatchObject({
+        prefixChanged: true,
+        changedSections: ["workspace-rules"],
+        cause: "new workspace-rules snapshot pinned",
+        collapsed: true,
+        attribution: "agree",
+      });
+      expect(collapsed?.cost).toBeCloseTo(0.8953, 4);
+      expect((await monitor.traceSession("s-usage-first", 2)).map((b) => b.requestId)).toEqual(["r5", "r6"]);
+      expect(await monitor.traceSession("s-never-seen", 10)).toEqual([]);
+    });
+  });
+}
+
+let mariadb: TestDatabase;
+suite("cache monitor on real MariaDB", async () => {
+  mariadb = await createTestDatabase("cache_monitor_app");
+  return { db: mariadb.db, close: () => mariadb.drop() };
+});
+
+let sqliteDir: string;
+suite("cache monitor on SQLite", async () => {
+  sqliteDir = await mkdtemp(join(tmpdir(), "cache-monitor-app-"));
+  const db = createDatabase(`sqlite:${join(sqliteDir, "cache-monitor.sqlite")}`);
+  return {
+    db,
+    close: async () => {
+      await db.destroy();
+      await rm(sqliteDir, { recursive: true, force: true });
+    },
+  };
+});

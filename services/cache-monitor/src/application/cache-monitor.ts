@@ -1,0 +1,422 @@
+import { type Attributes, SpanStatusCode, trace } from "@opentelemetry/api";
+import { ConflictError, ValidationError } from "@prefix-guard/errors";
+import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
+import type { LlmUsageEvent, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
+import type {
+  BuildTrace,
+  CollapseRow,
+  ListCollapsesResponse,
+  SectionTotal,
+} from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import type { Knex } from "knex";
+import type { MonitorStore, StoredCollapse, UsageSource } from "../adapters/mysql/monitor-store";
+import { type AttributionThresholds, DEFAULT_ATTRIBUTION_THRESHOLDS } from "../domain/attribution";
+import { assessCall, type CollapseExplanation, explainCollapse } from "../domain/call-assessment";
+import type { CollapseThresholds } from "../domain/collapse-detection";
+import type { UsageFacts } from "../domain/model";
+import { type PriceBook, pricesFor } from "../domain/pricing";
+import { validateSessionId, validateUsage } from "../domain/usage-validation";
+import { cacheCollapsedEvent, usageRecordedEvent, type ValidPrefixEvent, type ValidUsageEvent } from "./monitor-events";
+import { toCacheCollapsed, toUsageRecorded } from "./proto-mapping";
+import { buildSessionTrace } from "./session-trace";
+
+/**
+ * Where cache-monitor's events go. `trx` is the transaction that stored what the event reports,
+ * so an outbox implementation publishes the event if and only if that commit happened.
+ */
+export interface MonitorEventSink {
+  usageRecorded(event: LlmUsageEvent, trx: Knex.Transaction): Promise<void>;
+  collapseDetected(event: CacheCollapseEvent, trx: Knex.Transaction): Promise<void>;
+}
+
+/** What the metrics adapter is told, after the transaction committed. */
+export interface CacheMonitorObserver {
+  usageRecorded(args: { model: string; source: UsageSource; cachedShare: number; cost: number }): void;
+  collapseDetected(args: { sections: readonly string[]; extraCost: number }): void;
+}
+
+export interface CacheMonitorLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface CacheMonitorDeps {
+  readonly store: MonitorStore;
+  readonly events: MonitorEventSink;
+  readonly prices: PriceBook;
+  readonly thresholds: CollapseThresholds;
+  readonly attributionThresholds?: AttributionThresholds;
+  readonly now: () => number;
+  readonly newEventId: () => string;
+  /** Lower-case hex sha256 of the UTF-8 text; names a RecordUsage call so a repeat of it is recognised. */
+  readonly sha256: (text: string) => string;
+  readonly logger: CacheMonitorLogger;
+  readonly observer?: CacheMonitorObserver;
+}
+
+export interface RecordUsageInput {
+  readonly sessionId: string;
+  readonly usage?: UsageRecorded | undefined;
+}
+
+/** Where a usage came from: RecordUsage (published on llm.usage.v1 by us) or llm.usage.v1 itself. */
+export type UsageOrigin =
+  | { readonly source: "rpc" }
+  | { readonly source: "topic"; readonly eventId: string; readonly occurredAtMs: number };
+
+export interface RecordUsageResult {
+  readonly cost: number;
+  readonly collapse: CacheCollapsed | null;
+  /** The same call was recorded before (a redelivery or a repeated RecordUsage); nothing changed. */
+  readonly duplicate: boolean;
+}
+
+export type PrefixEventOutcome =
+  | { readonly kind: "duplicate" }
+  | { readonly kind: "applied"; readonly reexplainedCollapses: number };
+
+export interface ListCollapsesInput {
+  readonly sinceMs: number;
+  readonly sessionId: string;
+  readonly limit: number;
+}
+
+export const DEFAULT_COLLAPSE_LIMIT = 100;
+export const MAX_COLLAPSE_LIMIT = 100_000;
+export const DEFAULT_TRACE_LIMIT = 200;
+export const MAX_TRACE_LIMIT = 10_000;
+
+const tracer = trace.getTracer("prefix-guard.cache-monitor");
+
+/** OpenTelemetry GenAI semantic-convention attributes of the call being recorded, read from the request as sent. */
+function genAiAttributes(input: RecordUsageInput): Attributes {
+  const usage = input.usage;
+  const attributes: Attributes = { "session.id": input.sessionId };
+  if (usage === undefined) return attributes;
+  attributes["gen_ai.request.model"] = usage.model;
+  attributes["gen_ai.usage.input_tokens"] = usage.promptTokens;
+  attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cachedTokens;
+  attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cacheCreationTokens;
+  attributes["gen_ai.usage.output_tokens"] = usage.completionTokens;
+  if (usage.provider !== "") attributes["gen_ai.provider.name"] = usage.provider;
+  attributes["prefix_guard.request_id"] = usage.requestId;
+  return attributes;
+}
+
+function sameExplanation(collapse: StoredCollapse, explanation: CollapseExplanation): boolean {
+  return (
+    collapse.cause === explanation.cause &&
+    collapse.attribution === explanation.attribution &&
+    collapse.ourVerdict === explanation.ourVerdict &&
+    collapse.toolsChanged === explanation.toolsChanged &&
+    collapse.historyRewritten === explanation.historyRewritten &&
+    JSON.stringify(collapse.changedSections) === JSON.stringify(explanation.changedSections)
+  );
+}
+
+function boundedLimit(limit: number, fallback: number, max: number, field: string): number {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new ValidationError(field, "must be a non-negative integer");
+  return limit === 0 ? fallback : Math.min(limit, max);
+}
+
+/**
+ * Seed 001 §1.1 as a service: every LLM call's usage, priced, compared with its session's norm, and
+ * joined with prompt-assembly's fingerprints of the same build, so "why did 811 pay 0.8953 instead
+ * of 0.023 at 13:11" is answered from data (ListCollapses / TraceSession) instead of log archaeology.
+ */
+export class CacheMonitor {
+  private readonly attributionThresholds: AttributionThresholds;
+
+  constructor(private readonly deps: CacheMonitorDeps) {
+    this.attributionThresholds = deps.attributionThresholds ?? DEFAULT_ATTRIBUTION_THRESHOLDS;
+  }
+
+  /**
+   * Stores one call's usage, detects a collapse and publishes what it found (cache.collapse.v1, and
+   * the usage on llm.usage.v1 unless it came from there) in the same transaction. Runs inside a span
+   * carrying the GenAI usage attributes, for both the gRPC and the topic path.
+   */
+  async recordUsage(input: RecordUsageInput, origin: UsageOrigin = { source: "rpc" }): Promise<RecordUsageResult> {
+    return tracer.startActiveSpan(
+      "cache_monitor.record_usage",
+      { attributes: { ...genAiAttributes(input), "prefix_guard.usage.source": origin.source } },
+      async (span) => {
+        try {
+          const result = await this.recordValidatedUsage(input, origin);
+          span.setAttributes({
+            "prefix_guard.cost": result.cost,
+            "prefix_guard.cache.collapsed": result.collapse !== null,
+            "prefix_guard.duplicate": result.duplicate,
+          });
+          return result;
+        } catch (error) {
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  /** llm.usage.v1: the same as RecordUsage, deduplicated by event_id, never republished. */
+  async applyUsageEvent(event: ValidUsageEvent): Promise<RecordUsageResult> {
+    return this.recordUsage(
+      { sessionId: event.sessionId, usage: event.payload.value },
+      { source: "topic", eventId: event.eventId, occurredAtMs: event.occurredAtMs },
+    );
+  }
+
+  private async recordValidatedUsage(input: RecordUsageInput, origin: UsageOrigin): Promise<RecordUsageResult> {
+    const { store, events, thresholds } = this.deps;
+    const receivedAtMs = this.deps.now();
+    const sessionId = validateSessionId(input.sessionId);
+    const usage = validateUsage(input.usage, receivedAtMs);
+    const eventId = origin.source === "topic" ? origin.eventId : this.rpcUsageEventId(sessionId, input.usage);
+    const outcome = await store.withSessionLock(sessionId, receivedAtMs, async (trx) => {
+      const existing = await store.findUsageByEventId(trx, eventId);
+      if (existing !== null) {
+        if (existing.sessionId !== sessionId || existing.requestId !== usage.requestId)
+          throw new ConflictError(`event ${eventId} was recorded for another call`, {
+            reason: "event_id_reused",
+            context: { event_id: eventId },
+          });
+        const collapse = await store.findCollapseByUsage(trx, existing.id);
+        return { duplicate: true, cost: existing.cost, collapse, assessment: null };
+      }
+      const earlier = await store.earlierCalls(
+        trx,
+        sessionId,
+        { calledAtMs: usage.calledAtMs, id: null },
+        // Small prompts and the first call do not count, so look further back than the window.
+        thresholds.baselineCalls * 4 + 1,
+      );
+      const prefix = await store.prefixJoin(trx, sessionId, usage.requestId);
+      const assessment = assessCall({
+        usage,
+        prices: pricesFor(this.deps.prices, usage.model),
+        earlier,
+        prefix,
+        thresholds,
+        attributionThresholds: this.attributionThresholds,
+      });
+      const usageId = await store.insertUsage(trx, {
+        eventId,
+        sessionId,
+        usage,
+        cost: assessment.cost,
+        source: origin.source,
+        recordedAtMs: receivedAtMs,
+      });
+      let collapse: StoredCollapse | null = null;
+      if (assessment.collapse !== null) {
+        collapse = await store.insertCollapse(trx, {
+          usageId,
+          sessionId,
+          usage,
+          facts: assessment.collapse,
+          nowMs: receivedAtMs,
+        });
+        await events.collapseDetected(this.collapseEvent(sessionId, collapse, receivedAtMs), trx);
+      }
+      if (origin.source === "rpc") {
+        await events.usageRecorded(
+          usageRecordedEvent({ eventId, sessionId, occurredAtMs: receivedAtMs, usage: toUsageRecorded(usage) }),
+          trx,
+        );
+      }
+      return { duplicate: false, cost: assessment.cost, collapse, assessment };
+    });
+    if (!outcome.duplicate && outcome.assessment !== null) {
+      this.deps.observer?.usageRecorded({
+        model: usage.model,
+        source: origin.source,
+        cachedShare: outcome.assessment.detection.cachedShare,
+        cost: outcome.cost,
+      });
+      if (outcome.assessment.collapse !== null) {
+        this.deps.observer?.collapseDetected({
+          sections: outcome.assessment.collapse.totalsSections,
+          extraCost: outcome.assessment.collapse.extraCost,
+        });
+        this.logCollapse(sessionId, usage, outcome.collapse);
+      }
+    }
+    return {
+      cost: outcome.cost,
+      collapse: outcome.collapse ? toCacheCollapsed(outcome.collapse) : null,
+      duplicate: outcome.duplicate,
+    };
+  }
+
+  /**
+   * prompt.prefix.v1: stores the observation or change (once per event_id) and, when a collapse of
+   * the same request was recorded before it arrived, re-explains that collapse with the now-known
+   * prefix data and republishes it — the join is the same whichever topic delivers first.
+   */
+  async applyPrefixEvent(event: ValidPrefixEvent): Promise<PrefixEventOutcome> {
+    const { store, events } = this.deps;
+    const nowMs = this.deps.now();
+    const { sessionId, requestId } = event;
+    const outcome = await store.withSessionLock(sessionId, nowMs, async (trx) => {
+      const inserted =
+        event.payload.$case === "observed"
+          ? await store.insertObservation(
+              trx,
+              {
+                eventId: event.eventId,
+                sessionId,
+                requestId,
+                occurredAtMs: event.occurredAtMs,
+                sections: event.payload.value.sections.map((s) => ({ key: s.key, sha256: s.sha256, chars: s.chars })),
+                toolsHash: event.payload.value.toolsHash,
+                historyHash: event.payload.value.historyHash,
+                messages: event.payload.value.messages,
+                firstBuild: event.payload.value.firstBuild,
+                rulesDecision: event.payload.value.rulesDecision,
+                dateNotices: [...event.payload.value.dateNotices],
+                anchorDate: event.payload.value.anchorDate,
+                estimatedTokens: event.payload.value.estimatedTokens,
+                model: event.payload.value.model,
+                compactionGeneration: event.payload.value.compactionGeneration,
+              },
+              nowMs,
+            )
+          : await store.insertChange(
+              trx,
+              {
+                eventId: event.eventId,
+                sessionId,
+                requestId,
+                occurredAtMs: event.occurredAtMs,
+                changedSections: [...event.payload.value.changedSections],
+                toolsChanged: event.payload.value.toolsChanged,
+                toolsChangeKind: event.payload.value.toolsChangeKind,
+                historyRewritten: event.payload.value.historyRewritten,
+                cause: event.payload.value.cause,
+                bytesAfterBreak: event.payload.value.bytesAfterBreak,
+                tokensAfterBreak: event.payload.value.tokensAfterBreak,
+                messages: event.payload.value.messages,
+              },
+              nowMs,
+            );
+      if (!inserted) return { kind: "duplicate" } as const;
+      const collapses = await store.collapsesOfRequest(trx, sessionId, requestId);
+      if (collapses.length === 0) return { kind: "applied", reexplainedCollapses: 0 } as const;
+      const prefix = await store.prefixJoin(trx, sessionId, requestId);
+      let reexplained = 0;
+      for (const { collapse, usage } of collapses) {
+        const previous =
+          (await store.earlierCalls(trx, sessionId, { calledAtMs: usage.calledAtMs, id: usage.id }, 1)).at(-1) ?? null;
+        const explanation = explainCollapse(usage, prefix, previous, this.attributionThresholds);
+        if (sameExplanation(collapse, explanation)) continue;
+        const updated = await store.updateCollapseExplanation(trx, collapse, explanation, nowMs);
+        await events.collapseDetected(this.collapseEvent(sessionId, updated, nowMs), trx);
+        reexplained += 1;
+      }
+      return { kind: "applied", reexplainedCollapses: reexplained } as const;
+    });
+    if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0)
+      this.deps.logger.info(
+        { session_id: sessionId, request_id: requestId, collapses: outcome.reexplainedCollapses },
+        `cache collapse re-explained by late prefix event session=${sessionId} request=${requestId}`,
+      );
+    return outcome;
+  }
+
+  /** Collapses in the window, most recent first, with totals over the whole window (not just the page). */
+  async listCollapses(input: ListCollapsesInput): Promise<ListCollapsesResponse> {
+    if (!Number.isSafeInteger(input.sinceMs) || input.sinceMs < 0)
+      throw new ValidationError("since_ms", "must be a non-negative integer (UTC ms)");
+    const limit = boundedLimit(input.limit, DEFAULT_COLLAPSE_LIMIT, MAX_COLLAPSE_LIMIT, "limit");
+    const sessionId = input.sessionId.trim() === "" ? null : validateSessionId(input.sessionId);
+    const query = { sinceMs: input.sinceMs, sessionId };
+    const [rows, totals] = await Promise.all([
+      this.deps.store.listCollapses(query, limit),
+      this.deps.store.collapseTotals(query),
+    ]);
+    const collapses: CollapseRow[] = rows.map((row) => ({
+      sessionId: row.sessionId,
+      collapse: toCacheCollapsed(row),
+    }));
+    const sectionTotals: SectionTotal[] = totals.sections.map((t) => ({
+      section: t.section,
+      collapses: t.collapses,
+      extraCost: t.extraCost,
+    }));
+    return {
+      collapses,
+      totals: sectionTotals,
+      totalCollapses: totals.totalCollapses,
+      totalExtraCost: totals.totalExtraCost,
+    };
+  }
+
+  async traceSession(sessionIdInput: string, limitInput: number): Promise<BuildTrace[]> {
+    const sessionId = validateSessionId(sessionIdInput);
+    const limit = boundedLimit(limitInput, DEFAULT_TRACE_LIMIT, MAX_TRACE_LIMIT, "limit");
+    const rows = await this.deps.store.sessionTrace(sessionId, limit);
+    return buildSessionTrace(rows, limit, this.attributionThresholds);
+  }
+
+  private collapseEvent(sessionId: string, collapse: StoredCollapse, nowMs: number): CacheCollapseEvent {
+    return cacheCollapsedEvent({
+      eventId: this.deps.newEventId(),
+      sessionId,
+      occurredAtMs: nowMs,
+      collapse: toCacheCollapsed(collapse),
+    });
+  }
+
+  /**
+   * A RecordUsage call is named by its content: a repeat of the same call (a retry after a lost
+   * answer) finds the stored row instead of billing the call twice, while a second call that sent
+   * the same body (same request_id) differs in its counts or called_at_ms and is recorded.
+   */
+  private rpcUsageEventId(sessionId: string, usage: UsageRecorded | undefined): string {
+    const report = usage?.providerReport;
+    const identity = JSON.stringify([
+      sessionId,
+      usage?.requestId,
+      usage?.model,
+      usage?.promptTokens,
+      usage?.cachedTokens,
+      usage?.completionTokens,
+      usage?.cacheCreationTokens,
+      usage?.reportedCost ?? null,
+      usage?.provider,
+      usage?.calledAtMs,
+      report
+        ? [
+            report.cacheMissReason,
+            report.cacheReadInputTokens,
+            report.cacheCreationInputTokens,
+            report.openaiCachedTokens,
+            report.rawJson,
+          ]
+        : null,
+    ]);
+    return `rpc-${this.deps.sha256(identity).slice(0, 40)}`;
+  }
+
+  private logCollapse(sessionId: string, usage: UsageFacts, collapse: StoredCollapse | null): void {
+    if (collapse === null) return;
+    this.deps.logger.warn(
+      {
+        session_id: sessionId,
+        request_id: usage.requestId,
+        prompt_tokens: usage.promptTokens,
+        cached_tokens: usage.cachedTokens,
+        baseline_ratio: collapse.baselineShare,
+        extra_cost: collapse.extraCost,
+        changed_sections: collapse.changedSections,
+        attribution: collapse.attribution,
+      },
+      `cache collapse session=${sessionId} cached=${usage.cachedTokens}/${usage.promptTokens} ` +
+        `baseline=${(collapse.baselineShare * 100).toFixed(1)}% cost=${collapse.cost.toFixed(4)} ` +
+        `extra=${collapse.extraCost.toFixed(4)} changedSections=[${collapse.changedSections.join(",")}] ` +
+        `attribution=${collapse.attribution} cause=${JSON.stringify(collapse.cause)}`,
+    );
+  }
+}

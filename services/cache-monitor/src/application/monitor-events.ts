@@ -1,0 +1,105 @@
+// Envelopes of the topics cache-monitor reads (prompt.prefix.v1, llm.usage.v1) and writes
+// (cache.collapse.v1, llm.usage.v1): decoding with the envelope invariants checked, so a consumer
+// never applies a half-formed event (a ValidationError sends it to the DLQ), and building the
+// envelopes it publishes.
+
+import { ValidationError } from "@prefix-guard/errors";
+import { decodeEnvelope } from "@prefix-guard/events";
+import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
+import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
+import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
+
+/** prompt-assembly writes schema 1 (FingerprintObserved's trace fields were added to it additively). */
+export const PREFIX_EVENT_SCHEMA_VERSION = 1;
+export const USAGE_EVENT_SCHEMA_VERSION = 1;
+export const COLLAPSE_EVENT_SCHEMA_VERSION = 1;
+
+export const USAGE_RECORDED_TYPE = "UsageRecorded";
+export const CACHE_COLLAPSED_TYPE = "CacheCollapsed";
+
+export type PrefixPayload = NonNullable<PrefixEvent["payload"]>;
+export type ValidPrefixEvent = PrefixEvent & { payload: PrefixPayload };
+export type ValidUsageEvent = LlmUsageEvent & { payload: NonNullable<LlmUsageEvent["payload"]> };
+
+const prefixTypeNames: Record<PrefixPayload["$case"], string> = {
+  observed: "FingerprintObserved",
+  changed: "PrefixChanged",
+};
+
+function invalid(field: string, message: string): ValidationError {
+  return new ValidationError(field, message, { reason: "invalid_envelope" });
+}
+
+function requireEnvelopeIds(event: { eventId: string; sessionId: string }): void {
+  if (event.eventId.trim().length === 0) throw invalid("event_id", "must not be empty");
+  if (event.eventId.length > 64) throw invalid("event_id", "must be at most 64 characters");
+  if (event.sessionId.trim().length === 0) throw invalid("session_id", "must not be empty");
+  if (event.sessionId.length > 128) throw invalid("session_id", "must be at most 128 characters");
+}
+
+export function decodePrefixEvent(bytes: Uint8Array): ValidPrefixEvent {
+  const event = decodeEnvelope(PrefixEvent, bytes, "prefix_event");
+  if (event.schemaVersion !== PREFIX_EVENT_SCHEMA_VERSION)
+    throw new ValidationError("schema_version", `unsupported schema version ${event.schemaVersion}`, {
+      reason: "unknown_version",
+    });
+  const payload = event.payload;
+  if (payload === undefined) throw invalid("payload", "envelope has no payload");
+  if (event.type !== prefixTypeNames[payload.$case])
+    throw invalid("type", `type ${JSON.stringify(event.type)} does not match payload ${payload.$case}`);
+  requireEnvelopeIds(event);
+  if (event.requestId.trim().length === 0) throw invalid("request_id", "must not be empty");
+  if (event.requestId.length > 128) throw invalid("request_id", "must be at most 128 characters");
+  return { ...event, payload };
+}
+
+/** Only the envelope is checked here; the usage itself is validated like a RecordUsage request. */
+export function decodeUsageEvent(bytes: Uint8Array): ValidUsageEvent {
+  const event = decodeEnvelope(LlmUsageEvent, bytes, "llm_usage_event");
+  if (event.schemaVersion !== USAGE_EVENT_SCHEMA_VERSION)
+    throw new ValidationError("schema_version", `unsupported schema version ${event.schemaVersion}`, {
+      reason: "unknown_version",
+    });
+  const payload = event.payload;
+  if (payload === undefined) throw invalid("payload", "envelope has no payload");
+  if (event.type !== USAGE_RECORDED_TYPE)
+    throw invalid("type", `type ${JSON.stringify(event.type)} does not match payload ${payload.$case}`);
+  requireEnvelopeIds(event);
+  return { ...event, payload };
+}
+
+export function usageRecordedEvent(args: {
+  eventId: string;
+  sessionId: string;
+  occurredAtMs: number;
+  usage: UsageRecorded;
+}): LlmUsageEvent {
+  return {
+    eventId: args.eventId,
+    sessionId: args.sessionId,
+    occurredAtMs: args.occurredAtMs,
+    schemaVersion: USAGE_EVENT_SCHEMA_VERSION,
+    type: USAGE_RECORDED_TYPE,
+    payload: { $case: "usage", value: args.usage },
+  };
+}
+
+/**
+ * A collapse is published when detected and again whenever the late prefix join changes its
+ * explanation; consumers keep the latest per (session_id, request_id, called_at_ms).
+ */
+export function cacheCollapsedEvent(args: {
+  eventId: string;
+  sessionId: string;
+  occurredAtMs: number;
+  collapse: CacheCollapsed;
+}): CacheCollapseEvent {
+  return {
+    eventId: args.eventId,
+    sessionId: args.sessionId,
+    occurredAtMs: args.occurredAtMs,
+    schemaVersion: COLLAPSE_EVENT_SCHEMA_VERSION,
+    type: CACHE_COLLAPSED_TYPE,
+    payload: { $case: "collapsed", value: args.collapse },
+  };
+}

@@ -1,0 +1,51 @@
+// Stored rows ↔ the contract's messages (prefixguard.events.v1 / prefixguard.monitor.v1).
+
+import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_events";
+import type { ProviderCacheReport, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
+import type { StoredCollapse, StoredUsage } from "../adapters/mysql/monitor-store";
+import type { UsageFacts } from "../domain/model";
+
+export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {
+  return {
+    requestId: collapse.requestId,
+    model: collapse.model,
+    promptTokens: collapse.promptTokens,
+    cachedTokens: collapse.cachedTokens,
+    cachedRatio: collapse.cachedShare,
+    baselineRatio: collapse.baselineShare,
+    changedSections: [...collapse.changedSections],
+    cause: collapse.cause,
+    cost: collapse.cost,
+    expectedCost: collapse.expectedCost,
+    extraCost: collapse.extraCost,
+    attribution: collapse.attribution,
+    providerCacheMissReason: collapse.providerCacheMissReason,
+    calledAtMs: collapse.calledAtMs,
+  };
+}
+
+function toProviderReport(report: NonNullable<UsageFacts["providerReport"]>): ProviderCacheReport {
+  return {
+    cacheMissReason: report.cacheMissReason,
+    cacheReadInputTokens: report.cacheReadInputTokens,
+    cacheCreationInputTokens: report.cacheCreationInputTokens,
+    openaiCachedTokens: report.openaiCachedTokens,
+    rawJson: report.rawJson,
+  };
+}
+
+/** The usage as cache-monitor accepted it (called_at_ms filled in when the harness left it 0). */
+export function toUsageRecorded(usage: UsageFacts | StoredUsage): UsageRecorded {
+  return {
+    requestId: usage.requestId,
+    model: usage.model,
+    promptTokens: usage.promptTokens,
+    cachedTokens: usage.cachedTokens,
+    completionTokens: usage.completionTokens,
+    cacheCreationTokens: usage.cacheCreationTokens,
+    ...(usage.reportedCost !== null ? { reportedCost: usage.reportedCost } : {}),
+    provider: usage.provider,
+    ...(usage.providerReport !== null ? { providerReport: toProviderReport(usage.providerReport) } : {}),
+    calledAtMs: usage.calledAtMs,
+  };
+}

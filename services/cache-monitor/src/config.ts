@@ -1,0 +1,98 @@
+import { loadConfig, port, z } from "@prefix-guard/config";
+import { commonConfigShape } from "@prefix-guard/runtime";
+import type { AttributionThresholds } from "./domain/attribution";
+import { type CollapseThresholds, DEFAULT_COLLAPSE_THRESHOLDS } from "./domain/collapse-detection";
+import { type PriceBook, type PriceTable, SEED_001_PRICES } from "./domain/pricing";
+
+const pricePerMillion = (fallback: number) => z.coerce.number().finite().min(0).default(fallback);
+const share = (fallback: number) => z.coerce.number().min(0).max(1).default(fallback);
+const count = (fallback: number, min: number) => z.coerce.number().int().min(min).max(1_000_000).default(fallback);
+
+const priceTableSchema = z.object({
+  inputPerMillion: z.number().finite().min(0),
+  cachedInputPerMillion: z.number().finite().min(0),
+  outputPerMillion: z.number().finite().min(0),
+  cacheWritePerMillion: z.number().finite().min(0).optional(),
+});
+
+/** `{"model": {"inputPerMillion": 3, "cachedInputPerMillion": 0.3, "outputPerMillion": 15, "cacheWritePerMillion": 3.75}}` */
+const modelOverrides = z
+  .string()
+  .default("{}")
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: "must be a JSON object of model → price table" });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string().min(1), priceTableSchema));
+
+export const cacheMonitorConfigSchema = z.object({
+  ...commonConfigShape,
+  GRPC_PORT: port(50054),
+  DATABASE_URL: z.string().min(1).default("sqlite:.data/cache-monitor.sqlite"),
+  /** Prefix of the consumer groups: `<group>.prefix` reads prompt.prefix.v1, `<group>.usage` reads llm.usage.v1. */
+  CONSUMER_GROUP: z.string().min(1).default("cache-monitor"),
+  /** Prices per million tokens; defaults are seed 001 §1.1's (yuan). */
+  PRICE_INPUT_PER_MTOK: pricePerMillion(SEED_001_PRICES.inputPerMillion),
+  PRICE_CACHED_INPUT_PER_MTOK: pricePerMillion(SEED_001_PRICES.cachedInputPerMillion),
+  PRICE_OUTPUT_PER_MTOK: pricePerMillion(SEED_001_PRICES.outputPerMillion),
+  /** Unset: cache writes cost the input price. */
+  PRICE_CACHE_WRITE_PER_MTOK: z.coerce.number().finite().min(0).optional(),
+  /** Label of the unit prices are in (metrics help text, logs). */
+  PRICE_CURRENCY: z.string().min(1).default("CNY"),
+  PRICE_MODEL_OVERRIDES: modelOverrides,
+  COLLAPSE_MIN_PROMPT_TOKENS: count(DEFAULT_COLLAPSE_THRESHOLDS.minPromptTokens, 0),
+  COLLAPSE_BASELINE_CALLS: count(DEFAULT_COLLAPSE_THRESHOLDS.baselineCalls, 1),
+  COLLAPSE_MIN_HISTORY_CALLS: count(DEFAULT_COLLAPSE_THRESHOLDS.minHistoryCalls, 1),
+  COLLAPSE_FRACTION_OF_BASELINE: share(DEFAULT_COLLAPSE_THRESHOLDS.collapseFraction),
+  COLLAPSE_MIN_BASELINE_SHARE: share(DEFAULT_COLLAPSE_THRESHOLDS.minBaselineShare),
+  /** A provider cache read at or below this share of the prompt counts as "read ≈ 0" (a miss). */
+  ATTRIBUTION_NEAR_ZERO_READ_SHARE: share(0.05),
+});
+
+export type CacheMonitorConfig = z.infer<typeof cacheMonitorConfigSchema>;
+
+export function loadCacheMonitorConfig(env: NodeJS.ProcessEnv = process.env): CacheMonitorConfig {
+  return loadConfig(cacheMonitorConfigSchema, env);
+}
+
+export function priceBookOf(config: CacheMonitorConfig): PriceBook {
+  const defaults: PriceTable = {
+    inputPerMillion: config.PRICE_INPUT_PER_MTOK,
+    cachedInputPerMillion: config.PRICE_CACHED_INPUT_PER_MTOK,
+    outputPerMillion: config.PRICE_OUTPUT_PER_MTOK,
+    ...(config.PRICE_CACHE_WRITE_PER_MTOK !== undefined
+      ? { cacheWritePerMillion: config.PRICE_CACHE_WRITE_PER_MTOK }
+      : {}),
+  };
+  const perModel: Record<string, PriceTable> = {};
+  for (const [model, table] of Object.entries(config.PRICE_MODEL_OVERRIDES)) {
+    perModel[model] = {
+      inputPerMillion: table.inputPerMillion,
+      cachedInputPerMillion: table.cachedInputPerMillion,
+      outputPerMillion: table.outputPerMillion,
+      ...(table.cacheWritePerMillion !== undefined ? { cacheWritePerMillion: table.cacheWritePerMillion } : {}),
+    };
+  }
+  return { currency: config.PRICE_CURRENCY, defaults, perModel };
+}
+
+export function collapseThresholdsOf(config: CacheMonitorConfig): CollapseThresholds {
+  return {
+    minPromptTokens: config.COLLAPSE_MIN_PROMPT_TOKENS,
+    baselineCalls: config.COLLAPSE_BASELINE_CALLS,
+    minHistoryCalls: config.COLLAPSE_MIN_HISTORY_CALLS,
+    collapseFraction: config.COLLAPSE_FRACTION_OF_BASELINE,
+    minBaselineShare: config.COLLAPSE_MIN_BASELINE_SHARE,
+  };
+}
+
+export function attributionThresholdsOf(config: CacheMonitorConfig): AttributionThresholds {
+  return {
+    nearZeroReadShare: config.ATTRIBUTION_NEAR_ZERO_READ_SHARE,
+    minPromptTokens: config.COLLAPSE_MIN_PROMPT_TOKENS,
+  };
+}

@@ -1,0 +1,64 @@
+import { ValidationError } from "@prefix-guard/errors";
+import { describe, expect, it } from "vitest";
+import { attributionThresholdsOf, collapseThresholdsOf, loadCacheMonitorConfig, priceBookOf } from "./config";
+import { DEFAULT_COLLAPSE_THRESHOLDS } from "./domain/collapse-detection";
+import { SEED_001_PRICES } from "./domain/pricing";
+
+describe("cache-monitor configuration", () => {
+  it("defaults to port 50054, a local SQLite file, seed 001's prices and the documented thresholds", () => {
+    const config = loadCacheMonitorConfig({});
+    expect(config.GRPC_PORT).toBe(50054);
+    expect(config.DATABASE_URL).toBe("sqlite:.data/cache-monitor.sqlite");
+    expect(config.CONSUMER_GROUP).toBe("cache-monitor");
+    expect(config.METRICS_PORT).toBe(0);
+    expect(priceBookOf(config)).toEqual({ currency: "CNY", defaults: SEED_001_PRICES, perModel: {} });
+    expect(collapseThresholdsOf(config)).toEqual(DEFAULT_COLLAPSE_THRESHOLDS);
+    expect(attributionThresholdsOf(config)).toEqual({ nearZeroReadShare: 0.05, minPromptTokens: 1024 });
+  });
+
+  it("reads prices, per-model overrides and thresholds from the environment", () => {
+    const config = loadCacheMonitorConfig({
+      PRICE_INPUT_PER_MTOK: "3",
+      PRICE_CACHED_INPUT_PER_MTOK: "0.3",
+      PRICE_OUTPUT_PER_MTOK: "15",
+      PRICE_CACHE_WRITE_PER_MTOK: "3.75",
+      PRICE_CURRENCY: "USD",
+      PRICE_MODEL_OVERRIDES: '{"glm-4.6":{"inputPerMillion":2,"cachedInputPerMillion":0.04,"outputPerMillion":8}}',
+      COLLAPSE_MIN_PROMPT_TOKENS: "2048",
+      COLLAPSE_BASELINE_CALLS: "10",
+      COLLAPSE_MIN_HISTORY_CALLS: "2",
+      COLLAPSE_FRACTION_OF_BASELINE: "0.25",
+      COLLAPSE_MIN_BASELINE_SHARE: "0.6",
+    });
+    expect(priceBookOf(config)).toEqual({
+      currency: "USD",
+      defaults: { inputPerMillion: 3, cachedInputPerMillion: 0.3, outputPerMillion: 15, cacheWritePerMillion: 3.75 },
+      perModel: { "glm-4.6": SEED_001_PRICES },
+    });
+    expect(collapseThresholdsOf(config)).toEqual({
+      minPromptTokens: 2048,
+      baselineCalls: 10,
+      minHistoryCalls: 2,
+      collapseFraction: 0.25,
+      minBaselineShare: 0.6,
+    });
+  });
+
+  it("refuses bad values naming the variable", () => {
+    const fieldOf = (env: NodeJS.ProcessEnv) => {
+      try {
+        loadCacheMonitorConfig(env);
+      } catch (error) {
+        if (error instanceof ValidationError) return error.field;
+      }
+      return null;
+    };
+    expect(fieldOf({ PRICE_MODEL_OVERRIDES: "{not json" })).toBe("PRICE_MODEL_OVERRIDES");
+    expect(
+      fieldOf({ PRICE_MODEL_OVERRIDES: '{"m":{"inputPerMillion":-1,"cachedInputPerMillion":0,"outputPerMillion":0}}' }),
+    ).toMatch(/^PRICE_MODEL_OVERRIDES/);
+    expect(fieldOf({ COLLAPSE_FRACTION_OF_BASELINE: "1.5" })).toBe("COLLAPSE_FRACTION_OF_BASELINE");
+    expect(fieldOf({ PRICE_INPUT_PER_MTOK: "-2" })).toBe("PRICE_INPUT_PER_MTOK");
+    expect(fieldOf({ COLLAPSE_BASELINE_CALLS: "0" })).toBe("COLLAPSE_BASELINE_CALLS");
+  });
+});

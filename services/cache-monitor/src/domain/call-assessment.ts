@@ -1,0 +1,107 @@
+// One recorded call, judged: what it cost, whether it collapsed, and — for a collapse — how much the
+// miss cost and why it happened. The explanation part is recomputed on its own when the build's
+// prompt.prefix.v1 events arrive after the usage (the two topics are not ordered with each other).
+
+import {
+  type Attribution,
+  type AttributionThresholds,
+  attributeBuild,
+  type CollapseAttribution,
+  collapseAttributionOf,
+  collapseCause,
+  DEFAULT_ATTRIBUTION_THRESHOLDS,
+  type OurVerdict,
+  ourVerdictOf,
+  sectionsOfCollapse,
+} from "./attribution";
+import { type CollapseDetection, type CollapseThresholds, detectCollapse } from "./collapse-detection";
+import type { EarlierCall, PrefixJoin, UsageFacts } from "./model";
+import { costAtCachedShare, costOf, extraCost, type PriceTable } from "./pricing";
+
+/** The part of a collapse that depends on the prefix join. */
+export interface CollapseExplanation {
+  /** PrefixChanged.changed_sections verbatim; empty when our fingerprints saw no change (or none arrived). */
+  readonly changedSections: readonly string[];
+  /** What the collapse is counted under in ListCollapses totals (never empty). */
+  readonly totalsSections: readonly string[];
+  readonly toolsChanged: boolean;
+  readonly historyRewritten: boolean;
+  readonly cause: string;
+  readonly ourVerdict: OurVerdict;
+  readonly attribution: CollapseAttribution;
+  readonly providerCacheMissReason: string;
+}
+
+export interface CollapseFacts extends CollapseExplanation {
+  readonly cachedShare: number;
+  readonly baselineShare: number;
+  readonly cost: number;
+  /** The call at the session's normal cached share. */
+  readonly expectedCost: number;
+  readonly extraCost: number;
+}
+
+export interface CallAssessment {
+  readonly cost: number;
+  readonly detection: CollapseDetection;
+  readonly collapse: CollapseFacts | null;
+  readonly attribution: Attribution;
+}
+
+export interface CallAssessmentInput {
+  readonly usage: UsageFacts;
+  readonly prices: PriceTable;
+  /** The session's calls before this one, oldest first. */
+  readonly earlier: readonly EarlierCall[];
+  readonly prefix: PrefixJoin;
+  readonly thresholds: CollapseThresholds;
+  readonly attributionThresholds?: AttributionThresholds;
+}
+
+/** The billed cost when the harness reported it, else the price table's. */
+export function callCost(usage: UsageFacts, prices: PriceTable): number {
+  return usage.reportedCost ?? costOf(usage, prices);
+}
+
+export function explainCollapse(
+  usage: UsageFacts,
+  prefix: PrefixJoin,
+  previous: EarlierCall | null,
+  thresholds: AttributionThresholds = DEFAULT_ATTRIBUTION_THRESHOLDS,
+): CollapseExplanation {
+  const ourVerdict = ourVerdictOf(prefix);
+  return {
+    changedSections: prefix.change ? [...prefix.change.changedSections] : [],
+    totalsSections: sectionsOfCollapse(prefix),
+    toolsChanged: prefix.change?.toolsChanged ?? false,
+    historyRewritten: prefix.change?.historyRewritten ?? false,
+    cause: collapseCause(usage, prefix, previous),
+    ourVerdict,
+    attribution: collapseAttributionOf(attributeBuild(ourVerdict, usage, true, thresholds)),
+    providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",
+  };
+}
+
+export function assessCall(input: CallAssessmentInput): CallAssessment {
+  const { usage, prices, earlier, prefix, thresholds } = input;
+  const attributionThresholds = input.attributionThresholds ?? DEFAULT_ATTRIBUTION_THRESHOLDS;
+  const cost = callCost(usage, prices);
+  const firstCall = earlier.length === 0 || prefix.observed?.firstBuild === true;
+  const detection = detectCollapse(usage, earlier, firstCall, thresholds);
+  const attribution = attributeBuild(ourVerdictOf(prefix), usage, detection.collapsed, attributionThresholds);
+  if (!detection.collapsed) return { cost, detection, collapse: null, attribution };
+  const expectedCost = costAtCachedShare(usage, prices, detection.baselineShare);
+  return {
+    cost,
+    detection,
+    attribution,
+    collapse: {
+      ...explainCollapse(usage, prefix, earlier.at(-1) ?? null, attributionThresholds),
+      cachedShare: detection.cachedShare,
+      baselineShare: detection.baselineShare,
+      cost,
+      expectedCost,
+      extraCost: extraCost(cost, expectedCost),
+    },
+  };
+}

@@ -1,0 +1,149 @@
+import { describe, expect, it } from "vitest";
+import { assessCall, explainCollapse } from "./call-assessment";
+import { DEFAULT_COLLAPSE_THRESHOLDS } from "./collapse-detection";
+import type { EarlierCall, PrefixJoin, UsageFacts } from "./model";
+import { NO_PREFIX_DATA } from "./model";
+import { SEED_001_PRICES } from "./pricing";
+import { SESSION_811_COLLAPSE } from "./seed-001-fixtures";
+
+const T_13_11_11 = Date.UTC(2026, 9, 14, 5, 11, 11, 539);
+
+const collapse811: UsageFacts = {
+  ...SESSION_811_COLLAPSE,
+  requestId: "req-811-478",
+  model: "glm-4.6",
+  provider: "zhipu",
+  reportedCost: null,
+  providerReport: null,
+  calledAtMs: T_13_11_11,
+};
+
+/** 811 before the collapse: a cold first call, then turns whose whole prompt was cached (the seed's hit state). */
+function hitStateHistory(): EarlierCall[] {
+  const calls: EarlierCall[] = [
+    {
+      promptTokens: 440_000,
+      cachedTokens: 0,
+      model: "glm-4.6",
+      calledAtMs: T_13_11_11 - 3_600_000,
+      firstOfSession: true,
+    },
+  ];
+  for (let i = 5; i >= 1; i--)
+    calls.push({
+      promptTokens: 450_000,
+      cachedTokens: 450_000,
+      model: "glm-4.6",
+      calledAtMs: T_13_11_11 - i * 310_000,
+      firstOfSession: false,
+    });
+  return calls;
+}
+
+const rulesChanged: PrefixJoin = {
+  observed: { firstBuild: false },
+  change: {
+    changedSections: ["workspace-rules"],
+    toolsChanged: false,
+    toolsChangeKind: "none",
+    historyRewritten: false,
+    cause: "new workspace-rules snapshot pinned",
+  },
+};
+
+describe("assessCall on seed 001's session 811", () => {
+  const input = {
+    usage: collapse811,
+    prices: SEED_001_PRICES,
+    earlier: hitStateHistory(),
+    thresholds: DEFAULT_COLLAPSE_THRESHOLDS,
+  };
+
+  it("finds the collapse, its cost 0.8953 against 0.023 expected, 0.872 extra, caused by workspace-rules", () => {
+    const assessment = assessCall({ ...input, prefix: rulesChanged });
+    expect(assessment.cost).toBeCloseTo(0.8953, 4);
+    expect(assessment.attribution).toBe("agree");
+    const collapse = assessment.collapse;
+    expect(collapse).not.toBeNull();
+    expect(collapse?.baselineShare).toBe(1);
+    expect(collapse?.cachedShare).toBeCloseTo(0.0189, 4);
+    expect(Math.abs((collapse?.expectedCost ?? 0) - 0.023)).toBeLessThan(0.0005);
+    expect(Math.abs((collapse?.extraCost ?? 0) - 0.872)).toBeLessThan(0.001);
+    expect(collapse).toMatchObject({
+      changedSections: ["workspace-rules"],
+      totalsSections: ["workspace-rules"],
+      cause: "new workspace-rules snapshot pinned",
+      ourVerdict: "changed",
+      attribution: "none",
+    });
+  });
+
+  it("prices the expectation at the session's own norm when that is below 100%", () => {
+    const earlier = hitStateHistory().map((call) =>
+      call.firstOfSession ? call : { ...call, cachedTokens: Math.round(call.promptTokens * 0.998) },
+    );
+    const collapse = assessCall({ ...input, earlier, prefix: rulesChanged }).collapse;
+    expect(collapse?.baselineShare).toBeCloseTo(0.998, 6);
+    // 907 uncached × 2 + 452,662 cached × 0.04 + 621 × 8 per million
+    expect(collapse?.expectedCost).toBeCloseTo(0.02488848, 6);
+    expect(collapse?.extraCost).toBeCloseTo(0.8953 - 0.0249, 3);
+  });
+
+  it("joins later: without our fingerprint the cause is unknown, the late PrefixChanged explains it", () => {
+    const early = assessCall({ ...input, prefix: NO_PREFIX_DATA });
+    expect(early.collapse).toMatchObject({
+      attribution: "unknown",
+      totalsSections: ["(unknown)"],
+      changedSections: [],
+    });
+    expect(early.collapse?.cause).toMatch(/no prompt\.prefix\.v1 fingerprint/);
+    const late = explainCollapse(collapse811, rulesChanged, hitStateHistory().at(-1) ?? null);
+    expect(late).toMatchObject({
+      changedSections: ["workspace-rules"],
+      totalsSections: ["workspace-rules"],
+      cause: "new workspace-rules snapshot pinned",
+      attribution: "none",
+    });
+  });
+
+  it("attributes a miss behind an unchanged prefix to the provider, under (none)", () => {
+    const usage = {
+      ...collapse811,
+      providerReport: {
+        cacheMissReason: "cache TTL expired",
+        cacheReadInputTokens: 0,
+        cacheCreationInputTokens: 444_993,
+        openaiCachedTokens: 0,
+        rawJson: "",
+      },
+    };
+    const collapse = assessCall({
+      ...input,
+      usage,
+      prefix: { observed: { firstBuild: false }, change: null },
+    }).collapse;
+    expect(collapse).toMatchObject({
+      attribution: "provider_only",
+      totalsSections: ["(none)"],
+      providerCacheMissReason: "cache TTL expired",
+      cause: "provider-side cache miss with our prefix unchanged: cache TTL expired",
+    });
+  });
+
+  it("bills the reported cost when the harness gives one", () => {
+    const assessment = assessCall({ ...input, usage: { ...collapse811, reportedCost: 0.95 }, prefix: rulesChanged });
+    expect(assessment.cost).toBe(0.95);
+    expect(assessment.collapse?.extraCost).toBeCloseTo(0.95 - (assessment.collapse?.expectedCost ?? 0), 12);
+  });
+
+  it("does not flag a normal call or the first build", () => {
+    const normal = { ...collapse811, cachedTokens: 452_000 };
+    expect(assessCall({ ...input, usage: normal, prefix: rulesChanged })).toMatchObject({
+      collapse: null,
+      attribution: "ours_only",
+    });
+    const first = assessCall({ ...input, prefix: { observed: { firstBuild: true }, change: null } });
+    expect(first.collapse).toBeNull();
+    expect(first.detection).toMatchObject({ collapsed: false, reason: "first_call" });
+  });
+});

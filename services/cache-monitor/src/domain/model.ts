@@ -1,0 +1,61 @@
+// What cache-monitor knows about one LLM call and about the build whose body it sent. Plain data,
+// independent of the protobuf types, so the rules in this folder can be tested without the wire.
+
+/** Token counts as the provider billed them. `promptTokens` is the whole prompt, cached and cache-write tokens included. */
+export interface TokenUsage {
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+  /** Prompt tokens written to the provider cache on this call (Anthropic cache_creation_input_tokens); 0 if unknown. */
+  readonly cacheCreationTokens: number;
+}
+
+/** The provider's own diagnostics (Anthropic / OpenAI), when the harness passes them on. */
+export interface ProviderCacheReport {
+  readonly cacheMissReason: string;
+  readonly cacheReadInputTokens: number;
+  readonly cacheCreationInputTokens: number;
+  readonly openaiCachedTokens: number;
+  readonly rawJson: string;
+}
+
+export interface UsageFacts extends TokenUsage {
+  readonly requestId: string;
+  readonly model: string;
+  readonly provider: string;
+  /** Cost as billed by the harness; null = compute it from the price table. */
+  readonly reportedCost: number | null;
+  readonly providerReport: ProviderCacheReport | null;
+  readonly calledAtMs: number;
+}
+
+/** An earlier call of the same session, as collapse detection needs it. */
+export interface EarlierCall {
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly model: string;
+  readonly calledAtMs: number;
+  /** The session's first recorded call: its cache was cold by construction. */
+  readonly firstOfSession: boolean;
+}
+
+/** prompt.prefix.v1 PrefixChanged, the part the join uses. */
+export interface PrefixChange {
+  readonly changedSections: readonly string[];
+  readonly toolsChanged: boolean;
+  readonly toolsChangeKind: string;
+  readonly historyRewritten: boolean;
+  readonly cause: string;
+}
+
+/**
+ * What prompt-assembly said about the build of one request: nothing yet (its events travel on
+ * another topic and may arrive after the usage), a FingerprintObserved only, or also a PrefixChanged.
+ */
+export interface PrefixJoin {
+  /** A FingerprintObserved for the request arrived; `firstBuild` is its flag. */
+  readonly observed: { readonly firstBuild: boolean } | null;
+  readonly change: PrefixChange | null;
+}
+
+export const NO_PREFIX_DATA: PrefixJoin = { observed: null, change: null };

@@ -1,0 +1,83 @@
+// What a call cost and what it would have cost had the provider cache held. Prices are per million
+// tokens in one currency unit; the defaults are seed 001 §1.1's (yuan, 元), so the seed's figures
+// come out unchanged: session 811 paid 0.8953 where the hit state costs 0.023.
+
+import type { TokenUsage } from "./model";
+
+export interface PriceTable {
+  /** Uncached prompt tokens. */
+  readonly inputPerMillion: number;
+  /** Prompt tokens read from the provider cache. */
+  readonly cachedInputPerMillion: number;
+  readonly outputPerMillion: number;
+  /**
+   * Prompt tokens written to the cache (Anthropic bills them above the input price). Unset = they
+   * cost the plain input price, which is how seed 001's provider bills.
+   */
+  readonly cacheWritePerMillion?: number;
+}
+
+export interface PriceBook {
+  /** Label of the unit every price and cost is in; the seed's is yuan. */
+  readonly currency: string;
+  readonly defaults: PriceTable;
+  /** Exact model name → its own prices; models not listed use `defaults`. */
+  readonly perModel: Readonly<Record<string, PriceTable>>;
+}
+
+/** Seed 001 §1.1: `prompt×0.04/M + completion×8/M` for the hit state, 2/M for uncached input. */
+export const SEED_001_PRICES: PriceTable = { inputPerMillion: 2, cachedInputPerMillion: 0.04, outputPerMillion: 8 };
+
+export const DEFAULT_PRICE_BOOK: PriceBook = { currency: "CNY", defaults: SEED_001_PRICES, perModel: {} };
+
+const PER_MILLION = 1_000_000;
+
+export function pricesFor(book: PriceBook, model: string): PriceTable {
+  return book.perModel[model] ?? book.defaults;
+}
+
+/**
+ * Cost from token counts: cached tokens at the cached price, cache writes at the write price (or the
+ * input price), the rest of the prompt at the input price, completion at the output price.
+ */
+export function costOf(usage: TokenUsage, prices: PriceTable): number {
+  const cached = Math.min(usage.cachedTokens, usage.promptTokens);
+  const writes = Math.min(usage.cacheCreationTokens, usage.promptTokens - cached);
+  const uncached = usage.promptTokens - cached - writes;
+  const writePrice = prices.cacheWritePerMillion ?? prices.inputPerMillion;
+  return (
+    (uncached * prices.inputPerMillion +
+      cached * prices.cachedInputPerMillion +
+      writes * writePrice +
+      usage.completionTokens * prices.outputPerMillion) /
+    PER_MILLION
+  );
+}
+
+/**
+ * The same call had `share` of its prompt been read from the cache. Writes keep their count, capped
+ * to what is left uncached: the share moves tokens from "input" to "cached", nothing else.
+ */
+export function costAtCachedShare(usage: TokenUsage, prices: PriceTable, share: number): number {
+  const bounded = Math.min(Math.max(share, 0), 1);
+  const cachedTokens = Math.round(usage.promptTokens * bounded);
+  return costOf(
+    {
+      promptTokens: usage.promptTokens,
+      cachedTokens,
+      completionTokens: usage.completionTokens,
+      cacheCreationTokens: Math.min(usage.cacheCreationTokens, usage.promptTokens - cachedTokens),
+    },
+    prices,
+  );
+}
+
+/** Seed 001's 命中态成本: the same call with its whole prompt cached. */
+export function hitStateCost(usage: TokenUsage, prices: PriceTable): number {
+  return costAtCachedShare(usage, prices, 1);
+}
+
+/** What the miss cost on top of the expectation; never negative (a call cheaper than expected cost nothing extra). */
+export function extraCost(actualCost: number, expectedCost: number): number {
+  return Math.max(0, actualCost - expectedCost);
+}

@@ -1,0 +1,104 @@
+// RecordUsage's input rules. A usage that breaks them cannot be priced or compared, so it is
+// refused whole (nothing stored) with the offending field named.
+
+import { ValidationError } from "@prefix-guard/errors";
+import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
+import type { ProviderCacheReport, UsageFacts } from "./model";
+
+export const MAX_SESSION_ID_CHARS = 128;
+export const MAX_REQUEST_ID_CHARS = 128;
+export const MAX_MODEL_CHARS = 200;
+export const MAX_PROVIDER_CHARS = 100;
+export const MAX_MISS_REASON_CHARS = 2_000;
+export const MAX_RAW_REPORT_CHARS = 64_000;
+
+/** The usage as it arrived (gRPC or llm.usage.v1), before any check. */
+export interface UsageInput {
+  readonly requestId: string;
+  readonly model: string;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+  readonly cacheCreationTokens: number;
+  readonly reportedCost?: number | undefined;
+  readonly provider: string;
+  readonly providerReport?: ProviderCacheReport | undefined;
+  readonly calledAtMs: number;
+}
+
+function requireText(field: string, value: string, max: number): string {
+  if (value.trim().length === 0) throw new ValidationError(field, "must not be empty");
+  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters`);
+  return value;
+}
+
+function requireCount(field: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError(field, "must be a non-negative integer");
+  return value;
+}
+
+export function validateSessionId(sessionId: string): string {
+  return requireId(sessionId, "session_id", MAX_SESSION_ID_CHARS);
+}
+
+/**
+ * @param receivedAtMs stands in for a missing called_at_ms (0): the harness did not say, and the
+ *   arrival time is the best estimate of when the call happened.
+ */
+export function validateUsage(usage: UsageInput | undefined, receivedAtMs: number): UsageFacts {
+  if (usage === undefined) throw new ValidationError("usage", "is required");
+  const requestId = requireId(usage.requestId, "usage.request_id", MAX_REQUEST_ID_CHARS);
+  const model = requireBoundedText(usage.model, "usage.model", MAX_MODEL_CHARS);
+  const promptTokens = requireCount("usage.prompt_tokens", usage.promptTokens);
+  if (promptTokens === 0) throw new ValidationError("usage.prompt_tokens", "must be > 0 (every call sends a prompt)");
+  const cachedTokens = requireCount("usage.cached_tokens", usage.cachedTokens);
+  if (cachedTokens > promptTokens)
+    throw new ValidationError("usage.cached_tokens", `${cachedTokens} exceeds prompt_tokens ${promptTokens}`);
+  const cacheCreationTokens = requireCount("usage.cache_creation_tokens", usage.cacheCreationTokens);
+  if (cachedTokens + cacheCreationTokens > promptTokens)
+    throw new ValidationError(
+      "usage.cache_creation_tokens",
+      `cached_tokens + cache_creation_tokens (${cachedTokens + cacheCreationTokens}) exceed prompt_tokens ${promptTokens}`,
+    );
+  const completionTokens = requireCount("usage.completion_tokens", usage.completionTokens);
+  if (usage.reportedCost !== undefined && (!Number.isFinite(usage.reportedCost) || usage.reportedCost < 0))
+    throw new ValidationError("usage.reported_cost", "must be a finite, non-negative number");
+  if (usage.provider.length > MAX_PROVIDER_CHARS)
+    throw new ValidationError("usage.provider", `must be at most ${MAX_PROVIDER_CHARS} characters`);
+  if (!Number.isSafeInteger(usage.calledAtMs) || usage.calledAtMs < 0)
+    throw new ValidationError("usage.called_at_ms", "must be a non-negative integer (UTC ms)");
+  const report = usage.providerReport;
+  if (report !== undefined) {
+    requireCount("usage.provider_report.cache_read_input_tokens", report.cacheReadInputTokens);
+    requireCount("usage.provider_report.cache_creation_input_tokens", report.cacheCreationInputTokens);
+    requireCount("usage.provider_report.openai_cached_tokens", report.openaiCachedTokens);
+    if (report.cacheMissReason.length > MAX_MISS_REASON_CHARS)
+      throw new ValidationError(
+        "usage.provider_report.cache_miss_reason",
+        `must be at most ${MAX_MISS_REASON_CHARS} characters`,
+      );
+    if (report.rawJson.length > MAX_RAW_REPORT_CHARS)
+      throw new ValidationError("usage.provider_report.raw_json", `must be at most ${MAX_RAW_REPORT_CHARS} characters`);
+  }
+  return {
+    requestId,
+    model,
+    provider: usage.provider,
+    promptTokens,
+    cachedTokens,
+    completionTokens,
+    cacheCreationTokens,
+    reportedCost: usage.reportedCost ?? null,
+    providerReport:
+      report === undefined
+        ? null
+        : {
+            cacheMissReason: report.cacheMissReason,
+            cacheReadInputTokens: report.cacheReadInputTokens,
+            cacheCreationInputTokens: report.cacheCreationInputTokens,
+            openaiCachedTokens: report.openaiCachedTokens,
+            rawJson: report.rawJson,
+          },
+    calledAtMs: usage.calledAtMs > 0 ? usage.calledAtMs : receivedAtMs,
+  };
+}

@@ -1,0 +1,401 @@
+// cache-monitor as a process would run it: the embedded bus (SQLite-backed log), the service on
+// real MariaDB, and an SRE's questions asked over gRPC.
+import { createServer } from "node:net";
+import { credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { createEmbeddedBus, embeddedBusMigrations, type IncomingMessage, type MessageBus } from "@prefix-guard/bus";
+import { eventually } from "@prefix-guard/bus/testing";
+import { type Database, runMigrations } from "@prefix-guard/db";
+import { createMemoryDatabase, createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { encodeEnvelope, Topics } from "@prefix-guard/events";
+import { callUnary } from "@prefix-guard/grpc";
+import { silentLogger } from "@prefix-guard/logging";
+import { CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
+import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
+import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
+import {
+  CacheMonitorClient,
+  type ListCollapsesResponse,
+  type RecordUsageResponse,
+  type TraceSessionResponse,
+} from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { defaultTopicSpecs } from "@prefix-guard/runtime";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadCacheMonitorConfig, type RunningCacheMonitor, startCacheMonitor } from "../src/index";
+
+const T_13_00 = Date.UTC(2026, 9, 14, 5, 0, 0);
+const RULES_CAUSE = "new workspace-rules snapshot pinned (AGENTS.md edited by session 818)";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function usage(requestId: string, calledAtMs: number, overrides: Partial<UsageRecorded> = {}): UsageRecorded {
+  return {
+    requestId,
+    model: "glm-4.6",
+    promptTokens: 450_000,
+    cachedTokens: 449_100,
+    completionTokens: 600,
+    cacheCreationTokens: 0,
+    provider: "zhipu",
+    calledAtMs,
+    ...overrides,
+  };
+}
+
+function observedEvent(sessionId: string, requestId: string, firstBuild: boolean): Uint8Array {
+  return encodeEnvelope(PrefixEvent, {
+    eventId: `obs-${sessionId}-${requestId}`,
+    sessionId,
+    requestId,
+    occurredAtMs: Date.now(),
+    schemaVersion: 1,
+    type: "FingerprintObserved",
+    payload: {
+      $case: "observed",
+      value: {
+        sections: [{ key: "workspace-rules", sha256: `${requestId}`.padEnd(64, "0"), chars: 15_169 }],
+        toolsHash: "t".repeat(64),
+        historyHash: "h".repeat(64),
+        messages: 478,
+        firstBuild,
+        rulesDecision: firstBuild ? "PINNED" : "RETAINED",
+        dateNotices: [],
+        anchorDate: "2026-10-14",
+        estimatedTokens: 450_000,
+        model: "glm-4.6",
+        compactionGeneration: 0,
+      },
+    },
+  });
+}
+
+function rulesChangedEvent(sessionId: string, requestId: string): Uint8Array {
+  return encodeEnvelope(PrefixEvent, {
+    eventId: `chg-${sessionId}-${requestId}`,
+    sessionId,
+    requestId,
+    occurredAtMs: Date.now(),
+    schemaVersion: 1,
+    type: "PrefixChanged",
+    payload: {
+      $case: "changed",
+      value: {
+        changedSections: ["workspace-rules"],
+        toolsChanged: false,
+        toolsChangeKind: "none",
+        historyRewritten: false,
+        cause: RULES_CAUSE,
+        bytesAfterBreak: 1_800_000,
+        tokensAfterBreak: 444_993,
+        messages: 478,
+      },
+    },
+  });
+}
+
+describe("cache-monitor over gRPC on the embedded bus", () => {
+  let busDb: Database;
+  let bus: MessageBus;
+  let mariadb: TestDatabase;
+  let running: RunningCacheMonitor;
+  let client: CacheMonitorClient;
+  let metricsPort: number;
+  const seen: Record<string, IncomingMessage[]> = {};
+  const stops: Array<() => Promise<void>> = [];
+
+  const rpc = {
+    recordUsage: (sessionId: string, u: UsageRecorded | undefined) =>
+      callUnary<{ sessionId: string; usage?: UsageRecorded }, RecordUsageResponse>(
+        client,
+        client.recordUsage,
+        u ? { sessionId, usage: u } : { sessionId },
+        { deadlineMs: 10_000 },
+      ),
+    listCollapses: (sessionId: string) =>
+      callUnary<{ sinceMs: number; sessionId: string; limit: number }, ListCollapsesResponse>(
+        client,
+        client.listCollapses,
+        { sinceMs: 0, sessionId, limit: 50 },
+        { deadlineMs: 10_000 },
+      ),
+    traceSession: (sessionId: string) =>
+      callUnary<{ sessionId: string; limit: number }, TraceSessionResponse>(
+        client,
+        client.traceSession,
+        { sessionId, limit: 0 },
+        { deadlineMs: 10_000 },
+      ),
+  };
+
+  async function publishPrefix(sessionId: string, values: Uint8Array[]): Promise<void> {
+    await bus.publish(
+      Topics.promptPrefix,
+      values.map((value) => ({ key: sessionId, value })),
+    );
+  }
+
+  async function count(table: string, where: Record<string, unknown> = {}): Promise<number> {
+    const [row] = await mariadb.db(table).where(where).count({ n: "*" });
+    return Number(row?.n);
+  }
+
+  /** Five normal calls (a cold first, then ~99.8% cached), each with its build's fingerprint already consumed. */
+  async function normalSession(sessionId: string): Promise<void> {
+    await publishPrefix(
+      sessionId,
+      [1, 2, 3, 4, 5].map((i) => observedEvent(sessionId, `r${i}`, i === 1)),
+    );
+    await eventually(async () => (await count("cm_prefix_observation", { session_id: sessionId })) === 5, {
+      what: `fingerprints of ${sessionId}`,
+    });
+    for (let i = 1; i <= 5; i++) {
+      const response = await rpc.recordUsage(
+        sessionId,
+        usage(`r${i}`, T_13_00 + i * 60_000, { cachedTokens: i === 1 ? 0 : 449_100 }),
+      );
+      expect(response.collapse).toBeUndefined();
+    }
+  }
+
+  beforeAll(async () => {
+    busDb = createMemoryDatabase();
+    await runMigrations(busDb, embeddedBusMigrations);
+    bus = createEmbeddedBus({ db: busDb, logger: silentLogger(), pollIntervalMs: 20 });
+    await bus.ensureTopics(defaultTopicSpecs(2));
+    for (const topic of [Topics.cacheCollapse, Topics.llmUsage, `${Topics.promptPrefix}.dlq`]) {
+      seen[topic] = [];
+      const subscription = await bus.subscribe({
+        topic,
+        groupId: `test-observer-${topic}`,
+        handleMessage: async (message) => {
+          seen[topic]?.push(message);
+        },
+      });
+      stops.push(() => subscription.stop());
+    }
+    mariadb = await createTestDatabase("cache_monitor_svc");
+    metricsPort = await freePort();
+    running = await startCacheMonitor(
+      loadCacheMonitorConfig({
+        GRPC_PORT: "0",
+        DATABASE_URL: mariadb.url,
+        LOG_LEVEL: "silent",
+        METRICS_PORT: String(metricsPort),
+      }),
+      { bus, logger: silentLogger() },
+    );
+    client = new CacheMonitorClient(running.address, credentials.createInsecure());
+  });
+
+  afterAll(async () => {
+    client?.close();
+    await running?.stop();
+    for (const stop of stops) await stop();
+    await bus?.close();
+    await busDb?.destroy();
+    await mariadb?.drop();
+  });
+
+  it("names workspace-rules, the cause and the extra cost of a collapse whose build events arrived late", async () => {
+    const session = "811";
+    await normalSession(session);
+    const collapse = await rpc.recordUsage(
+      session,
+      usage("r6", Date.UTC(2026, 9, 14, 5, 11, 11, 539), {
+        promptTokens: 453_569,
+        cachedTokens: 8_576,
+        completionTokens: 621,
+      }),
+    );
+    expect(collapse.cost).toBeCloseTo(0.8953, 4);
+    expect(collapse.collapse).toMatchObject({ requestId: "r6", attribution: "unknown", changedSections: [] });
+
+    await publishPrefix(session, [observedEvent(session, "r6", false), rulesChangedEvent(session, "r6")]);
+    const listed = await eventually(
+      async () => {
+        const response = await rpc.listCollapses(session);
+        return response.collapses[0]?.collapse?.changedSections.includes("workspace-rules") ? response : undefined;
+      },
+      { what: "collapse joined with PrefixChanged" },
+    );
+    expect(listed.totalCollapses).toBe(1);
+    const joined = listed.collapses[0]?.collapse;
+    expect(listed.collapses[0]?.sessionId).toBe(session);
+    expect(joined).toMatchObject({
+      cause: RULES_CAUSE,
+      attribution: "none",
+      promptTokens: 453_569,
+      cachedTokens: 8_576,
+    });
+    expect(joined?.baselineRatio).toBeCloseTo(449_100 / 450_000, 6);
+    // 453,569 at the norm (99.8%): 907 × 2 + 452,662 × 0.04 + 621 × 8 per million = 0.024888
+    expect(joined?.expectedCost).toBeCloseTo(0.024888, 5);
+    expect(joined?.extraCost).toBeCloseTo(0.8953 - 0.024888, 4);
+    expect(listed.totals.map((t) => [t.section, t.collapses])).toEqual([["workspace-rules", 1]]);
+    expect(listed.totalExtraCost).toBeCloseTo(joined?.extraCost ?? 0, 9);
+
+    // cache.collapse.v1 carries the detection and then the joined explanation.
+    const published = await eventually(
+      () => {
+        const events = (seen[Topics.cacheCollapse] ?? [])
+          .filter((m) => m.key === session)
+          .map((m) => CacheCollapseEvent.decode(m.value));
+        return events.some((e) => e.payload?.value.changedSections.includes("workspace-rules")) ? events : undefined;
+      },
+      { what: "collapse events on cache.collapse.v1" },
+    );
+    expect(published[0]).toMatchObject({ type: "CacheCollapsed", schemaVersion: 1, sessionId: session });
+    expect(published.at(-1)?.payload?.value).toMatchObject({ cause: RULES_CAUSE, attribution: "none" });
+
+    const trace = await rpc.traceSession(session);
+    expect(trace.builds.map((b) => [b.requestId, b.firstBuild, b.prefixChanged, b.collapsed])).toEqual([
+      ["r1", true, false, false],
+      ["r2", false, false, false],
+      ["r3", false, false, false],
+      ["r4", false, false, false],
+      ["r5", false, false, false],
+      ["r6", false, true, true],
+    ]);
+    expect(trace.builds.at(-1)).toMatchObject({
+      changedSections: ["workspace-rules"],
+      attribution: "agree",
+      hasUsage: true,
+    });
+  });
+
+  it("publishes each RecordUsage on llm.usage.v1 once and does not record its own echo again", async () => {
+    const published = await eventually(
+      () => {
+        const events = (seen[Topics.llmUsage] ?? []).filter((m) => m.key === "811");
+        return events.length >= 6 ? events : undefined;
+      },
+      { what: "usages on llm.usage.v1" },
+    );
+    const decoded = published.map((m) => LlmUsageEvent.decode(m.value));
+    expect(new Set(decoded.map((e) => e.payload?.value.requestId))).toEqual(
+      new Set(["r1", "r2", "r3", "r4", "r5", "r6"]),
+    );
+    await eventually(async () => (await count("outbox_message", { published_at_ms: null })) === 0, {
+      what: "outbox drained",
+    });
+    expect(await count("cm_usage", { session_id: "811" })).toBe(6);
+  });
+
+  it("refuses a bad RecordUsage with INVALID_ARGUMENT naming the field, and stores nothing", async () => {
+    const tables = ["cm_usage", "cm_session", "cm_collapse", "outbox_message"];
+    const before = await Promise.all(tables.map((t) => count(t)));
+    const cases: Array<[string, string, UsageRecorded | undefined]> = [
+      ["usage.cached_tokens", "s-bad", usage("b1", T_13_00, { cachedTokens: 450_001 })],
+      ["usage.request_id", "s-bad", usage("", T_13_00)],
+      ["usage.model", "s-bad", usage("b1", T_13_00, { model: "" })],
+      ["session_id", "", usage("b1", T_13_00)],
+      ["usage", "s-bad", undefined],
+    ];
+    for (const [field, sessionId, u] of cases) {
+      const error = (await rpc.recordUsage(sessionId, u).catch((e: unknown) => e)) as ServiceError;
+      expect(error.code).toBe(status.INVALID_ARGUMENT);
+      expect(error.details).toContain(field);
+      expect((error.metadata ?? new Metadata()).get("pg-field")).toEqual([field]);
+    }
+    expect(await Promise.all(tables.map((t) => count(t)))).toEqual(before);
+  });
+
+  it("attributes a provider-reported miss behind an unchanged prefix to the provider", async () => {
+    const session = "797";
+    await normalSession(session);
+    await publishPrefix(session, [observedEvent(session, "r6", false)]);
+    await eventually(async () => (await count("cm_prefix_observation", { session_id: session })) === 6, {
+      what: "fingerprint of r6",
+    });
+    const response = await rpc.recordUsage(
+      session,
+      usage("r6", T_13_00 + 18 * 3_600_000, {
+        cachedTokens: 0,
+        providerReport: {
+          cacheMissReason: "cache entry expired (ttl)",
+          cacheReadInputTokens: 0,
+          cacheCreationInputTokens: 450_000,
+          openaiCachedTokens: 0,
+          rawJson: '{"cache_miss_reason":"ttl"}',
+        },
+      }),
+    );
+    expect(response.collapse).toMatchObject({
+      attribution: "provider_only",
+      changedSections: [],
+      providerCacheMissReason: "cache entry expired (ttl)",
+    });
+    expect(response.collapse?.cause).toContain("our prefix unchanged");
+    const listed = await rpc.listCollapses(session);
+    expect(listed.totals.map((t) => t.section)).toEqual(["(none)"]);
+  });
+
+  it("records a usage published straight on llm.usage.v1 and dead-letters undecodable prefix events", async () => {
+    await bus.publish(Topics.llmUsage, [
+      {
+        key: "topic-session",
+        value: encodeEnvelope(LlmUsageEvent, {
+          eventId: "harness-usage-1",
+          sessionId: "topic-session",
+          occurredAtMs: Date.now(),
+          schemaVersion: 1,
+          type: "UsageRecorded",
+          payload: { $case: "usage", value: usage("t1", T_13_00) },
+        }),
+      },
+    ]);
+    const trace = await eventually(
+      async () => {
+        const response = await rpc.traceSession("topic-session");
+        return response.builds.length > 0 ? response : undefined;
+      },
+      { what: "usage from the topic" },
+    );
+    expect(trace.builds[0]).toMatchObject({ requestId: "t1", hasUsage: true, attribution: "unknown" });
+    expect(await count("cm_usage", { session_id: "topic-session", source: "topic" })).toBe(1);
+
+    await bus.publish(Topics.promptPrefix, [{ key: "x", value: new Uint8Array([0xff, 0xff, 0xff, 0xff, 0x0f]) }]);
+    const dead = await eventually(() => seen[`${Topics.promptPrefix}.dlq`]?.[0], { what: "DLQ message" });
+    expect(dead.headers["pg-dlq-reason"]).toBe("undecodable");
+  });
+
+  it("exposes usage, share, collapse and extra-cost metrics on /metrics", async () => {
+    expect(running.metricsPort).toBe(metricsPort);
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(text).toMatch(
+      /cache_monitor_usage_calls_total\{(?=[^}]*model="glm-4\.6")(?=[^}]*source="rpc")(?=[^}]*service="cache-monitor")[^}]*\} 12/,
+    );
+    expect(text).toMatch(
+      /cache_monitor_usage_calls_total\{(?=[^}]*model="glm-4\.6")(?=[^}]*source="topic")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+    );
+    // 811's collapse was detected before its build's events arrived; 797's behind an unchanged prefix.
+    expect(text).toMatch(
+      /cache_monitor_collapses_total\{(?=[^}]*section="\(unknown\)")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+    );
+    expect(text).toMatch(
+      /cache_monitor_collapses_total\{(?=[^}]*section="\(none\)")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+    );
+    // ≤ 1%: both cold first calls and 797's miss; ≤ 5% adds 811's 1.9%.
+    expect(text).toMatch(
+      /cache_monitor_cached_share_bucket\{(?=[^}]*model="glm-4\.6")(?=[^}]*le="0\.01")(?=[^}]*service="cache-monitor")[^}]*\} 3\n/,
+    );
+    expect(text).toMatch(
+      /cache_monitor_cached_share_bucket\{(?=[^}]*model="glm-4\.6")(?=[^}]*le="0\.05")(?=[^}]*service="cache-monitor")[^}]*\} 4\n/,
+    );
+    const extra = /cache_monitor_extra_cost_total\{(?=[^}]*service="cache-monitor")[^}]*\} ([0-9.e-]+)/.exec(text)?.[1];
+    expect(Number(extra)).toBeGreaterThan(1.5);
+    expect(text).toMatch(
+      /cache_monitor_events_consumed_total\{(?=[^}]*topic="prompt\.prefix\.v1")(?=[^}]*outcome="dead_lettered")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+    );
+    expect(text).toContain("process_cpu_user_seconds_total");
+  });
+});
