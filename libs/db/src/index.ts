@@ -2,6 +2,6 @@ export type { ApplyOutcome } from "./consumer-position";
 export { applyInSessionOrder, consumerPositionTable, readConsumerPosition } from "./consumer-position";
 export type { Database, DatabaseOptions, DatabaseTarget } from "./database";
 export { createDatabase, describeDatabaseUrl, parseDatabaseUrl } from "./database";
-export { isUniqueViolation, translateDbError, withDbTimeout } from "./db-errors";
+export { isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";
 export type { Migration } from "./migrations";
 export { runMigrations } from "./migrations";

@@ -117,6 +117,8 @@ export async function startPromptAssembly(
   const server = await startGrpcServer({
     ...grpcServerSecurity(config),
     host: config.GRPC_HOST,
+    // Sections, tools and reported rules together; the per-field bounds are checked in validation.
+    maxReceiveMessageBytes: 4 * 1024 * 1024,
     port: config.GRPC_PORT,
     logger,
     services: [

@@ -23,7 +23,7 @@
 // store is down.
 
 import { enqueueOutboxMessage, traceHeaders } from "@prefix-guard/bus";
-import { type Database, translateDbError } from "@prefix-guard/db";
+import { type Database, retryOnDeadlock, translateDbError } from "@prefix-guard/db";
 import {
   FailedPreconditionError,
   InternalError,
@@ -32,6 +32,7 @@ import {
   ValidationError,
 } from "@prefix-guard/errors";
 import { newEventId, Topics } from "@prefix-guard/events";
+import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
 import {
   type BuildRequestRequest,
   type BuildRequestResponse,
@@ -155,11 +156,19 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Checks every field before any I/O. @throws ValidationError naming the first bad field. */
+// Bounds on what a harness sends per build: generous for real prompts, far below what would hurt
+// memory or the stores (a fingerprint row, the outbox payload).
+const SECTION_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_SECTION_CHARS = 256 * 1024;
+const MAX_TOOL_DESCRIPTION_CHARS = 16 * 1024;
+const MAX_TOOL_SCHEMA_CHARS = 64 * 1024;
+const MAX_MODEL_CHARS = 200;
+const MAX_WORKSPACE_CHARS = 1024;
+const MAX_RULES_CONTENT_CHARS = 1024 * 1024;
+
 export function validateBuildRequest(request: BuildRequestRequest): ValidatedBuildRequest {
-  if (request.sessionId.length === 0) throw new ValidationError("session_id", "must not be empty");
-  if (request.sessionId.length > MAX_SESSION_ID_LENGTH) {
-    throw new ValidationError("session_id", `must be at most ${MAX_SESSION_ID_LENGTH} characters`);
-  }
+  requireId(request.sessionId, "session_id", MAX_SESSION_ID_LENGTH);
   if (!Number.isSafeInteger(request.minSeq) || request.minSeq < 0) {
     throw new ValidationError("min_seq", `must be an integer >= 0, got ${String(request.minSeq)}`);
   }
@@ -168,6 +177,10 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
   const sections = request.sections.map((section, index): SystemSection => {
     const field = `sections[${index}].key`;
     if (section.key.length === 0) throw new ValidationError(field, "must not be empty");
+    if (!SECTION_KEY.test(section.key)) throw new ValidationError(field, "must be 1-64 characters of [A-Za-z0-9_.-]");
+    if (section.text.length > MAX_SECTION_CHARS) {
+      throw new ValidationError(`sections[${index}].text`, `must be at most ${MAX_SECTION_CHARS} characters`);
+    }
     if (RESERVED_SECTION_KEYS.has(section.key)) {
       throw new ValidationError(
         field,
@@ -182,6 +195,21 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
   const names = new Set<string>();
   const tools = request.tools.map((tool, index): ToolDefinition => {
     if (tool.name.length === 0) throw new ValidationError(`tools[${index}].name`, "must not be empty");
+    // The providers' own rule for function names; anything else breaks the request at the provider.
+    if (!TOOL_NAME.test(tool.name))
+      throw new ValidationError(`tools[${index}].name`, "must be 1-64 characters of [A-Za-z0-9_-]");
+    if (tool.description.length > MAX_TOOL_DESCRIPTION_CHARS) {
+      throw new ValidationError(
+        `tools[${index}].description`,
+        `must be at most ${MAX_TOOL_DESCRIPTION_CHARS} characters`,
+      );
+    }
+    if (tool.inputSchemaJson.length > MAX_TOOL_SCHEMA_CHARS) {
+      throw new ValidationError(
+        `tools[${index}].input_schema_json`,
+        `must be at most ${MAX_TOOL_SCHEMA_CHARS} characters`,
+      );
+    }
     if (names.has(tool.name)) {
       throw new ValidationError(`tools[${index}].name`, `duplicate tool name ${JSON.stringify(tool.name)}`);
     }
@@ -196,7 +224,15 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
   if (wireFormat === undefined) {
     throw new ValidationError("wire_format", `must be set to a known format, got ${String(request.wireFormat)}`);
   }
-  if (request.model.length === 0) throw new ValidationError("model", "must not be empty");
+  requireBoundedText(request.model, "model", MAX_MODEL_CHARS);
+  if (request.workspace.length > MAX_WORKSPACE_CHARS)
+    throw new ValidationError("workspace", `must be at most ${MAX_WORKSPACE_CHARS} characters`);
+  if (
+    request.rulesSource?.$case === "rulesContent" &&
+    request.rulesSource.value.text.length > MAX_RULES_CONTENT_CHARS
+  ) {
+    throw new ValidationError("rules_content.text", `must be at most ${MAX_RULES_CONTENT_CHARS} characters`);
+  }
   if (request.contextWindow !== undefined && !(Number.isInteger(request.contextWindow) && request.contextWindow > 0)) {
     throw new ValidationError("context_window", `must be > 0 when set, got ${String(request.contextWindow)}`);
   }
@@ -594,89 +630,93 @@ export class PromptBuilder {
         })
         .onConflict("session_id")
         .ignore();
-      return await this.deps.db.transaction(async (trx) => {
-        const previous = await this.readStoredPrefix(trx, sessionId);
-        const hints: CauseHints = {
-          compactionGenerationBefore: previous?.generation ?? null,
-          compactionGenerationNow: args.view.generation,
-          rulesDecision: decisionName(args.rulesDecision),
-          droppedTurnsBefore: previous?.droppedTurns ?? null,
-          droppedTurnsNow: args.droppedTurns,
-          anchorDateBefore: previous?.anchorDate ?? null,
-          anchorDateNow: args.anchorDate,
-        };
-        const comparison = comparePrefix(previous?.fingerprint ?? null, fingerprint, hints);
+      // Concurrent builds of one session can still be picked as InnoDB deadlock victims; the
+      // transaction rolled back whole, so it is rerun rather than failing the build.
+      return await retryOnDeadlock(() =>
+        this.deps.db.transaction(async (trx) => {
+          const previous = await this.readStoredPrefix(trx, sessionId);
+          const hints: CauseHints = {
+            compactionGenerationBefore: previous?.generation ?? null,
+            compactionGenerationNow: args.view.generation,
+            rulesDecision: decisionName(args.rulesDecision),
+            droppedTurnsBefore: previous?.droppedTurns ?? null,
+            droppedTurnsNow: args.droppedTurns,
+            anchorDateBefore: previous?.anchorDate ?? null,
+            anchorDateNow: args.anchorDate,
+          };
+          const comparison = comparePrefix(previous?.fingerprint ?? null, fingerprint, hints);
 
-        await trx("pa_prefix_fingerprint")
-          .insert({
-            session_id: sessionId,
-            fingerprint_json: canonicalJson(fingerprint, "fingerprint"),
-            generation: args.view.generation,
-            dropped_turns: args.droppedTurns,
-            anchor_date: args.anchorDate,
-            request_id: requestId,
-            updated_at_ms: nowMs,
-          })
-          .onConflict("session_id")
-          .merge();
+          await trx("pa_prefix_fingerprint")
+            .insert({
+              session_id: sessionId,
+              fingerprint_json: canonicalJson(fingerprint, "fingerprint"),
+              generation: args.view.generation,
+              dropped_turns: args.droppedTurns,
+              anchor_date: args.anchorDate,
+              request_id: requestId,
+              updated_at_ms: nowMs,
+            })
+            .onConflict("session_id")
+            .merge();
 
-        const envelope = { sessionId, occurredAtMs: nowMs, schemaVersion: PREFIX_EVENT_SCHEMA_VERSION, requestId };
-        const events: PrefixEvent[] = [
-          {
-            ...envelope,
-            eventId: this.newEventId(),
-            type: "FingerprintObserved",
-            payload: {
-              $case: "observed",
-              value: {
-                sections: fingerprint.sections.map((section) => ({ ...section })),
-                toolsHash: fingerprint.toolsHash,
-                historyHash: fingerprint.historyHash,
-                messages: fingerprint.messageHashes.length,
-                firstBuild: comparison.firstBuild,
-                rulesDecision: decisionName(args.rulesDecision),
-                dateNotices: [...args.dateNotices],
-                anchorDate: args.anchorDate,
-                estimatedTokens: args.estimatedTokens,
-                model: args.model,
-                compactionGeneration: args.view.generation,
+          const envelope = { sessionId, occurredAtMs: nowMs, schemaVersion: PREFIX_EVENT_SCHEMA_VERSION, requestId };
+          const events: PrefixEvent[] = [
+            {
+              ...envelope,
+              eventId: this.newEventId(),
+              type: "FingerprintObserved",
+              payload: {
+                $case: "observed",
+                value: {
+                  sections: fingerprint.sections.map((section) => ({ ...section })),
+                  toolsHash: fingerprint.toolsHash,
+                  historyHash: fingerprint.historyHash,
+                  messages: fingerprint.messageHashes.length,
+                  firstBuild: comparison.firstBuild,
+                  rulesDecision: decisionName(args.rulesDecision),
+                  dateNotices: [...args.dateNotices],
+                  anchorDate: args.anchorDate,
+                  estimatedTokens: args.estimatedTokens,
+                  model: args.model,
+                  compactionGeneration: args.view.generation,
+                },
               },
             },
-          },
-        ];
-        if (comparison.changed && previous?.fingerprint) {
-          const cost = costAfterBreak(previous.fingerprint, fingerprint, args.chatRequest, comparison);
-          events.push({
-            ...envelope,
-            eventId: this.newEventId(),
-            type: "PrefixChanged",
-            payload: {
-              $case: "changed",
-              value: {
-                changedSections: [...comparison.changedSections],
-                toolsChanged: comparison.toolsChanged,
-                toolsChangeKind: comparison.toolsChangeKind,
-                historyRewritten: comparison.historyRewritten,
-                cause: comparison.cause,
-                bytesAfterBreak: cost.bytes,
-                tokensAfterBreak: cost.tokens,
-                messages: args.chatRequest.messages.length,
+          ];
+          if (comparison.changed && previous?.fingerprint) {
+            const cost = costAfterBreak(previous.fingerprint, fingerprint, args.chatRequest, comparison);
+            events.push({
+              ...envelope,
+              eventId: this.newEventId(),
+              type: "PrefixChanged",
+              payload: {
+                $case: "changed",
+                value: {
+                  changedSections: [...comparison.changedSections],
+                  toolsChanged: comparison.toolsChanged,
+                  toolsChangeKind: comparison.toolsChangeKind,
+                  historyRewritten: comparison.historyRewritten,
+                  cause: comparison.cause,
+                  bytesAfterBreak: cost.bytes,
+                  tokensAfterBreak: cost.tokens,
+                  messages: args.chatRequest.messages.length,
+                },
               },
-            },
-          });
-        }
-        const headers = traceHeaders();
-        for (const event of events) {
-          await enqueueOutboxMessage(trx, {
-            topic: Topics.promptPrefix,
-            key: sessionId,
-            value: PrefixEvent.encode(event).finish(),
-            headers,
-            nowMs,
-          });
-        }
-        return comparison;
-      });
+            });
+          }
+          const headers = traceHeaders();
+          for (const event of events) {
+            await enqueueOutboxMessage(trx, {
+              topic: Topics.promptPrefix,
+              key: sessionId,
+              value: PrefixEvent.encode(event).finish(),
+              headers,
+              nowMs,
+            });
+          }
+          return comparison;
+        }),
+      );
     } catch (error) {
       throw translateDbError(error, { session_id: sessionId });
     }

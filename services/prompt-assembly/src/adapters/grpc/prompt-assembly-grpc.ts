@@ -1,4 +1,4 @@
-import { ValidationError } from "@prefix-guard/errors";
+import { requireId } from "@prefix-guard/events/ids";
 import type { ServiceRegistration } from "@prefix-guard/grpc";
 import {
   type BuildRequestRequest,
@@ -26,7 +26,7 @@ export function promptAssemblyRegistration(deps: {
         return response;
       },
       rebuildProjection: async (request: RebuildProjectionRequest): Promise<RebuildProjectionResponse> => {
-        if (request.sessionId.trim().length === 0) throw new ValidationError("session_id", "must not be empty");
+        requireId(request.sessionId, "session_id");
         return deps.projection.rebuildSession(request.sessionId, deps.sessions);
       },
     } as ServiceRegistration["methods"],
