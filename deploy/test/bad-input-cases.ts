@@ -157,7 +157,11 @@ const unknownField = (fieldNumber: number, path = "request"): Expected => ({
   details: new RegExp(`field number ${fieldNumber}\\b`),
 });
 /** A known field with the wrong wire type: rejected as an unknown field of the request, or as the field itself. */
-const wrongType = (field: string): Expected => ({ code: "INVALID_ARGUMENT", fields: [field, "request"] });
+// A decoder cannot name a field it could not decode: the containing message's path is a clear answer too.
+const wrongType = (field: string): Expected => ({
+  code: "INVALID_ARGUMENT",
+  fields: field.includes(".") ? [field, field.slice(0, field.lastIndexOf(".")), "request"] : [field, "request"],
+});
 const tooLarge = (field: string): Expected => ({ code: "TOO_LARGE", field });
 
 // ---------------------------------------------------------------------------------------------

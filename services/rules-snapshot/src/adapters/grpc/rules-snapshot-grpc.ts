@@ -33,7 +33,7 @@ export function rulesSnapshotRegistration(
       invalidate: async (request: InvalidateRequest) => {
         const response = await service.invalidate(
           requireSessionId(request.sessionId),
-          request.reason.trim() || "operator",
+          request.reason === "" ? "operator" : requireBoundedText(request.reason, "reason", 200).trim(),
         );
         afterCall();
         return response;
