@@ -676,7 +676,12 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
     collectReport(report);
     expect(reportStrings).toContain(hostile);
 
-    const invalidated = await callUnary(rules, rules.invalidate, { sessionId, reason: hostileWithoutControls }, deadline);
+    const invalidated = await callUnary(
+      rules,
+      rules.invalidate,
+      { sessionId, reason: hostileWithoutControls },
+      deadline,
+    );
     expect(invalidated.removed).toBe(true);
 
     // Still there: every table of every database, and the rows written before the suite.

@@ -28,7 +28,7 @@ function snake(key: string): string {
 /** Throws for the first `_unknownFields` entry anywhere in the decoded message (ts-proto unknownFields=true). */
 export function rejectUnknownFieldsDeep(value: unknown, path: string): void {
   if (Array.isArray(value)) {
-    value.forEach((item, i) => rejectUnknownFieldsDeep(item, `${path}[${i}]`));
+    for (const [i, item] of value.entries()) rejectUnknownFieldsDeep(item, `${path}[${i}]`);
     return;
   }
   if (typeof value !== "object" || value === null || value instanceof Uint8Array) return;
