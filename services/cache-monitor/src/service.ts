@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   type MessageBus,
   OutboxRelay,
@@ -9,7 +8,7 @@ import {
   tableOutboxSource,
 } from "@prefix-guard/bus";
 import { ConflictError, UnavailableError } from "@prefix-guard/errors";
-import { newEventId, Topics } from "@prefix-guard/events";
+import { newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import { type RunningGrpcServer, startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
@@ -33,8 +32,6 @@ export interface RunningCacheMonitor {
   stop(): Promise<void>;
 }
 
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
-
 /**
  * Composition root: DB, the monitor, its consumers of prompt.prefix.v1 and llm.usage.v1, the
  * outbox relay (cache.collapse.v1, llm.usage.v1), gRPC and the Prometheus endpoint.
@@ -57,7 +54,7 @@ export async function startCacheMonitor(
     attributionThresholds: attributionThresholdsOf(config),
     now,
     newEventId: () => newEventId(now()),
-    sha256,
+    sha256: sha256Hex,
     logger,
     observer: metrics,
   });

@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { type MessageBus, OutboxRelay, relayLockFor, runEventConsumer, tableOutboxSource } from "@prefix-guard/bus";
-import { decodeSessionEvent, newEventId, Topics } from "@prefix-guard/events";
+import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
@@ -36,8 +35,6 @@ export interface RunningPromptAssembly {
   stop(): Promise<void>;
 }
 
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
-
 /**
  * Composition root: the projection fed by session.events.v1 (catching up through ReadEvents on a
  * gap), the builder with its Resolve and ReadEvents peers, the prefix-event relay, gRPC.
@@ -59,7 +56,7 @@ export async function startPromptAssembly(
     rules,
     sessions,
     now,
-    sha256,
+    sha256: sha256Hex,
     logger,
     newEventId: () => newEventId(now()),
     ...(config.ASSEMBLY_POLICY === "naive" ? { readRulesRaw: readRulesRawNow } : {}),

@@ -1,8 +1,8 @@
+import { sha256Hex } from "@prefix-guard/events";
 // Test doubles and helpers for the application tests: an in-memory session-events log (the writer
 // side and ReadEvents), a rules-snapshot fake that freezes per session like seed 001, a fixed
 // clock, a recording logger and database openers for MariaDB and SQLite.
 
-import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,7 +25,7 @@ import { contentToProto } from "../src/application/content-mapping";
 import type { SessionEventsReader, SessionProjection } from "../src/application/session-projection";
 import type { ContentPart } from "../src/domain/model";
 
-export const sha256 = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex");
+export const sha256 = sha256Hex;
 
 /** Instant of a wall-clock time in Asia/Shanghai (UTC+8, no DST). */
 export function shanghai(date: string, time: string): number {

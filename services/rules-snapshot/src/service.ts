@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   type MessageBus,
   OutboxRelay,
@@ -8,7 +7,7 @@ import {
   tableOutboxSource,
 } from "@prefix-guard/bus";
 import { UnavailableError } from "@prefix-guard/errors";
-import { decodeSessionEvent, newEventId, Topics } from "@prefix-guard/events";
+import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
@@ -27,8 +26,6 @@ export interface RunningRulesSnapshot {
   readonly service: RulesSnapshotService;
   stop(): Promise<void>;
 }
-
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
 /** Composition root: DB, the snapshot service, its session.events.v1 consumer, the event relay, gRPC. */
 export async function startRulesSnapshot(
@@ -55,7 +52,7 @@ export async function startRulesSnapshot(
   const service = new RulesSnapshotService({
     store: new SnapshotStore(db),
     readFile: (path) => readAgentsMdFile(path),
-    sha256,
+    sha256: sha256Hex,
     now,
     newEventId: () => newEventId(now()),
     events: outboxRulesEventSink(db, now),
