@@ -89,7 +89,7 @@ export function assessCall(input: CallAssessmentInput): CallAssessment {
   const firstCall = earlier.length === 0 || prefix.observed?.firstBuild === true;
   const detection = detectCollapse(usage, earlier, firstCall, thresholds);
   const attribution = attributeBuild(ourVerdictOf(prefix), usage, detection.collapsed, attributionThresholds);
-  if (!detection.collapsed) return { cost, detection, collapse: null, attribution };
+  if (!detection.collapsed || detection.baselineShare === null) return { cost, detection, collapse: null, attribution };
   const expectedCost = costAtCachedShare(usage, prices, detection.baselineShare);
   return {
     cost,

@@ -26,12 +26,6 @@ export interface UsageInput {
   readonly calledAtMs: number;
 }
 
-function requireText(field: string, value: string, max: number): string {
-  if (value.trim().length === 0) throw new ValidationError(field, "must not be empty");
-  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters`);
-  return value;
-}
-
 function requireCount(field: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError(field, "must be a non-negative integer");
   return value;
