@@ -62,6 +62,9 @@ export interface ReplayBuildRecord {
   readonly monitor: ChangeVerdict;
   /** What the 5-minute-TTL cache served. */
   readonly usage: CacheObservation;
+  /** What the 24-hour cache (seed 001's provider) served. */
+  readonly usageLongTtl: CacheObservation;
+  readonly outputTokens: number;
 }
 
 export interface ReplayRunOptions {
@@ -318,13 +321,13 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
           });
           const segments = providerSegments(response.bodyJson, (value) => canonicalJson(value));
           const outputTokens = estimateTokens(state.plan.turns[event.turn]?.assistant ?? "");
-          const [usage] = caches.map(({ simulator, tally }) => {
+          const [usage, usageLongTtl] = caches.map(({ simulator, tally }) => {
             const observation = simulator.observe(event.sessionId, event.atMs, segments, state.messagesSinceBuild);
             tally.add(observation, outputTokens, verdicts.observed.kind === "avoidable");
             return observation;
           });
           state.messagesSinceBuild = 0;
-          if (usage === undefined) throw new Error("no cache simulator");
+          if (usage === undefined || usageLongTtl === undefined) throw new Error("no cache simulator");
           options.onBuild?.({
             policy,
             sessionId: event.sessionId,
@@ -334,6 +337,8 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
             observed: verdicts.observed,
             monitor: verdicts.monitor,
             usage,
+            usageLongTtl,
+            outputTokens,
           });
           if (progressEvery > 0 && buildSamples.length % progressEvery === 0) {
             const local = new Date(event.atMs + 8 * 3_600_000).toISOString().slice(11, 16);

@@ -53,13 +53,8 @@ describe("detectCollapse", () => {
   });
 
   it("flags a break that keeps only the part before a late system section (the replay's workspace-rules)", () => {
-    const sized = (promptTokens: number, cachedTokens: number, firstOfSession = false): EarlierCall => ({
-      promptTokens,
-      cachedTokens,
-      model: "glm-4.6",
-      calledAtMs: (clock += 60_000),
-      firstOfSession,
-    });
+    const sized = (promptTokens: number, cachedTokens: number, firstOfSession = false): EarlierCall =>
+      call(0, { promptTokens, cachedTokens, firstOfSession });
     const earlier = [sized(9_000, 0, true), sized(10_000, 8_900), sized(11_000, 9_900), sized(12_300, 10_900)];
     // Tools and the system sections before workspace-rules (8,141 tokens) are all the provider kept.
     const afterRulesEdit = { promptTokens: 12_849, cachedTokens: 8_141, completionTokens: 300, cacheCreationTokens: 0 };
