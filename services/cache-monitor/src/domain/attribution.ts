@@ -118,7 +118,11 @@ export function collapseCause(usage: UsageFacts, prefix: PrefixJoin, previous: E
   if (ours === "unknown") {
     return `no prompt.prefix.v1 fingerprint for request ${usage.requestId} yet: cause not known${providerSays}`;
   }
-  if (ours === "first_build") return `first build of the session${providerSays}`;
+  if (ours === "first_build") {
+    return previous === null
+      ? `first build of the session${providerSays}`
+      : `prompt-assembly called this a first build, but the session has earlier calls: its prefix monitor lost the session's state (a process-local monitor after a restart?), so what changed is unknown${providerSays}`;
+  }
   if (reason !== "") return `provider-side cache miss with our prefix unchanged: ${reason}`;
   if (previous !== null && previous.model !== "" && previous.model !== usage.model) {
     return `provider-side cache miss with our prefix unchanged: model switched ${previous.model}→${usage.model} (provider caches are per model)`;

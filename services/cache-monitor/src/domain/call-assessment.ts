@@ -13,6 +13,7 @@ import {
   type OurVerdict,
   ourVerdictOf,
   sectionsOfCollapse,
+  UNKNOWN_SECTION,
 } from "./attribution";
 import { type CollapseDetection, type CollapseThresholds, detectCollapse } from "./collapse-detection";
 import type { EarlierCall, PrefixJoin, UsageFacts } from "./model";
@@ -70,14 +71,17 @@ export function explainCollapse(
   thresholds: AttributionThresholds = DEFAULT_ATTRIBUTION_THRESHOLDS,
 ): CollapseExplanation {
   const ourVerdict = ourVerdictOf(prefix);
+  // A "first build" of a session with earlier calls: the builder forgot the session, so neither
+  // "outside us" nor "agree" would be true.
+  const monitorForgot = ourVerdict === "first_build" && previous !== null;
   return {
     changedSections: prefix.change ? [...prefix.change.changedSections] : [],
-    totalsSections: sectionsOfCollapse(prefix),
+    totalsSections: monitorForgot ? [UNKNOWN_SECTION] : sectionsOfCollapse(prefix),
     toolsChanged: prefix.change?.toolsChanged ?? false,
     historyRewritten: prefix.change?.historyRewritten ?? false,
     cause: collapseCause(usage, prefix, previous),
     ourVerdict,
-    attribution: collapseAttributionOf(attributeBuild(ourVerdict, usage, true, thresholds)),
+    attribution: monitorForgot ? "unknown" : collapseAttributionOf(attributeBuild(ourVerdict, usage, true, thresholds)),
     providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",
   };
 }
@@ -86,7 +90,10 @@ export function assessCall(input: CallAssessmentInput): CallAssessment {
   const { usage, prices, earlier, prefix, thresholds } = input;
   const attributionThresholds = input.attributionThresholds ?? DEFAULT_ATTRIBUTION_THRESHOLDS;
   const cost = callCost(usage, prices);
-  const firstCall = earlier.length === 0 || prefix.observed?.firstBuild === true;
+  // Only the monitor's own record says whether the session's cache was warm. A build reported as
+  // first_build while earlier calls exist is judged like any other (and explained as a builder
+  // that lost its state), which also makes the verdict the same whichever topic arrives first.
+  const firstCall = earlier.length === 0;
   const detection = detectCollapse(usage, earlier, firstCall, thresholds);
   const attribution = attributeBuild(ourVerdictOf(prefix), usage, detection.collapsed, attributionThresholds);
   if (!detection.collapsed || detection.baselineShare === null) return { cost, detection, collapse: null, attribution };

@@ -136,14 +136,33 @@ describe("assessCall on seed 001's session 811", () => {
     expect(assessment.collapse?.extraCost).toBeCloseTo(0.95 - (assessment.collapse?.expectedCost ?? 0), 12);
   });
 
-  it("does not flag a normal call or the first build", () => {
+  it("does not flag a normal call or a session's first call", () => {
     const normal = { ...collapse811, cachedTokens: 452_000 };
     expect(assessCall({ ...input, usage: normal, prefix: rulesChanged })).toMatchObject({
       collapse: null,
       attribution: "ours_only",
     });
-    const first = assessCall({ ...input, prefix: { observed: { firstBuild: true }, change: null } });
+    const first = assessCall({ ...input, earlier: [], prefix: { observed: { firstBuild: true }, change: null } });
     expect(first.collapse).toBeNull();
     expect(first.detection).toMatchObject({ collapsed: false, reason: "first_call" });
+  });
+
+  it("flags a collapse the builder called a first build while the session has earlier calls: its monitor forgot", () => {
+    const forgot = assessCall({ ...input, prefix: { observed: { firstBuild: true }, change: null } });
+    expect(forgot.collapse).toMatchObject({
+      totalsSections: ["(unknown)"],
+      attribution: "unknown",
+      ourVerdict: "first_build",
+    });
+    expect(forgot.collapse?.cause).toMatch(/called this a first build, but the session has earlier calls/);
+    // Either arrival order ends the same: assessed without prefix data, then re-explained.
+    const early = assessCall({ ...input, prefix: NO_PREFIX_DATA });
+    const late = explainCollapse(
+      collapse811,
+      { observed: { firstBuild: true }, change: null },
+      input.earlier.at(-1) ?? null,
+    );
+    expect(early.collapse).not.toBeNull();
+    expect(late).toMatchObject({ totalsSections: ["(unknown)"], cause: forgot.collapse?.cause });
   });
 });
