@@ -14,6 +14,7 @@ import {
   WireFormat as ProtoWireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
   Decision,
@@ -285,6 +286,15 @@ export interface TestStore {
   db: Database;
   restart(): Promise<Database>;
   close(): Promise<void>;
+}
+
+/** The PrefixEvents a session's builds left in the outbox, in enqueue order. */
+export async function outboxPrefixEvents(db: Database, sessionId: string): Promise<PrefixEvent[]> {
+  const rows = (await db("outbox_message")
+    .where({ topic: "prompt.prefix.v1", message_key: sessionId })
+    .orderBy("id", "asc")
+    .select("payload")) as { payload: Buffer }[];
+  return rows.map((row) => PrefixEvent.decode(new Uint8Array(row.payload)));
 }
 
 export async function openMariaDbStore(label: string): Promise<TestStore> {

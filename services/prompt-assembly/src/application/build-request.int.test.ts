@@ -11,7 +11,7 @@ import {
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
-import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
+import type { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -22,6 +22,7 @@ import {
   HARNESS_TOOLS,
   harnessRequest,
   messageIdOf,
+  outboxPrefixEvents,
   RecordingLogger,
   RULES_HEADING,
   STORES,
@@ -153,14 +154,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
     };
   }
 
-  async function prefixEvents(sessionId: string): Promise<PrefixEvent[]> {
-    const rows = (await store
-      .db("outbox_message")
-      .where({ topic: "prompt.prefix.v1", message_key: sessionId })
-      .orderBy("id", "asc")
-      .select("payload")) as { payload: Buffer }[];
-    return rows.map((row) => PrefixEvent.decode(new Uint8Array(row.payload)));
-  }
+  const prefixEvents = (sessionId: string): Promise<PrefixEvent[]> => outboxPrefixEvents(store.db, sessionId);
 
   describe("seed 000 §10 acceptance", () => {
     /** First message 10-12 23:50, reply, next message 10-13 08:00 (Asia/Shanghai). */

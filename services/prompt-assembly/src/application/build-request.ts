@@ -62,6 +62,7 @@ import type { ChatRequest, Locale, SystemSection, ToolDefinition, WireFormat } f
 import {
   type CauseHints,
   comparePrefix,
+  DECISION_REREAD,
   formatPrefixChangedLog,
   type PrefixComparison,
   WORKSPACE_RULES_SECTION_KEY,
@@ -310,6 +311,21 @@ const SKIPPED_EMBED: ResolveResponse = {
   warning: "",
 };
 
+/** What a build hands its prefix monitor. `rulesDecision` is the CauseHints name ("PINNED", "REREAD", ...). */
+interface PrefixRecordArgs {
+  readonly sessionId: string;
+  readonly requestId: string;
+  readonly fingerprint: PrefixFingerprint;
+  readonly chatRequest: ChatRequest;
+  readonly view: ProjectedSessionView;
+  readonly rulesDecision: string;
+  readonly droppedTurns: number;
+  readonly anchorDate: string;
+  readonly dateNotices: readonly string[];
+  readonly estimatedTokens: number;
+  readonly model: string;
+}
+
 interface StoredPrefix {
   readonly fingerprint: PrefixFingerprint | null;
   readonly generation: number;
@@ -450,7 +466,7 @@ export class PromptBuilder {
       fingerprint,
       chatRequest,
       view,
-      rulesDecision: rules.decision,
+      rulesDecision: this.naive ? DECISION_REREAD : decisionName(rules.decision),
       droppedTurns: window.stats.droppedTurns,
       anchorDate,
       dateNotices: notices.noticeDates,
@@ -566,22 +582,31 @@ export class PromptBuilder {
   }
 
   /**
-   * Benchmark baseline: the monitor as the seeds had it, a process-local LRU and a log line, no
-   * table and no PrefixEvent. A new process starts empty, so every session's next build after a
-   * restart reads as a first build and whatever changed across the restart goes unreported.
+   * Benchmark baseline: the monitor as the seeds had it, a process-local LRU. A new process starts
+   * empty, so every session's next build after a restart reads as a first build and whatever
+   * changed across the restart goes unreported (seed 001 §1.2). What it does see it still
+   * publishes as PrefixEvents, so cache-monitor and `prefixctl collapses` can be judged on the
+   * naive run's data too; the seeds' monitor only logged.
    */
-  private async recordPrefixInMemory(args: Parameters<PromptBuilder["recordPrefix"]>[0]): Promise<PrefixComparison> {
+  private async recordPrefixInMemory(args: PrefixRecordArgs): Promise<PrefixComparison> {
     const previous = this.naiveMonitor.get(args.sessionId) ?? null;
     const comparison = comparePrefix(previous?.fingerprint ?? null, args.fingerprint, {
       compactionGenerationBefore: previous?.generation ?? null,
       compactionGenerationNow: args.view.generation,
-      rulesDecision: decisionName(args.rulesDecision),
+      rulesDecision: args.rulesDecision,
       droppedTurnsBefore: previous?.droppedTurns ?? null,
       droppedTurnsNow: args.droppedTurns,
-      // The date moves by design here; an "anchor moved (first user message deleted)" cause would mislead.
-      anchorDateBefore: null,
+      anchorDateBefore: previous?.anchorDate ?? null,
       anchorDateNow: args.anchorDate,
+      dateSource: "today",
     });
+    const nowMs = this.deps.now();
+    const events = this.prefixEvents(args, comparison, previous?.fingerprint ?? null, nowMs);
+    try {
+      await this.deps.db.transaction((trx) => this.enqueuePrefixEvents(trx, args.sessionId, events, nowMs));
+    } catch (error) {
+      throw translateDbError(error, { session_id: args.sessionId });
+    }
     this.naiveMonitor.delete(args.sessionId);
     this.naiveMonitor.set(args.sessionId, {
       fingerprint: args.fingerprint,
@@ -598,19 +623,7 @@ export class PromptBuilder {
    * Compares with the session's stored fingerprint and stores the new one, in one transaction with
    * the PrefixEvent outbox rows: the event is published if and only if the fingerprint moved.
    */
-  private async recordPrefix(args: {
-    sessionId: string;
-    requestId: string;
-    fingerprint: PrefixFingerprint;
-    chatRequest: ChatRequest;
-    view: ProjectedSessionView;
-    rulesDecision: Decision;
-    droppedTurns: number;
-    anchorDate: string;
-    dateNotices: readonly string[];
-    estimatedTokens: number;
-    model: string;
-  }): Promise<PrefixComparison> {
+  private async recordPrefix(args: PrefixRecordArgs): Promise<PrefixComparison> {
     const { sessionId, requestId, fingerprint } = args;
     const nowMs = this.deps.now();
     try {
@@ -638,7 +651,7 @@ export class PromptBuilder {
           const hints: CauseHints = {
             compactionGenerationBefore: previous?.generation ?? null,
             compactionGenerationNow: args.view.generation,
-            rulesDecision: decisionName(args.rulesDecision),
+            rulesDecision: args.rulesDecision,
             droppedTurnsBefore: previous?.droppedTurns ?? null,
             droppedTurnsNow: args.droppedTurns,
             anchorDateBefore: previous?.anchorDate ?? null,
@@ -658,67 +671,87 @@ export class PromptBuilder {
             })
             .onConflict("session_id")
             .merge();
-
-          const envelope = { sessionId, occurredAtMs: nowMs, schemaVersion: PREFIX_EVENT_SCHEMA_VERSION, requestId };
-          const events: PrefixEvent[] = [
-            {
-              ...envelope,
-              eventId: this.newEventId(),
-              type: "FingerprintObserved",
-              payload: {
-                $case: "observed",
-                value: {
-                  sections: fingerprint.sections.map((section) => ({ ...section })),
-                  toolsHash: fingerprint.toolsHash,
-                  historyHash: fingerprint.historyHash,
-                  messages: fingerprint.messageHashes.length,
-                  firstBuild: comparison.firstBuild,
-                  rulesDecision: decisionName(args.rulesDecision),
-                  dateNotices: [...args.dateNotices],
-                  anchorDate: args.anchorDate,
-                  estimatedTokens: args.estimatedTokens,
-                  model: args.model,
-                  compactionGeneration: args.view.generation,
-                },
-              },
-            },
-          ];
-          if (comparison.changed && previous?.fingerprint) {
-            const cost = costAfterBreak(previous.fingerprint, fingerprint, args.chatRequest, comparison);
-            events.push({
-              ...envelope,
-              eventId: this.newEventId(),
-              type: "PrefixChanged",
-              payload: {
-                $case: "changed",
-                value: {
-                  changedSections: [...comparison.changedSections],
-                  toolsChanged: comparison.toolsChanged,
-                  toolsChangeKind: comparison.toolsChangeKind,
-                  historyRewritten: comparison.historyRewritten,
-                  cause: comparison.cause,
-                  bytesAfterBreak: cost.bytes,
-                  tokensAfterBreak: cost.tokens,
-                  messages: args.chatRequest.messages.length,
-                },
-              },
-            });
-          }
-          const headers = traceHeaders();
-          for (const event of events) {
-            await enqueueOutboxMessage(trx, {
-              topic: Topics.promptPrefix,
-              key: sessionId,
-              value: PrefixEvent.encode(event).finish(),
-              headers,
-              nowMs,
-            });
-          }
+          const events = this.prefixEvents(args, comparison, previous?.fingerprint ?? null, nowMs);
+          await this.enqueuePrefixEvents(trx, sessionId, events, nowMs);
           return comparison;
         }),
       );
     } catch (error) {
       throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+
+  /** FingerprintObserved for every build, plus PrefixChanged when the prefix moved. */
+  private prefixEvents(
+    args: PrefixRecordArgs,
+    comparison: PrefixComparison,
+    previousFingerprint: PrefixFingerprint | null,
+    nowMs: number,
+  ): PrefixEvent[] {
+    const { sessionId, requestId, fingerprint } = args;
+    const envelope = { sessionId, occurredAtMs: nowMs, schemaVersion: PREFIX_EVENT_SCHEMA_VERSION, requestId };
+    const events: PrefixEvent[] = [
+      {
+        ...envelope,
+        eventId: this.newEventId(),
+        type: "FingerprintObserved",
+        payload: {
+          $case: "observed",
+          value: {
+            sections: fingerprint.sections.map((section) => ({ ...section })),
+            toolsHash: fingerprint.toolsHash,
+            historyHash: fingerprint.historyHash,
+            messages: fingerprint.messageHashes.length,
+            firstBuild: comparison.firstBuild,
+            rulesDecision: args.rulesDecision,
+            dateNotices: [...args.dateNotices],
+            anchorDate: args.anchorDate,
+            estimatedTokens: args.estimatedTokens,
+            model: args.model,
+            compactionGeneration: args.view.generation,
+          },
+        },
+      },
+    ];
+    if (comparison.changed && previousFingerprint !== null) {
+      const cost = costAfterBreak(previousFingerprint, fingerprint, args.chatRequest, comparison);
+      events.push({
+        ...envelope,
+        eventId: this.newEventId(),
+        type: "PrefixChanged",
+        payload: {
+          $case: "changed",
+          value: {
+            changedSections: [...comparison.changedSections],
+            toolsChanged: comparison.toolsChanged,
+            toolsChangeKind: comparison.toolsChangeKind,
+            historyRewritten: comparison.historyRewritten,
+            cause: comparison.cause,
+            bytesAfterBreak: cost.bytes,
+            tokensAfterBreak: cost.tokens,
+            messages: args.chatRequest.messages.length,
+          },
+        },
+      });
+    }
+    return events;
+  }
+
+  private async enqueuePrefixEvents(
+    trx: Knex.Transaction,
+    sessionId: string,
+    events: readonly PrefixEvent[],
+    nowMs: number,
+  ): Promise<void> {
+    const headers = traceHeaders();
+    for (const event of events) {
+      await enqueueOutboxMessage(trx, {
+        topic: Topics.promptPrefix,
+        key: sessionId,
+        value: PrefixEvent.encode(event).finish(),
+        headers,
+        nowMs,
+      });
     }
   }
 

@@ -14,6 +14,7 @@ import {
   FixedClock,
   harnessRequest,
   openMariaDbStore,
+  outboxPrefixEvents,
   RecordingLogger,
   sha256,
   shanghai,
@@ -111,6 +112,9 @@ describe("PromptBuilder policy naive (benchmark baseline) on MariaDB", () => {
     expect(b2.prefix?.changed).toBe(true);
     expect(b2.prefix?.changedSections).toEqual(["workspace-rules"]);
     expect(b2.prefix?.historyRewritten).toBe(false);
+    expect(b2.prefix?.cause).toBe(
+      "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's",
+    );
   });
 
   it("puts today's date in the system prompt, with no <date-change>, so the next day moves current-date", async () => {
@@ -131,7 +135,42 @@ describe("PromptBuilder policy naive (benchmark baseline) on MariaDB", () => {
     expect(b3.prefix?.firstBuild).toBe(true);
     expect(b3.prefix?.changed).toBe(false);
     expect(await store.db("pa_prefix_fingerprint").where({ session_id: sessionId }).first()).toBeUndefined();
-    expect(await store.db("outbox_message").where({ message_key: sessionId }).first()).toBeUndefined();
+  });
+
+  it("publishes what its monitor saw, so cache-monitor can attribute the naive run's collapses", async () => {
+    const { sessionId, b1, b2, b3 } = await replay("naive");
+    const events = await outboxPrefixEvents(store.db, sessionId);
+    expect(events.map((event) => [event.type, event.requestId])).toEqual([
+      ["FingerprintObserved", b1.requestId],
+      ["FingerprintObserved", b2.requestId],
+      ["PrefixChanged", b2.requestId],
+      ["FingerprintObserved", b3.requestId],
+    ]);
+    const changed = events[2]?.payload;
+    expect(changed?.$case === "changed" && changed.value.changedSections).toEqual(["workspace-rules"]);
+    expect(changed?.$case === "changed" && changed.value.cause).toBe(b2.prefix?.cause);
+    // The restart made the monitor forget: the next day's build claims to be a first build.
+    const afterRestart = events[3]?.payload;
+    expect(afterRestart?.$case === "observed" && afterRestart.value).toMatchObject({
+      firstBuild: true,
+      rulesDecision: "REREAD",
+      anchorDate: "2026-10-13",
+    });
+  });
+
+  it("explains the naive date: current-date follows today's date, when no restart hides it", async () => {
+    const pa = service("naive");
+    const sessionId = `naive-${++sessionCounter}`;
+    await pa.events.createSession(sessionId, { atMs: pa.clock.ms });
+    const first = await pa.events.saveMessage(sessionId, { atMs: pa.clock.ms, role: "user", content: "跑一下压测" });
+    await pa.build(sessionId, first.seq);
+    pa.clock.ms = shanghai("2026-10-13", "00:10");
+    const second = await pa.events.saveMessage(sessionId, { atMs: pa.clock.ms, role: "user", content: "继续" });
+    const next = await pa.build(sessionId, second.seq);
+    expect(next.prefix).toMatchObject({ changed: true, changedSections: ["current-date"], historyRewritten: false });
+    expect(next.prefix?.cause).toBe(
+      "current-date follows today's date 2026-10-12→2026-10-13 (not anchored to the session's first user message)",
+    );
   });
 
   it("stabilised on the same replay: anchored date, frozen rules, a monitor that survives the restart", async () => {

@@ -18,6 +18,12 @@ export interface CauseHints {
   readonly droppedTurnsNow: number;
   readonly anchorDateBefore: string | null;
   readonly anchorDateNow: string;
+  /**
+   * Where the current-date section's date comes from. "today" is the benchmark's naive baseline
+   * (seed 000's "before"), where a moved date is the design, not a deleted first message.
+   * Absent means "first_user_message", the product.
+   */
+  readonly dateSource?: "first_user_message" | "today";
 }
 
 export type ToolsChangeKind = "none" | "order_only" | "definitions";
@@ -42,6 +48,8 @@ export const DECISION_PINNED = "PINNED";
 export const DECISION_REPINNED_STALE_GENERATION = "REPINNED_STALE_GENERATION";
 export const DECISION_RETAINED = "RETAINED";
 export const DECISION_DEGRADED_RAW = "DEGRADED_RAW";
+/** Naive baseline only: no Resolve, AGENTS.md read from the workspace on every build. */
+export const DECISION_REREAD = "REREAD";
 
 export function comparePrefix(
   previous: PrefixFingerprint | null,
@@ -133,6 +141,10 @@ function firstDivergence(previous: readonly string[], current: readonly string[]
 
 function explainSection(key: string, kind: SectionChangeKind, hints: CauseHints): string {
   if (key === WORKSPACE_RULES_SECTION_KEY) return explainWorkspaceRules(kind, hints);
+  if (key === CURRENT_DATE_SECTION_KEY && kind === "changed" && hints.dateSource === "today") {
+    const moved = anchorMoved(hints) ? ` ${hints.anchorDateBefore ?? ""}→${hints.anchorDateNow}` : "";
+    return `current-date follows today's date${moved} (not anchored to the session's first user message)`;
+  }
   if (key === CURRENT_DATE_SECTION_KEY && kind === "changed" && anchorMoved(hints)) {
     return `current-date anchor moved ${hints.anchorDateBefore ?? ""}→${hints.anchorDateNow} (first user message deleted)`;
   }
@@ -143,6 +155,11 @@ function explainWorkspaceRules(kind: SectionChangeKind, hints: CauseHints): stri
   if (kind === "removed") return `workspace-rules section removed (rulesDecision=${hints.rulesDecision})`;
   if (hints.rulesDecision === DECISION_DEGRADED_RAW) {
     return "workspace-rules degraded to raw text (snapshot store unavailable)";
+  }
+  if (hints.rulesDecision === DECISION_REREAD) {
+    return kind === "added"
+      ? "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)"
+      : "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's";
   }
   const generationMoved = compactionMoved(hints);
   if (hints.rulesDecision === DECISION_REPINNED_STALE_GENERATION || (generationMoved && isPin(hints))) {

@@ -120,6 +120,28 @@ describe("comparePrefix", () => {
     expect(comparison.firstChangedMessageIndex).toBe(0);
   });
 
+  it("blames the naive baseline's reread and today's date, not a deleted message or a snapshot", () => {
+    const naive: CauseHints = { ...steady, rulesDecision: "REREAD", dateSource: "today", anchorDateNow: "2026-10-13" };
+    const comparison = comparePrefix(
+      fingerprint(),
+      fingerprint({
+        system: replaceSection("current-date", "当前日期:`2026-10-13`").map((section) =>
+          section.key === "workspace-rules" ? { key: "workspace-rules", text: "rules v2" } : section,
+        ),
+      }),
+      naive,
+    );
+    expect(comparison.changedSections).toEqual(["current-date", "workspace-rules"]);
+    expect(comparison.cause.split("; ")).toEqual([
+      "current-date follows today's date 2026-10-12→2026-10-13 (not anchored to the session's first user message)",
+      "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's",
+    ]);
+    const added = comparePrefix(fingerprint({ system: sections.slice(0, 3) }), fingerprint(), naive);
+    expect(added.cause).toBe(
+      "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)",
+    );
+  });
+
   it("calls reordered tools order_only and edited tools definitions", () => {
     const reordered = comparePrefix(fingerprint(), fingerprint({ tools: [...tools].reverse() }), steady);
     expect(reordered).toMatchObject({ changed: true, toolsChanged: true, toolsChangeKind: "order_only" });
