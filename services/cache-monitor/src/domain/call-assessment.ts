@@ -18,6 +18,7 @@ import {
 import { type CollapseDetection, type CollapseThresholds, detectCollapse } from "./collapse-detection";
 import type { EarlierCall, PrefixJoin, UsageFacts } from "./model";
 import { costAtCachedShare, costOf, extraCost, type PriceTable } from "./pricing";
+import { recoverPrefixChange } from "./recovered-change";
 
 /** The part of a collapse that depends on the prefix join. */
 export interface CollapseExplanation {
@@ -72,8 +73,24 @@ export function explainCollapse(
 ): CollapseExplanation {
   const ourVerdict = ourVerdictOf(prefix);
   // A "first build" of a session with earlier calls: the builder forgot the session, so neither
-  // "outside us" nor "agree" would be true.
+  // "outside us" nor "agree" would be true. cache-monitor's own comparison of the two builds'
+  // fingerprints stands in for the PrefixChanged that never came.
   const monitorForgot = ourVerdict === "first_build" && previous !== null;
+  if (monitorForgot && prefix.forgotten !== undefined) {
+    const change = recoverPrefixChange(prefix.forgotten.previous, prefix.forgotten.current);
+    const named = change.changedSections.length > 0 || change.toolsChanged;
+    const reason = usage.providerReport?.cacheMissReason.trim() ?? "";
+    return {
+      changedSections: [...change.changedSections],
+      totalsSections: named ? sectionsOfCollapse({ observed: prefix.observed, change }) : [UNKNOWN_SECTION],
+      toolsChanged: change.toolsChanged,
+      historyRewritten: false,
+      cause: reason === "" ? change.cause : `${change.cause}; provider says: ${reason}`,
+      ourVerdict,
+      attribution: named ? "none" : "unknown",
+      providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",
+    };
+  }
   return {
     changedSections: prefix.change ? [...prefix.change.changedSections] : [],
     totalsSections: monitorForgot ? [UNKNOWN_SECTION] : sectionsOfCollapse(prefix),

@@ -165,4 +165,44 @@ describe("assessCall on seed 001's session 811", () => {
     expect(early.collapse).not.toBeNull();
     expect(late).toMatchObject({ totalsSections: ["(unknown)"], cause: forgot.collapse?.cause });
   });
+
+  it("names what changed for a forgetful builder, from cache-monitor's own copy of the previous fingerprint", () => {
+    const build = (rules: string, anchorDate: string, rulesDecision = "REREAD") => ({
+      sections: [
+        { key: "system-prompt", sha256: "a" },
+        { key: "current-date", sha256: `date ${anchorDate}` },
+        { key: "workspace-rules", sha256: rules },
+      ],
+      toolsHash: "t",
+      rulesDecision,
+      anchorDate,
+      compactionGeneration: 0,
+      model: "glm-4.6",
+    });
+    const recovered = assessCall({
+      ...input,
+      prefix: {
+        observed: { firstBuild: true },
+        change: null,
+        forgotten: { previous: build("rules v1", "2026-10-13"), current: build("rules v2", "2026-10-14") },
+      },
+    });
+    expect(recovered.collapse).toMatchObject({
+      changedSections: ["current-date", "workspace-rules"],
+      totalsSections: ["current-date", "workspace-rules"],
+      attribution: "none",
+      ourVerdict: "first_build",
+    });
+    expect(recovered.collapse?.cause).toBe(
+      "prompt-assembly called this a first build, but the session has earlier builds: its prefix monitor lost the session's state (a process-local monitor after a restart?); cache-monitor's comparison with the session's previous build: current-date changed: date 2026-10-13→2026-10-14; workspace-rules changed (rulesDecision=REREAD)",
+    );
+    // Identical sections and tools leave only history, which fingerprints cannot compare: unknown.
+    const same = build("rules v1", "2026-10-13");
+    const unexplained = assessCall({
+      ...input,
+      prefix: { observed: { firstBuild: true }, change: null, forgotten: { previous: same, current: same } },
+    });
+    expect(unexplained.collapse).toMatchObject({ totalsSections: ["(unknown)"], attribution: "unknown" });
+    expect(unexplained.collapse?.cause).toMatch(/finds the system sections and tools unchanged/);
+  });
 });

@@ -48,6 +48,16 @@ export interface PrefixChange {
   readonly cause: string;
 }
 
+/** The part of a FingerprintObserved that can be compared with another build's. */
+export interface ObservedFingerprint {
+  readonly sections: readonly { readonly key: string; readonly sha256: string }[];
+  readonly toolsHash: string;
+  readonly rulesDecision: string;
+  readonly anchorDate: string;
+  readonly compactionGeneration: number;
+  readonly model: string;
+}
+
 /**
  * What prompt-assembly said about the build of one request: nothing yet (its events travel on
  * another topic and may arrive after the usage), a FingerprintObserved only, or also a PrefixChanged.
@@ -56,6 +66,15 @@ export interface PrefixJoin {
   /** A FingerprintObserved for the request arrived; `firstBuild` is its flag. */
   readonly observed: { readonly firstBuild: boolean } | null;
   readonly change: PrefixChange | null;
+  /**
+   * Only for a build prompt-assembly called a first build: this build's fingerprint and the
+   * session's previous one as cache-monitor stored them, so a builder that forgot the session
+   * (seed 001 §1.2, an in-memory monitor after a restart) does not leave the collapse unexplained.
+   */
+  readonly forgotten?: {
+    readonly current: ObservedFingerprint;
+    readonly previous: ObservedFingerprint;
+  };
 }
 
 export const NO_PREFIX_DATA: PrefixJoin = { observed: null, change: null };

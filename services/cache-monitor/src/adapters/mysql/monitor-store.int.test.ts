@@ -232,6 +232,29 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(await count(db, "cm_prefix_change", { session_id: session })).toBe(1);
     });
 
+    it("hands a claimed first build the session's previous fingerprint, when it has one", async () => {
+      const session = "s-forgot";
+      const rereadRules = {
+        ...observation(session, "r2", "evt-f2", T0 + 20, true),
+        sections: [
+          { key: "system-prompt", sha256: "a".repeat(64), chars: 9_000 },
+          { key: "workspace-rules", sha256: "c".repeat(64), chars: 15_200 },
+        ],
+        rulesDecision: "REREAD",
+      };
+      await store.withSessionLock(session, T0, async (trx) => {
+        await store.insertObservation(trx, observation(session, "r0", "evt-f0", T0, true), T0);
+        await store.insertObservation(trx, observation(session, "r1", "evt-f1", T0 + 10), T0);
+        await store.insertObservation(trx, rereadRules, T0);
+      });
+      // The session's real first build has nothing before it.
+      expect(await store.prefixJoin(db, session, "r0")).toEqual({ observed: { firstBuild: true }, change: null });
+      const joined = await store.prefixJoin(db, session, "r2");
+      expect(joined.forgotten?.previous).toMatchObject({ requestId: "r1", occurredAtMs: T0 + 10 });
+      expect(joined.forgotten?.current).toMatchObject({ requestId: "r2", rulesDecision: "REREAD" });
+      expect(await store.prefixJoin(db, session, "r1")).not.toHaveProperty("forgotten");
+    });
+
     it("stores a collapse with its section rows and rewrites only the explanation", async () => {
       const session = "s-collapse";
       const stored = await store.withSessionLock(session, T0, async (trx) => {

@@ -327,7 +327,7 @@ export class MonitorStore {
         { column: "occurred_at_ms", order: "asc" },
         { column: "event_id", order: "asc" },
       ])
-      .first("first_build")) as Row | undefined;
+      .first()) as Row | undefined;
     const change = (await executor("cm_prefix_change")
       .where({ session_id: sessionId, request_id: requestId })
       .orderBy([
@@ -335,10 +335,29 @@ export class MonitorStore {
         { column: "event_id", order: "asc" },
       ])
       .first()) as Row | undefined;
-    return {
+    const join: PrefixJoin = {
       observed: observed ? { firstBuild: bool(observed.first_build) } : null,
       change: change ? toChange(change) : null,
     };
+    if (observed === undefined || !bool(observed.first_build)) return join;
+    // The builder called it a first build: the session's previous build, if cache-monitor has one,
+    // is what it should have been compared with.
+    const current = toObservation(observed);
+    const previous = (await executor("cm_prefix_observation")
+      .where({ session_id: sessionId })
+      .andWhere((query) =>
+        query
+          .where("occurred_at_ms", "<", current.occurredAtMs)
+          .orWhere((same) =>
+            same.where("occurred_at_ms", current.occurredAtMs).andWhere("event_id", "<", current.eventId),
+          ),
+      )
+      .orderBy([
+        { column: "occurred_at_ms", order: "desc" },
+        { column: "event_id", order: "desc" },
+      ])
+      .first()) as Row | undefined;
+    return previous === undefined ? join : { ...join, forgotten: { current, previous: toObservation(previous) } };
   }
 
   /** @returns false when the event was stored already (a redelivery). */
