@@ -30,7 +30,17 @@ const emptyCollapse: CacheCollapsed = {
   attribution: "",
   providerCacheMissReason: "",
   calledAtMs: 0,
+  historyRewritten: false,
+  toolsChanged: false,
 };
+
+/** What the CHANGED column shows: the sections, else the history or tools our fingerprints saw move. */
+function changedCell(collapse: CacheCollapsed): string {
+  const parts = [...collapse.changedSections];
+  if (parts.length === 0 && collapse.toolsChanged) parts.push("(tools)");
+  if (parts.length === 0 && collapse.historyRewritten) parts.push("(history)");
+  return parts.length > 0 ? parts.join(",") : "(none)";
+}
 
 function cachedRatioOf(collapse: CacheCollapsed): number {
   return cachedShare(collapse.promptTokens, collapse.cachedTokens) ?? collapse.cachedRatio;
@@ -84,7 +94,7 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
       formatShare(cachedRatioOf(collapse)),
       formatShare(collapse.baselineRatio),
       formatExtraCost(collapse.extraCost),
-      collapse.changedSections.length > 0 ? collapse.changedSections.join(",") : "(none)",
+      changedCell(collapse),
       causeCell(collapse),
     ];
   });
@@ -155,6 +165,8 @@ export function collapsesToJson(response: ListCollapsesResponse, query: Collapse
         expected_cost: c.expectedCost,
         extra_cost: c.extraCost,
         changed_sections: c.changedSections,
+        history_rewritten: c.historyRewritten,
+        tools_changed: c.toolsChanged,
         cause: c.cause,
         attribution: c.attribution,
         disagreement: disagreementOf(c.attribution)?.long ?? null,

@@ -102,6 +102,25 @@ describe("formatCollapses", () => {
     expect(collapseSummary(response)).toBe(`1 collapse, extra cost +0.8720: 1 ${noSectionLabel} (100%)`);
   });
 
+  it("shows a history-only or tools-only change in the CHANGED column instead of (none)", () => {
+    const response = {
+      collapses: [
+        collapseRow("history-only", { changedSections: [], historyRewritten: true, cause: "history rewritten" }),
+        collapseRow("tools-only", { changedSections: [], toolsChanged: true, cause: "tool definitions changed" }),
+      ],
+      totals: [],
+      totalCollapses: 2,
+      totalExtraCost: 1.744,
+    };
+    const lines = formatCollapses(response, query).split("\n");
+    expect(lines.find((line) => line.startsWith("history-only "))).toMatch(/\(history\)\s+history rewritten/);
+    expect(lines.find((line) => line.startsWith("tools-only "))).toMatch(/\(tools\)\s+tool definitions changed/);
+    expect(collapsesToJson(response, query).collapses[0]).toMatchObject({
+      history_rewritten: true,
+      tools_changed: false,
+    });
+  });
+
   it("says so when there is nothing in the window", () => {
     const out = formatCollapses({ collapses: [], totals: [], totalCollapses: 0, totalExtraCost: 0 }, query);
     expect(out).toContain("No cache collapses.");
@@ -128,6 +147,8 @@ describe("collapsesToJson", () => {
       "expected_cost",
       "extra_cost",
       "changed_sections",
+      "history_rewritten",
+      "tools_changed",
       "cause",
       "attribution",
       "disagreement",

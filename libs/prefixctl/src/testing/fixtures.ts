@@ -23,6 +23,8 @@ export function collapsed(overrides: Partial<CacheCollapsed> = {}): CacheCollaps
     attribution: "none",
     providerCacheMissReason: "",
     calledAtMs: collapseAtMs,
+    historyRewritten: false,
+    toolsChanged: false,
     ...overrides,
   };
 }

@@ -21,6 +21,8 @@ export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {
     attribution: collapse.attribution,
     providerCacheMissReason: collapse.providerCacheMissReason,
     calledAtMs: collapse.calledAtMs,
+    historyRewritten: collapse.historyRewritten,
+    toolsChanged: collapse.toolsChanged,
   };
 }
 
