@@ -26,5 +26,19 @@ writeFileSync(
   `${JSON.stringify({ measuredAt, node: process.version, quick, ...replay }, null, 2)}\n`,
 );
 writeFileSync(join(resultsDir, "replay.svg"), svg);
-progress(`wrote ${join(resultsDir, "replay.json")} and replay.svg`);
+// What an SRE gets from `prefixctl collapses --since all` on each run's data.
+writeFileSync(
+  join(resultsDir, "replay-collapses.txt"),
+  [
+    `# prefixctl collapses --since all --limit 100000, after each replay run (${measuredAt})`,
+    "",
+    "## naive (the seeds' before)",
+    "",
+    replay.naive.collapses.table,
+    "## stabilised",
+    "",
+    replay.stabilised.collapses.table,
+  ].join("\n"),
+);
+progress(`wrote ${join(resultsDir, "replay.json")}, replay.svg and replay-collapses.txt`);
 process.exit(0);

@@ -86,6 +86,38 @@ describe("replay through the real services (small)", () => {
     expect(long.cost.overOptimum).toBeGreaterThan(stabilised.providerCache.ttl24h.cost.overOptimum);
   });
 
+  it("prefixctl collapses names the section and cause of every naive collapse, as the bytes saw them", () => {
+    const { json, unnamed, matchingBytes } = naive.collapses;
+    expect(json.total_collapses).toBeGreaterThan(0);
+    expect(unnamed).toEqual([]);
+    expect(matchingBytes).toBe(json.collapses.length);
+    const byRequest = new Map(builds.naive.map((build) => [build.requestId, build]));
+    for (const collapse of json.collapses) {
+      const build = byRequest.get(collapse.request_id);
+      expect(build?.sessionId).toBe(collapse.session_id);
+      expect(collapse.cause).not.toMatch(/unknown/);
+      if (collapse.changed_sections.includes("workspace-rules")) {
+        expect(collapse.cause).toMatch(/AGENTS\.md reread from the workspace|rulesDecision=REREAD/);
+      }
+      if (collapse.changed_sections.includes("current-date")) {
+        expect(collapse.cause).toMatch(/follows today's date|current-date changed: date/);
+      }
+    }
+    // Seven turns are too little history for a sibling edit to collapse the cache; the quick
+    // replay below has long enough sessions.
+    expect(checkReplay(naive, stabilised).naiveCollapsesExplained).toBe(true);
+  });
+
+  it("stabilised: every collapse prefixctl reports is the compaction's, none avoidable", () => {
+    expect(stabilised.collapses.avoidableByBytes).toBe(0);
+    for (const collapse of stabilised.collapses.json.collapses) {
+      expect(collapse.cause).toMatch(/compaction/);
+      expect(collapse.changed_sections).not.toContain("workspace-rules");
+      expect(collapse.changed_sections).not.toContain("current-date");
+    }
+    expect(checkReplay(naive, stabilised).stabilisedCollapsesUnavoidable).toBe(true);
+  });
+
   it("stabilised system prompts carry no time of day and no random id (issue 8)", () => {
     expect(TIME_OF_DAY.test("发布于 23:50:07")).toBe(true);
     expect(UUID.test("id 123e4567-e89b-12d3-a456-426614174000")).toBe(true);
@@ -97,5 +129,52 @@ describe("replay through the real services (small)", () => {
       expect(build.systemText).not.toMatch(UUID);
       expect(build.systemText).not.toMatch(LONG_HEX);
     }
+  });
+});
+
+// Long enough sessions for sibling edits to collapse the cache, and a restart that blinds the naive
+// monitor: what `make bench` checks at full size, on the quick workload's naive run.
+describe("prefixctl collapses on the quick naive replay", () => {
+  let naive: ReplayRunResult;
+  const builds: ReplayBuildRecord[] = [];
+
+  beforeAll(async () => {
+    naive = await runReplay(generateWorkload(QUICK_WORKLOAD), {
+      policy: "naive",
+      progressEvery: 0,
+      onBuild: (b) => builds.push(b),
+    });
+  }, 240_000);
+
+  it("names workspace-rules first, with the reread as its cause, for every collapse it caused", () => {
+    const { json, unnamed } = naive.collapses;
+    expect(unnamed).toEqual([]);
+    expect(json.totals[0]?.section).toBe("workspace-rules");
+    const rules = json.collapses.filter((collapse) => collapse.changed_sections.includes("workspace-rules"));
+    expect(rules.length).toBeGreaterThanOrEqual(3);
+    for (const collapse of rules) {
+      expect(collapse.cause).toMatch(/AGENTS\.md reread from the workspace|rulesDecision=REREAD/);
+      expect(collapse.extra_cost).toBeGreaterThan(0);
+    }
+    // Each named section is one the bytes of that build really changed.
+    const byRequest = new Map(builds.map((build) => [build.requestId, build]));
+    for (const collapse of json.collapses) {
+      const verdict = byRequest.get(collapse.request_id)?.observed;
+      const changed = verdict === undefined || verdict.kind === "none" ? [] : verdict.sections;
+      for (const section of collapse.changed_sections) expect(changed).toContain(section);
+    }
+  });
+
+  it("explains the collapses after the restart from cache-monitor's own fingerprints", () => {
+    const recovered = naive.collapses.json.collapses.filter((collapse) =>
+      collapse.cause.includes("lost the session's state"),
+    );
+    expect(recovered.length).toBe(naive.collapses.recoveredAfterRestart);
+    expect(recovered.length).toBeGreaterThan(0);
+    for (const collapse of recovered) {
+      expect(collapse.changed_sections.length).toBeGreaterThan(0);
+      expect(collapse.cause).toMatch(/cache-monitor's comparison with the session's previous build: /);
+    }
+    expect(naive.collapses.table).toMatch(/^Per section/m);
   });
 });

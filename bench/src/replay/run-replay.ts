@@ -9,13 +9,24 @@
 // Provider usage comes from the cache simulator, cost from seed 001's price table. Two caches see
 // the same requests: the 5-minute TTL of the brief, and a 24-hour one, because seed 001 §1.1 saw
 // its provider still hit after 18.5 to 21 hours idle; with it a break during an idle gap is paid.
+// The 24-hour usage of every call is reported to a real cache-monitor (RecordUsage, as a harness
+// would), which is not restarted; after the run `prefixctl collapses` is asked what collapsed and
+// why, and its answer is checked against this file's own byte diff of the same builds.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { credentials } from "@grpc/grpc-js";
+import {
+  type CacheMonitorConfig,
+  loadCacheMonitorConfig,
+  type RunningCacheMonitor,
+  startCacheMonitor,
+} from "@prefix-guard/cache-monitor";
+import { createDatabase } from "@prefix-guard/db";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
+import { type collapsesToJson, run as runPrefixctl } from "@prefix-guard/prefixctl";
 import {
   type AssemblyPolicy,
   canonicalJson,
@@ -31,13 +42,14 @@ import {
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { CacheMonitorClient } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { decisionToJSON, RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { loadRulesSnapshotConfig, type RunningRulesSnapshot, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
 import { type BusHandle, defaultTopicSpecs, openBus } from "@prefix-guard/runtime";
 import { loadSessionEventsConfig, type RunningSessionEvents, startSessionEvents } from "@prefix-guard/session-events";
 import { type LatencySummary, progress, summarize, timed } from "../stats";
-import { type ChangeCounts, type ChangeVerdict, PrefixChangeLedger } from "./accounting";
+import { type ChangeCounts, type ChangeVerdict, HISTORY, MONITOR_RESET, PrefixChangeLedger, TOOLS } from "./accounting";
 import { type CacheObservation, PRICES_PER_MILLION, ProviderCacheSimulator, providerSegments } from "./provider-cache";
 import { renderReplayChart } from "./svg-chart";
 import { type CacheScenario, UsageTally } from "./usage";
@@ -54,6 +66,7 @@ import {
 export interface ReplayBuildRecord {
   readonly policy: AssemblyPolicy;
   readonly sessionId: string;
+  readonly requestId: string;
   readonly atMs: number;
   readonly bodyJson: string;
   /** The system message of the body, as sent. */
@@ -82,11 +95,34 @@ export interface ReplayRunResult {
   /** The provider cache with the brief's 5-minute TTL, and with the 24 hours seed 001 observed. */
   readonly providerCache: { readonly ttl5m: CacheScenario; readonly ttl24h: CacheScenario };
   readonly rulesDecisions: Readonly<Record<string, number>>;
+  /** `prefixctl collapses --since all` against the run's cache-monitor, and how it compares with the bytes. */
+  readonly collapses: ReplayCollapses;
   readonly latency: {
     readonly buildRequest: LatencySummary;
     readonly resolve: LatencySummary | null;
     readonly saveMessage: LatencySummary;
   };
+}
+
+export type CollapsesJson = ReturnType<typeof collapsesToJson>;
+
+export interface ReplayCollapses {
+  /** prefixctl's table, as an SRE would read it. */
+  readonly table: string;
+  readonly json: CollapsesJson;
+  /** Collapses whose changed sections cover what the byte diff of that build found. */
+  readonly matchingBytes: number;
+  /** Collapses whose changed sections miss a section the byte diff found (or name none). */
+  readonly unnamed: readonly {
+    readonly requestId: string;
+    readonly sessionId: string;
+    readonly bytes: readonly string[];
+    readonly named: readonly string[];
+  }[];
+  /** Collapses after a builder forgot its session (seed 001 §1.2), explained from cache-monitor's own fingerprints. */
+  readonly recoveredAfterRestart: number;
+  /** Collapses of builds whose byte diff is an avoidable change. */
+  readonly avoidableByBytes: number;
 }
 
 interface SessionState {
@@ -108,15 +144,19 @@ class ReplayStack {
   sessions!: SessionEventsClient;
   assembly!: PromptAssemblyClient;
   rules!: RulesSnapshotClient;
+  readonly monitor: CacheMonitorClient;
 
   private constructor(
     private readonly policy: AssemblyPolicy,
     private readonly now: () => number,
-    private readonly dbs: { se: TestDatabase; rs: TestDatabase; pa: TestDatabase },
+    private readonly dbs: { se: TestDatabase; rs: TestDatabase; pa: TestDatabase; cm: TestDatabase },
     private readonly dataDir: string,
     private readonly bus: BusHandle,
     private readonly sessionEvents: RunningSessionEvents,
-  ) {}
+    readonly cacheMonitor: RunningCacheMonitor,
+  ) {
+    this.monitor = new CacheMonitorClient(cacheMonitor.address, credentials.createInsecure());
+  }
 
   private static env(dataDir: string) {
     return {
@@ -129,10 +169,10 @@ class ReplayStack {
 
   static async start(policy: AssemblyPolicy, now: () => number): Promise<ReplayStack> {
     const logger = silentLogger();
-    const [se, rs, pa] = await Promise.all(
-      ["replay_se", "replay_rs", "replay_pa"].map((label) => createTestDatabase(`${label}_${policy}`)),
+    const [se, rs, pa, cm] = await Promise.all(
+      ["replay_se", "replay_rs", "replay_pa", "replay_cm"].map((label) => createTestDatabase(`${label}_${policy}`)),
     );
-    if (se === undefined || rs === undefined || pa === undefined) throw new Error("test databases");
+    if (se === undefined || rs === undefined || pa === undefined || cm === undefined) throw new Error("test databases");
     const dataDir = mkdtempSync(join(tmpdir(), "pg-replay-"));
     const env = ReplayStack.env(dataDir);
     const bus = await openBus(loadSessionEventsConfig(env), "replay", defaultTopicSpecs(), logger);
@@ -140,10 +180,53 @@ class ReplayStack {
       loadSessionEventsConfig({ ...env, DATABASE_URL: se.url, SESSION_CHARACTER_QUOTA: "10000000" }),
       { bus: bus.bus, logger, now },
     );
-    const stack = new ReplayStack(policy, now, { se, rs, pa }, dataDir, bus, sessionEvents);
+    const cacheMonitor = await startCacheMonitor(ReplayStack.cacheMonitorConfig(env, cm.url), {
+      bus: bus.bus,
+      logger,
+      now,
+    });
+    const stack = new ReplayStack(policy, now, { se, rs, pa, cm }, dataDir, bus, sessionEvents, cacheMonitor);
     stack.sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure());
     await stack.startStateful();
     return stack;
+  }
+
+  private static cacheMonitorConfig(env: Record<string, string>, databaseUrl: string): CacheMonitorConfig {
+    return loadCacheMonitorConfig({ ...env, DATABASE_URL: databaseUrl });
+  }
+
+  /**
+   * Waits until cache-monitor holds every build's fingerprint and every call's usage: the prefix
+   * events travel through prompt-assembly's outbox and the bus, so they trail the builds.
+   */
+  async drainCacheMonitor(builds: number, timeoutMs = 120_000): Promise<void> {
+    const db = createDatabase(this.dbs.cm.url);
+    const started = performance.now();
+    let lastReport = started;
+    try {
+      for (;;) {
+        const [observations, usages] = await Promise.all(
+          ["cm_prefix_observation", "cm_usage"].map(async (table) => {
+            const row = (await db(table).count({ n: "*" }).first()) as { n: number | string } | undefined;
+            return Number(row?.n ?? 0);
+          }),
+        );
+        if ((observations ?? 0) >= builds && (usages ?? 0) >= builds) return;
+        const elapsed = performance.now() - started;
+        if (elapsed > timeoutMs) {
+          throw new Error(
+            `cache-monitor has ${observations} of ${builds} fingerprints and ${usages} of ${builds} usages after ${timeoutMs} ms`,
+          );
+        }
+        if (performance.now() - lastReport > 5_000) {
+          lastReport = performance.now();
+          progress(`replay ${this.policy}: cache-monitor has ${observations}/${builds} fingerprints`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await db.destroy();
+    }
   }
 
   private async startStateful(): Promise<void> {
@@ -183,6 +266,8 @@ class ReplayStack {
 
   async stop(): Promise<void> {
     await this.stopStateful();
+    this.monitor.close();
+    await this.cacheMonitor.stop();
     this.sessions.close();
     await this.sessionEvents.stop();
     await this.bus.close();
@@ -233,6 +318,9 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
   const resolveSamples: number[] = [];
   const saveSamples: number[] = [];
   const decisions: Record<string, number> = {};
+  /** The byte diff's verdict per request id, to check prefixctl's answer against. */
+  const bytesVerdicts = new Map<string, ChangeVerdict>();
+  let collapses: ReplayCollapses | undefined;
   const totalBuilds = workload.stats.userTurns;
   const progressEvery = options.progressEvery ?? 100;
 
@@ -328,9 +416,31 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
           });
           state.messagesSinceBuild = 0;
           if (usage === undefined || usageLongTtl === undefined) throw new Error("no cache simulator");
+          // What the harness reports after the LLM call: seed 001's provider, the 24-hour cache.
+          await callUnary(
+            stack.monitor,
+            stack.monitor.recordUsage,
+            {
+              sessionId: event.sessionId,
+              usage: {
+                requestId: response.requestId,
+                model: MODEL,
+                promptTokens: usageLongTtl.promptTokens,
+                cachedTokens: usageLongTtl.cachedTokens,
+                completionTokens: outputTokens,
+                cacheCreationTokens: 0,
+                provider: "replay-simulator",
+                providerReport: undefined,
+                calledAtMs: event.atMs,
+              },
+            },
+            CALL,
+          );
+          bytesVerdicts.set(response.requestId, verdicts.observed);
           options.onBuild?.({
             policy,
             sessionId: event.sessionId,
+            requestId: response.requestId,
             atMs: event.atMs,
             bodyJson: response.bodyJson,
             systemText,
@@ -383,11 +493,14 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
           break;
       }
     }
+    await stack.drainCacheMonitor(buildSamples.length);
+    collapses = await askPrefixctl(stack.cacheMonitor.address, bytesVerdicts);
   } finally {
     await stack.stop();
     rmSync(workspace, { recursive: true, force: true });
   }
 
+  if (collapses === undefined) throw new Error("replay ended without asking prefixctl");
   return {
     policy,
     builds: buildSamples.length,
@@ -395,12 +508,65 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
     prefixChanges: ledger.summary(),
     providerCache: { ttl5m: caches[0].tally.result(), ttl24h: caches[1].tally.result() },
     rulesDecisions: decisions,
+    collapses,
     latency: {
       buildRequest: summarize("BuildRequest", buildSamples),
       resolve: resolveSamples.length > 0 ? summarize("Resolve", resolveSamples) : null,
       saveMessage: summarize("SaveMessage", saveSamples),
     },
   };
+}
+
+/** Runs the SRE's command against the run's cache-monitor, the way `prefixctl` itself would. */
+async function askPrefixctl(
+  address: string,
+  bytesVerdicts: ReadonlyMap<string, ChangeVerdict>,
+): Promise<ReplayCollapses> {
+  const ask = async (json: boolean): Promise<string> => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const argv = ["collapses", "--since", "all", "--limit", "100000", ...(json ? ["--json"] : [])];
+    const code = await runPrefixctl(
+      argv,
+      { stdout: { write: (text: string) => out.push(text) }, stderr: { write: (text: string) => err.push(text) } },
+      { env: { PREFIXCTL_CACHE_MONITOR: address } },
+    );
+    if (code !== 0) throw new Error(`prefixctl ${argv.join(" ")} exited ${code}: ${err.join("")}`);
+    return out.join("");
+  };
+  const table = await ask(false);
+  const json = JSON.parse(await ask(true)) as CollapsesJson;
+  return { table, json, ...compareCollapsesWithBytes(json, bytesVerdicts) };
+}
+
+/** Bench-side names for what the byte diff saw, in the sections prefixctl names. */
+function bytesSections(verdict: ChangeVerdict): string[] {
+  return verdict.kind === "none" ? [] : verdict.sections.filter((section) => section !== MONITOR_RESET);
+}
+
+export function compareCollapsesWithBytes(
+  json: CollapsesJson,
+  bytesVerdicts: ReadonlyMap<string, ChangeVerdict>,
+): Omit<ReplayCollapses, "table" | "json"> {
+  let matchingBytes = 0;
+  let recoveredAfterRestart = 0;
+  let avoidableByBytes = 0;
+  const unnamed: ReplayCollapses["unnamed"][number][] = [];
+  for (const collapse of json.collapses) {
+    if (collapse.cause.includes("lost the session's state")) recoveredAfterRestart += 1;
+    const verdict = bytesVerdicts.get(collapse.request_id) ?? { kind: "none" };
+    if (verdict.kind === "avoidable") avoidableByBytes += 1;
+    // System sections are what a cache-monitor can name; history and tools ride along in the cause.
+    const expected = bytesSections(verdict).filter((section) => section !== HISTORY && section !== TOOLS);
+    const named = collapse.changed_sections;
+    const covered = named.length > 0 && expected.every((section) => named.includes(section));
+    if (covered || (expected.length === 0 && collapse.cause.trim() !== "" && !collapse.cause.includes("unknown"))) {
+      matchingBytes += 1;
+    } else {
+      unnamed.push({ requestId: collapse.request_id, sessionId: collapse.session_id, bytes: expected, named });
+    }
+  }
+  return { matchingBytes, unnamed, recoveredAfterRestart, avoidableByBytes };
 }
 
 /** Sections shown side by side: the seeds' two offenders first, then whatever else moved. */
@@ -425,6 +591,12 @@ export interface ReplayChecks {
   /** Done criterion 2: the naive run shows the seeds' pattern, workspace-rules the largest avoidable section. */
   readonly naiveWorkspaceRulesDominates: boolean;
   readonly naiveWorkspaceRulesShare: number;
+  /** Done criterion 3: prefixctl names the sections and cause of every naive collapse, as the bytes saw them. */
+  readonly naiveCollapsesExplained: boolean;
+  /** prefixctl's totals put workspace-rules first, as seed 001's "146 alerts, 110 workspace-rules". */
+  readonly naiveCollapsesTopSection: string | null;
+  /** Every stabilised collapse is an unavoidable change (compaction, first build) or outside us. */
+  readonly stabilisedCollapsesUnavoidable: boolean;
 }
 
 export function checkReplay(naive: ReplayRunResult, stabilised: ReplayRunResult): ReplayChecks {
@@ -441,6 +613,12 @@ export function checkReplay(naive: ReplayRunResult, stabilised: ReplayRunResult)
       stabilised.prefixChanges.observed.avoidable === 0 && stabilised.prefixChanges.monitor.avoidable === 0,
     naiveWorkspaceRulesDominates: rules > largestOther,
     naiveWorkspaceRulesShare: share(rules, naive.prefixChanges.observed.avoidable),
+    naiveCollapsesExplained:
+      naive.collapses.json.total_collapses > 0 &&
+      naive.collapses.unnamed.length === 0 &&
+      naive.collapses.matchingBytes === naive.collapses.json.collapses.length,
+    naiveCollapsesTopSection: naive.collapses.json.totals[0]?.section ?? null,
+    stabilisedCollapsesUnavoidable: stabilised.collapses.avoidableByBytes === 0,
   };
 }
 
@@ -510,6 +688,27 @@ export function formatReplayTable(
   }
   const latency = (summary: LatencySummary | null) =>
     summary === null ? "-" : `${summary.p50.toFixed(2)} / ${summary.p99.toFixed(2)}`;
+  const collapseCount = (result: ReplayRunResult, section: string | null) =>
+    section === null
+      ? result.collapses.json.total_collapses
+      : (result.collapses.json.totals.find((total) => total.section === section)?.collapses ?? 0);
+  row("[TTL 24 h] collapses (prefixctl collapses)", collapseCount(naive, null), collapseCount(stabilised, null));
+  const collapseSections = [
+    ...new Set([...naive.collapses.json.totals, ...stabilised.collapses.json.totals].map((total) => total.section)),
+  ];
+  for (const section of collapseSections) {
+    row(`  ${section}`, collapseCount(naive, section), collapseCount(stabilised, section));
+  }
+  row(
+    "  explained after the restart (monitor forgot)",
+    naive.collapses.recoveredAfterRestart,
+    stabilised.collapses.recoveredAfterRestart,
+  );
+  row(
+    "  extra cost of collapses, yuan",
+    naive.collapses.json.total_extra_cost.toFixed(4),
+    stabilised.collapses.json.total_extra_cost.toFixed(4),
+  );
   row("BuildRequest p50 / p99 ms", latency(naive.latency.buildRequest), latency(stabilised.latency.buildRequest));
   row(
     "Resolve p50 / p99 ms",
@@ -529,6 +728,8 @@ export function formatReplayTable(
     "",
     `done: stabilised avoidable = 0 ............ ${checks.stabilisedZeroAvoidable ? "PASS" : "FAIL"}`,
     `done: naive dominated by workspace-rules .. ${checks.naiveWorkspaceRulesDominates ? "PASS" : "FAIL"} (${pct(checks.naiveWorkspaceRulesShare)} of avoidable changes; seed 001 §1.1: 75%)`,
+    `done: prefixctl names every naive collapse . ${checks.naiveCollapsesExplained ? "PASS" : "FAIL"} (${naive.collapses.matchingBytes} of ${naive.collapses.json.total_collapses} match the byte diff; top section ${checks.naiveCollapsesTopSection ?? "-"})`,
+    `done: stabilised collapses unavoidable .... ${checks.stabilisedCollapsesUnavoidable ? "PASS" : "FAIL"} (${stabilised.collapses.json.total_collapses} collapses, ${stabilised.collapses.avoidableByBytes} avoidable)`,
   ].join("\n");
 }
 
@@ -550,6 +751,10 @@ export async function runReplayBench(workloadOptions: WorkloadOptions): Promise<
   const stabilised = await runReplay(workload, { policy: "stabilised" });
   const checks = checkReplay(naive, stabilised);
   process.stdout.write(`\n${formatReplayTable(workload, naive, stabilised, checks)}\n`);
+  const perSection = naive.collapses.table.slice(naive.collapses.table.indexOf("Per section"));
+  process.stdout.write(
+    `\n$ prefixctl collapses --since all   (naive run; full tables in bench/results/replay-collapses.txt)\n${perSection}`,
+  );
   const svg = renderReplayChart({
     title: "Replay: naive assembly (seeds' before) vs stabilised",
     subtitle: `${workload.stats.sessions} sessions, ${workloadOptions.days} days, ${workload.stats.userTurns} builds per run, ${workload.stats.edits} AGENTS.md edits, ${workload.stats.compactions} compactions, 1 restart; prices 2 / 0.04 / 8 yuan per M tokens`,
