@@ -16,12 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { credentials } from "@grpc/grpc-js";
-import {
-  type CacheMonitorConfig,
-  loadCacheMonitorConfig,
-  type RunningCacheMonitor,
-  startCacheMonitor,
-} from "@prefix-guard/cache-monitor";
+import { loadCacheMonitorConfig, type RunningCacheMonitor, startCacheMonitor } from "@prefix-guard/cache-monitor";
 import { createDatabase } from "@prefix-guard/db";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { callUnary } from "@prefix-guard/grpc";
@@ -180,7 +175,7 @@ class ReplayStack {
       loadSessionEventsConfig({ ...env, DATABASE_URL: se.url, SESSION_CHARACTER_QUOTA: "10000000" }),
       { bus: bus.bus, logger, now },
     );
-    const cacheMonitor = await startCacheMonitor(ReplayStack.cacheMonitorConfig(env, cm.url), {
+    const cacheMonitor = await startCacheMonitor(loadCacheMonitorConfig({ ...env, DATABASE_URL: cm.url }), {
       bus: bus.bus,
       logger,
       now,
@@ -189,10 +184,6 @@ class ReplayStack {
     stack.sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure());
     await stack.startStateful();
     return stack;
-  }
-
-  private static cacheMonitorConfig(env: Record<string, string>, databaseUrl: string): CacheMonitorConfig {
-    return loadCacheMonitorConfig({ ...env, DATABASE_URL: databaseUrl });
   }
 
   /**
@@ -539,9 +530,13 @@ async function askPrefixctl(
   return { table, json, ...compareCollapsesWithBytes(json, bytesVerdicts) };
 }
 
-/** Bench-side names for what the byte diff saw, in the sections prefixctl names. */
-function bytesSections(verdict: ChangeVerdict): string[] {
-  return verdict.kind === "none" ? [] : verdict.sections.filter((section) => section !== MONITOR_RESET);
+/**
+ * The system sections the byte diff saw change: what a collapse's changed_sections must name.
+ * History and tools ride along in the cause; "monitor-reset" is the bench's own label.
+ */
+function systemSectionsOf(verdict: ChangeVerdict): string[] {
+  if (verdict.kind === "none") return [];
+  return verdict.sections.filter((section) => ![MONITOR_RESET, HISTORY, TOOLS].includes(section));
 }
 
 export function compareCollapsesWithBytes(
@@ -556,8 +551,7 @@ export function compareCollapsesWithBytes(
     if (collapse.cause.includes("lost the session's state")) recoveredAfterRestart += 1;
     const verdict = bytesVerdicts.get(collapse.request_id) ?? { kind: "none" };
     if (verdict.kind === "avoidable") avoidableByBytes += 1;
-    // System sections are what a cache-monitor can name; history and tools ride along in the cause.
-    const expected = bytesSections(verdict).filter((section) => section !== HISTORY && section !== TOOLS);
+    const expected = systemSectionsOf(verdict);
     const named = collapse.changed_sections;
     const covered = named.length > 0 && expected.every((section) => named.includes(section));
     if (covered || (expected.length === 0 && collapse.cause.trim() !== "" && !collapse.cause.includes("unknown"))) {

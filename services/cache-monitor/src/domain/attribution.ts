@@ -29,6 +29,16 @@ export interface AttributionThresholds {
  */
 export const DEFAULT_ATTRIBUTION_THRESHOLDS: AttributionThresholds = { nearZeroReadShare: 0.05, minPromptTokens: 1024 };
 
+/** The opening of every cause for a build prompt-assembly called first while the session has earlier calls. */
+export const MONITOR_FORGOT =
+  "prompt-assembly called this a first build, but the session has earlier calls: its prefix monitor lost the session's state (a process-local monitor after a restart?)";
+
+/** "; provider says: <reason>" when the provider named a miss reason, else "". */
+export function providerSaysOf(usage: UsageFacts): string {
+  const reason = usage.providerReport?.cacheMissReason.trim() ?? "";
+  return reason !== "" ? `; provider says: ${reason}` : "";
+}
+
 export function ourVerdictOf(prefix: PrefixJoin): OurVerdict {
   if (prefix.change !== null) return "changed";
   if (prefix.observed === null) return "unknown";
@@ -106,7 +116,7 @@ export function formatIdle(ms: number): string {
  */
 export function collapseCause(usage: UsageFacts, prefix: PrefixJoin, previous: EarlierCall | null): string {
   const reason = usage.providerReport?.cacheMissReason.trim() ?? "";
-  const providerSays = reason !== "" ? `; provider says: ${reason}` : "";
+  const providerSays = providerSaysOf(usage);
   const ours = ourVerdictOf(prefix);
   if (ours === "changed" && prefix.change !== null) {
     const cause =
@@ -121,7 +131,7 @@ export function collapseCause(usage: UsageFacts, prefix: PrefixJoin, previous: E
   if (ours === "first_build") {
     return previous === null
       ? `first build of the session${providerSays}`
-      : `prompt-assembly called this a first build, but the session has earlier calls: its prefix monitor lost the session's state (a process-local monitor after a restart?), so what changed is unknown${providerSays}`;
+      : `${MONITOR_FORGOT}, so what changed is unknown${providerSays}`;
   }
   if (reason !== "") return `provider-side cache miss with our prefix unchanged: ${reason}`;
   if (previous !== null && previous.model !== "" && previous.model !== usage.model) {

@@ -12,6 +12,7 @@ import {
   DEFAULT_ATTRIBUTION_THRESHOLDS,
   type OurVerdict,
   ourVerdictOf,
+  providerSaysOf,
   sectionsOfCollapse,
   UNKNOWN_SECTION,
 } from "./attribution";
@@ -79,13 +80,12 @@ export function explainCollapse(
   if (monitorForgot && prefix.forgotten !== undefined) {
     const change = recoverPrefixChange(prefix.forgotten.previous, prefix.forgotten.current);
     const named = change.changedSections.length > 0 || change.toolsChanged;
-    const reason = usage.providerReport?.cacheMissReason.trim() ?? "";
     return {
       changedSections: [...change.changedSections],
       totalsSections: named ? sectionsOfCollapse({ observed: prefix.observed, change }) : [UNKNOWN_SECTION],
       toolsChanged: change.toolsChanged,
       historyRewritten: false,
-      cause: reason === "" ? change.cause : `${change.cause}; provider says: ${reason}`,
+      cause: change.cause + providerSaysOf(usage),
       ourVerdict,
       attribution: named ? "none" : "unknown",
       providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",

@@ -194,7 +194,7 @@ describe("assessCall on seed 001's session 811", () => {
       ourVerdict: "first_build",
     });
     expect(recovered.collapse?.cause).toBe(
-      "prompt-assembly called this a first build, but the session has earlier builds: its prefix monitor lost the session's state (a process-local monitor after a restart?); cache-monitor's comparison with the session's previous build: current-date changed: date 2026-10-13→2026-10-14; workspace-rules changed (rulesDecision=REREAD)",
+      "prompt-assembly called this a first build, but the session has earlier calls: its prefix monitor lost the session's state (a process-local monitor after a restart?); cache-monitor's comparison with the session's previous build: current-date changed: date 2026-10-13→2026-10-14; workspace-rules changed (rulesDecision=REREAD)",
     );
     // Identical sections and tools leave only history, which fingerprints cannot compare: unknown.
     const same = build("rules v1", "2026-10-13");

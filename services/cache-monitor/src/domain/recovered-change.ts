@@ -4,10 +4,8 @@
 // two builds' section hashes. History is not comparable this way (only its hash is published), so
 // a recovered change names sections, tools, model and a compaction, never a history rewrite.
 
+import { MONITOR_FORGOT } from "./attribution";
 import type { ObservedFingerprint, PrefixChange } from "./model";
-
-const FORGOT =
-  "prompt-assembly called this a first build, but the session has earlier builds: its prefix monitor lost the session's state (a process-local monitor after a restart?)";
 
 export function recoverPrefixChange(previous: ObservedFingerprint, current: ObservedFingerprint): PrefixChange {
   const before = new Map(previous.sections.map((section) => [section.key, section.sha256]));
@@ -40,7 +38,7 @@ export function recoverPrefixChange(previous: ObservedFingerprint, current: Obse
     toolsChanged,
     toolsChangeKind: toolsChanged ? "unknown" : "none",
     historyRewritten: false,
-    cause: `${FORGOT}; ${found}`,
+    cause: `${MONITOR_FORGOT}; ${found}`,
   };
 }
 
