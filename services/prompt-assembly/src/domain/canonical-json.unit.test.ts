@@ -1,6 +1,6 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, parseJsonStrict } from "./canonical-json";
+import { canonicalJson, JsonFragment, parseJsonStrict } from "./canonical-json";
 
 function validationErrorOf(run: () => unknown): ValidationError {
   try {
@@ -92,6 +92,75 @@ describe("canonicalJson", () => {
   it("reports errors under the given root path", () => {
     const error = validationErrorOf(() => canonicalJson({ properties: { n: Number.NaN } }, "tools[0].inputSchema"));
     expect(error.field).toBe("tools[0].inputSchema.properties.n");
+  });
+});
+
+/** An independent reference: sort keys by hand, let JSON.stringify write everything else. */
+function referenceCanonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(referenceCanonical).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    const record = value as Record<string, unknown>;
+    const members = Object.keys(record)
+      .sort()
+      .filter((key) => record[key] !== undefined)
+      .map((key) => `${JSON.stringify(key)}:${referenceCanonical(record[key])}`);
+    return `{${members.join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** Deterministic pseudo-random JSON values (xorshift), with keys and strings that need escaping. */
+function randomValue(seed: { s: number }, depth: number): unknown {
+  const next = () => {
+    seed.s ^= seed.s << 13;
+    seed.s ^= seed.s >>> 17;
+    seed.s ^= seed.s << 5;
+    return (seed.s >>> 0) / 0x100000000;
+  };
+  const strings = ["", "a", "中文", 'q"uote', "back\\slash", "line\nbreak", "😀", "\u2028", "Z", "é", "10", "9"];
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+  const kind = depth > 4 ? Math.floor(next() * 4) : Math.floor(next() * 6);
+  switch (kind) {
+    case 0:
+      return pick(strings);
+    case 1:
+      return pick([0, -0, 1.5, 1e21, 5e-7, -42, 2 ** 53]);
+    case 2:
+      return pick([true, false, null]);
+    case 3:
+      return pick(strings) + pick(strings);
+    case 4:
+      return Array.from({ length: Math.floor(next() * 4) }, () => randomValue(seed, depth + 1));
+    default: {
+      const record: Record<string, unknown> = {};
+      for (let index = Math.floor(next() * 5); index > 0; index -= 1)
+        record[pick(strings)] = randomValue(seed, depth + 1);
+      if (next() < 0.2) record.skipped = undefined;
+      return record;
+    }
+  }
+}
+
+describe("canonicalJson against an independent reference", () => {
+  it("writes the same bytes for 2,000 random values", () => {
+    const seed = { s: 0x2545f491 };
+    for (let round = 0; round < 2_000; round += 1) {
+      const value = randomValue(seed, 0);
+      expect(canonicalJson(value)).toBe(referenceCanonical(value));
+    }
+  });
+
+  it("embeds a JsonFragment verbatim, equal to writing its value in place", () => {
+    const message = { role: "user", content: [{ type: "text", text: "你好" }] };
+    const withFragment = { model: "m", messages: [JsonFragment.of(message), { role: "assistant", content: "ok" }] };
+    const inPlace = { model: "m", messages: [message, { role: "assistant", content: "ok" }] };
+    expect(canonicalJson(withFragment)).toBe(canonicalJson(inPlace));
+  });
+
+  it("names the field of bad input found deeper than the fast path goes", () => {
+    let deep: unknown = { bad: Number.NaN };
+    for (let level = 0; level < 300; level += 1) deep = [deep];
+    expect(validationErrorOf(() => canonicalJson(deep)).field).toMatch(/^body(\[0\]){300}\.bad$/);
   });
 });
 

@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { estimateTokens } from "./tokens";
+import { countTokenUnits, estimateTokens, WIDE_CHARACTER } from "./tokens";
+
+/** The definition the table must reproduce: the regex tested per code point. */
+function estimateByRegex(text: string): number {
+  let wide = 0;
+  let other = 0;
+  for (const character of text) {
+    if (WIDE_CHARACTER.test(character)) wide += 1;
+    else other += 1;
+  }
+  return wide + Math.ceil(other / 4);
+}
 
 describe("estimateTokens", () => {
   it.each([
@@ -30,5 +41,31 @@ describe("estimateTokens", () => {
     const text = "prefix changed session=811 ".repeat(100);
     expect(estimateTokens(text)).toBe(Math.ceil(text.length / 4));
     expect(estimateTokens(text + text)).toBeGreaterThan(estimateTokens(text));
+  });
+
+  it("agrees with the per-character regex on every code point, lone surrogates included", () => {
+    const disagreements: string[] = [];
+    for (let code = 0; code <= 0x10ffff; code += 1) {
+      // Each code point alone and after a narrow one: both the wide test and the rounding must agree.
+      const character = code >= 0xd800 && code <= 0xdfff ? String.fromCharCode(code) : String.fromCodePoint(code);
+      if (estimateTokens(character) !== estimateByRegex(character)) disagreements.push(code.toString(16));
+      if (disagreements.length > 10) break;
+    }
+    expect(disagreements).toEqual([]);
+  });
+
+  it("agrees with the regex on mixed text with surrogate pairs split at every position", () => {
+    const text = "压测 retry 3 次😀𠀀 ｱ한\ud83d tail\ude00 end「」";
+    for (let cut = 0; cut <= text.length; cut += 1) {
+      expect(estimateTokens(text.slice(0, cut))).toBe(estimateByRegex(text.slice(0, cut)));
+      expect(estimateTokens(text.slice(cut))).toBe(estimateByRegex(text.slice(cut)));
+    }
+  });
+
+  it("counts wide and other units additively over concatenation", () => {
+    const parts = ["第1轮：", "retry 😀", "𠀀ok", ""];
+    const whole = countTokenUnits(parts.join(""));
+    const summed = parts.map(countTokenUnits).reduce((a, b) => ({ wide: a.wide + b.wide, other: a.other + b.other }));
+    expect(whole).toEqual(summed);
   });
 });
