@@ -24,7 +24,8 @@ import type {
   ToolDefinition,
 } from "../src/domain/model";
 import { WORKSPACE_RULES_SECTION_KEY } from "../src/domain/prefix-monitor";
-import { orderTools, type SerializeOptions } from "../src/domain/serializers";
+import { orderTools } from "../src/domain/tool-order";
+import type { SerializeOptions } from "./wire";
 
 const HOUR_MS = 3_600_000;
 /** Asia/Shanghai has no DST, so a fixed offset gives the writer's local date. */

@@ -33,10 +33,9 @@ import {
 } from "@prefix-guard/errors";
 import { newEventId, Topics } from "@prefix-guard/events";
 import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
-import {
-  type BuildRequestRequest,
-  type BuildRequestResponse,
-  WireFormat as ProtoWireFormat,
+import type {
+  BuildRequestRequest,
+  BuildRequestResponse,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import {
@@ -67,8 +66,9 @@ import {
   type PrefixComparison,
   WORKSPACE_RULES_SECTION_KEY,
 } from "../domain/prefix-monitor";
-import { orderTools, serializeRequest } from "../domain/serializers";
 import { estimateTokens } from "../domain/tokens";
+import { orderTools } from "../domain/tool-order";
+import { wireFormatOfProto, wireFormatPlugin } from "../domain/wire-formats/registry";
 import type { ProjectedSessionView, SessionEventsReader, SessionProjection } from "./session-projection";
 
 export type { SessionEventsReader } from "./session-projection";
@@ -146,12 +146,6 @@ export interface ValidatedBuildRequest {
   readonly maxOutputTokens: number | undefined;
 }
 
-const WIRE_FORMATS = new Map<ProtoWireFormat, WireFormat>([
-  [ProtoWireFormat.WIRE_FORMAT_OPENAI_CHAT, "openai_chat"],
-  [ProtoWireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES, "anthropic_messages"],
-  [ProtoWireFormat.WIRE_FORMAT_OPENAI_RESPONSES, "openai_responses"],
-]);
-
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -221,7 +215,7 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
     return { name: tool.name, description: tool.description, inputSchema: schema };
   });
 
-  const wireFormat = WIRE_FORMATS.get(request.wireFormat);
+  const wireFormat = wireFormatOfProto(request.wireFormat);
   if (wireFormat === undefined) {
     throw new ValidationError("wire_format", `must be set to a known format, got ${String(request.wireFormat)}`);
   }
@@ -450,12 +444,10 @@ export class PromptBuilder {
       ...(input.maxOutputTokens === undefined ? {} : { maxOutputTokens: input.maxOutputTokens }),
       promptCacheKey: input.sessionId,
     };
-    const body = serializeRequest(chatRequest, input.wireFormat, {
-      canonicalToolOrder: this.canonicalToolOrder,
+    const bodyJson = wireFormatPlugin(input.wireFormat).serializeJson(chatRequest, {
       cacheMinimumTokens: cacheMinimumTokensFor(input.model, this.anthropicCacheMinimums),
       summaryHead: window.summaryText !== null,
     });
-    const bodyJson = canonicalJson(body);
     const requestId = this.deps.sha256(canonicalJson([input.sessionId, bodyJson], "request_id"));
     const fingerprint = fingerprintRequest(chatRequest, this.deps.sha256);
 

@@ -12,18 +12,15 @@ import {
   shuffled,
   workloadSteps,
 } from "../../test/cache-workload";
+import { type SerializeOptions, serializeRequest } from "../../test/wire";
 import { canonicalJson } from "./canonical-json";
 import { fingerprintRequest } from "./fingerprint";
 import type { ChatRequest, ToolDefinition, WireFormat } from "./model";
 import { type CauseHints, comparePrefix, type ToolsChangeKind } from "./prefix-monitor";
-import {
-  type AnthropicMessagesBody,
-  type OpenAiChatBody,
-  type OpenAiResponsesBody,
-  orderTools,
-  type SerializeOptions,
-  serializeRequest,
-} from "./serializers";
+import { orderTools } from "./tool-order";
+import type { AnthropicMessagesBody } from "./wire-formats/anthropic-messages";
+import type { OpenAiChatBody } from "./wire-formats/openai-chat";
+import type { OpenAiResponsesBody } from "./wire-formats/openai-responses";
 
 const FORMATS: readonly WireFormat[] = ["openai_chat", "anthropic_messages", "openai_responses"];
 const hashOf = (text: string): string => `h(${text})`;

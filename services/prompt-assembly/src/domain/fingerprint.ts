@@ -6,7 +6,8 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { canonicalJson } from "./canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, SystemSection, ToolDefinition } from "./model";
-import { compareCodeUnits } from "./serializers";
+import { compareCodeUnits } from "./tool-order";
+import { MessageMemo } from "./wire-formats/message-memo";
 
 export interface SectionFingerprint {
   readonly key: string;
@@ -28,10 +29,23 @@ export interface PrefixFingerprint {
   readonly historyHash: string;
 }
 
-export function fingerprintRequest(request: ChatRequest, sha256: (text: string) => string): PrefixFingerprint {
-  const messageHashes = request.messages.map((message, index) =>
-    sha256(canonicalJson(neutralMessage(message), `messages[${index}]`)),
-  );
+type Sha256 = (text: string) => string;
+
+/** A stored message's hash is computed once per hash function, however many builds it goes into. */
+const messageHashMemos = new WeakMap<Sha256, MessageMemo<string>>();
+
+function messageHashMemo(sha256: Sha256): MessageMemo<string> {
+  let memo = messageHashMemos.get(sha256);
+  if (memo === undefined) {
+    memo = new MessageMemo((message, index) => sha256(canonicalJson(neutralMessage(message), `messages[${index}]`)));
+    messageHashMemos.set(sha256, memo);
+  }
+  return memo;
+}
+
+export function fingerprintRequest(request: ChatRequest, sha256: Sha256): PrefixFingerprint {
+  const memo = messageHashMemo(sha256);
+  const messageHashes = request.messages.map((message, index) => memo.of(message, index));
   const sortedTools = [...request.tools].sort((a, b) => compareCodeUnits(a.name, b.name));
   return {
     model: request.model,

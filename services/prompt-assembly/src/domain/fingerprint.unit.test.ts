@@ -1,10 +1,10 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
+import { serializeAnthropicMessages } from "../../test/wire";
 import { canonicalJson } from "./canonical-json";
 import { fingerprintRequest } from "./fingerprint";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "./model";
 import { comparePrefix } from "./prefix-monitor";
-import { serializeAnthropicMessages } from "./serializers";
 
 // A transparent stand-in for sha256: injective, so equal hashes mean equal inputs.
 const hashOf = (text: string): string => `h(${text})`;

@@ -143,7 +143,7 @@ function clipText(text: string, allowance: number, locale: Locale): string {
 }
 
 /**
- * Keeps the head of the message's text (and tool-result text) up to `capChars` and marks the cut.
+ * Keeps the head of an over-long message's text (and tool-result text) up to `capChars` and marks the cut.
  * Tool-call arguments are never cut: they are JSON the provider parses, and a truncated argument
  * string would make the whole request invalid. Their size still uses up the allowance first.
  */
@@ -152,7 +152,6 @@ function clipContent(
   capChars: number,
   locale: Locale,
 ): { content: readonly ContentPart[]; clipped: boolean } {
-  if (contentChars(content) <= capChars) return { content, clipped: false };
   let allowance = capChars;
   for (const part of content) {
     if (part.type === "tool_call" || part.type === "image") allowance -= partChars(part);
@@ -170,11 +169,14 @@ function clipContent(
     allowance = 0;
     return { ...part, text };
   });
-  return { content: result, clipped };
+  // Nothing cut (the size is all tool calls and images): the stored array goes out as it is.
+  return clipped ? { content: result, clipped } : { content, clipped };
 }
 
-function historyAfterBoundary(session: SessionView): StoredMessage[] {
-  const ordered = [...session.messages].sort((a, b) => a.seq - b.seq);
+function historyAfterBoundary(session: SessionView): readonly StoredMessage[] {
+  const ordered = isInSeqOrder(session.messages)
+    ? session.messages
+    : [...session.messages].sort((a, b) => a.seq - b.seq);
   let boundarySeq = Number.NEGATIVE_INFINITY;
   if (session.boundaryMessageId !== null) {
     const boundary = ordered.find((message) => message.messageId === session.boundaryMessageId);
@@ -194,21 +196,11 @@ function historyAfterBoundary(session: SessionView): StoredMessage[] {
   return ordered.filter((message) => !message.deleted && message.role !== "system" && message.seq > boundarySeq);
 }
 
-/** A turn is a user message and everything up to the next one; anything before the first user message joins the first turn. */
-function groupIntoTurns<T>(items: readonly T[], isUser: (item: T) => boolean): T[][] {
-  const turns: T[][] = [];
-  let currentHasUser = false;
-  for (const item of items) {
-    const current = turns[turns.length - 1];
-    if (current === undefined || (isUser(item) && currentHasUser)) {
-      turns.push([item]);
-      currentHasUser = isUser(item);
-    } else {
-      current.push(item);
-      currentHasUser ||= isUser(item);
-    }
+function isInSeqOrder(messages: readonly StoredMessage[]): boolean {
+  for (let index = 1; index < messages.length; index += 1) {
+    if ((messages[index - 1] as StoredMessage).seq > (messages[index] as StoredMessage).seq) return false;
   }
-  return turns;
+  return true;
 }
 
 function composeSummaryText(summary: string | null, droppedTurns: number, locale: Locale): string | null {
@@ -231,6 +223,11 @@ function composeSummaryText(summary: string | null, droppedTurns: number, locale
  * total is over budget. The last turn is always kept, even over budget: without it the model
  * would not see the message it must answer.
  *
+ * A turn is a user message and everything up to the next one; anything before the first user
+ * message joins the first turn. The window is found from the newest message backwards, so only
+ * the messages that are sent are shaped, and a message that needs no clipping goes out with its
+ * stored content array (the wire formats reuse what they wrote for it before).
+ *
  * @throws ValidationError for a bad context window; FailedPreconditionError when the boundary
  * message is missing.
  */
@@ -245,36 +242,58 @@ export function buildHistoryWindow(
 
   const history = historyAfterBoundary(session);
   let tailChars = 0;
-  const prepared = history.map((stored) => {
-    tailChars += contentChars(stored.content);
-    const { content, clipped } = clipContent(stored.content, capChars, options.locale);
-    const message: WindowMessage = {
+  let firstUser = -1;
+  const sizes: number[] = new Array<number>(history.length);
+  history.forEach((stored, index) => {
+    const chars = contentChars(stored.content);
+    tailChars += chars;
+    sizes[index] = chars;
+    if (firstUser < 0 && stored.role === "user") firstUser = index;
+  });
+  const startsTurn = (index: number): boolean =>
+    index === 0 || (index > firstUser && firstUser >= 0 && history[index]?.role === "user");
+
+  const clipped = new Map<number, readonly ContentPart[]>();
+  const sizeOf = (index: number): number => {
+    const size = sizes[index] ?? 0;
+    if (size <= capChars) return size;
+    const cut = clipContent((history[index] as StoredMessage).content, capChars, options.locale);
+    if (!cut.clipped) return size;
+    clipped.set(index, cut.content);
+    return contentChars(cut.content);
+  };
+
+  // The earliest turn start whose suffix fits the budget; suffixes only grow going back, so the
+  // walk stops at the first one that does not. The newest turn is kept whatever its size.
+  let keptStart = history.length;
+  let suffixChars = 0;
+  for (let index = history.length - 1; index >= 0; index -= 1) {
+    suffixChars += sizeOf(index);
+    if (!startsTurn(index)) continue;
+    if (keptStart === history.length || suffixChars <= budgetChars) keptStart = index;
+    if (suffixChars > budgetChars) break;
+  }
+  let droppedTurns = 0;
+  for (let index = 0; index < keptStart; index += 1) if (startsTurn(index)) droppedTurns += 1;
+
+  const messages: WindowMessage[] = [];
+  for (let index = keptStart; index < history.length; index += 1) {
+    const stored = history[index] as StoredMessage;
+    messages.push({
       role: stored.role,
-      content: [...content],
+      content: clipped.get(index) ?? stored.content,
       messageId: stored.messageId,
       seq: stored.seq,
       localDate: stored.localDate,
-    };
-    return { message, clipped, chars: contentChars(content) };
-  });
-
-  const turns = groupIntoTurns(prepared, (entry) => entry.message.role === "user");
-  let totalChars = prepared.reduce((sum, entry) => sum + entry.chars, 0);
-  let droppedTurns = 0;
-  while (turns.length > 1 && totalChars > budgetChars) {
-    const dropped = turns.shift() ?? [];
-    for (const entry of dropped) totalChars -= entry.chars;
-    droppedTurns += 1;
+    });
   }
-
-  const kept = turns.flat();
   return {
-    messages: kept.map((entry) => entry.message),
+    messages,
     summaryText: composeSummaryText(session.summary, droppedTurns, options.locale),
     stats: {
-      keptMessages: kept.length,
+      keptMessages: messages.length,
       droppedTurns,
-      clippedMessages: kept.filter((entry) => entry.clipped).length,
+      clippedMessages: messages.filter((_message, offset) => clipped.has(keptStart + offset)).length,
       budgetChars,
       tailChars,
       checkpointThresholdChars: thresholdChars,

@@ -54,7 +54,7 @@ export interface ChatMessage {
   readonly content: readonly ContentPart[];
 }
 
-export type WireFormat = "openai_chat" | "anthropic_messages" | "openai_responses";
+export type { WireFormat } from "./wire-formats/registry";
 
 export type Locale = "zh-CN" | "en";
 

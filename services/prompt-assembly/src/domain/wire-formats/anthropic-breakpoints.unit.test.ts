@@ -1,26 +1,30 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
-import { assembleRequest, makeSections, makeTools, type WorkloadSpec, workloadSteps } from "../../test/cache-workload";
+import {
+  assembleRequest,
+  makeSections,
+  makeTools,
+  type WorkloadSpec,
+  workloadSteps,
+} from "../../../test/cache-workload";
+import { serializeAnthropicMessages } from "../../../test/wire";
 import {
   ANTHROPIC_CACHE_MINIMUMS,
   cacheMinimumTokensFor,
   DEFAULT_CACHE_MINIMUM_TOKENS,
   normalizeModelId,
   parseCacheMinimums,
-} from "./cache-minimums";
-import { canonicalJson } from "./canonical-json";
-import type { ChatMessage, ChatRequest, Locale } from "./model";
+} from "../cache-minimums";
+import { canonicalJson } from "../canonical-json";
+import type { ChatMessage, ChatRequest, Locale } from "../model";
+import { estimateTokens } from "../tokens";
 import {
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,
-  type AnthropicCacheControl,
-  type AnthropicContentBlock,
-  type AnthropicMessagesBody,
   countCacheBreakpoints,
   IMAGE_BLOCK_ESTIMATED_TOKENS,
   placeAnthropicBreakpoints,
-  serializeAnthropicMessages,
-} from "./serializers";
-import { estimateTokens } from "./tokens";
+} from "./anthropic-breakpoints";
+import type { AnthropicCacheControl, AnthropicContentBlock, AnthropicMessagesBody } from "./anthropic-messages";
 
 // ---------------------------------------------------------------------------------------------
 // An independent reading of a body: every cacheable element in Anthropic's cache order (tools,

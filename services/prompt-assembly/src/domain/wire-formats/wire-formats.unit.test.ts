@@ -1,22 +1,23 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
-import { canonicalJson } from "./canonical-json";
-import type { ChatMessage, ChatRequest, ToolDefinition, WireFormat } from "./model";
 import {
-  ANTHROPIC_DEFAULT_MAX_TOKENS,
-  ANTHROPIC_MAX_CACHE_BREAKPOINTS,
-  type AnthropicMessagesBody,
-  countCacheBreakpoints,
-  type OpenAiChatBody,
-  type OpenAiResponsesBody,
-  placeAnthropicBreakpoints,
   type SerializeOptions,
   serializeAnthropicMessages,
   serializeOpenAiChat,
   serializeOpenAiResponses,
   serializeRequest,
-  systemText,
-} from "./serializers";
+} from "../../../test/wire";
+import { canonicalJson } from "../canonical-json";
+import type { ChatMessage, ChatRequest, ToolDefinition, WireFormat } from "../model";
+import {
+  ANTHROPIC_MAX_CACHE_BREAKPOINTS,
+  countCacheBreakpoints,
+  placeAnthropicBreakpoints,
+} from "./anthropic-breakpoints";
+import { ANTHROPIC_DEFAULT_MAX_TOKENS, type AnthropicMessagesBody } from "./anthropic-messages";
+import type { OpenAiChatBody } from "./openai-chat";
+import type { OpenAiResponsesBody } from "./openai-responses";
+import { systemText } from "./wire-format";
 
 const FORMATS: readonly WireFormat[] = ["openai_chat", "anthropic_messages", "openai_responses"];
 const KEEP_ORDER: SerializeOptions = { canonicalToolOrder: false };

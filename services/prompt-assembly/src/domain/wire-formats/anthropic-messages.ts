@@ -1,0 +1,259 @@
+// Anthropic Messages: one system block per non-empty section, user and assistant turns that
+// alternate (consecutive same-role messages are joined, tool results travel in user turns and
+// come first in them), and cache breakpoints placed by anthropic-breakpoints.ts.
+
+import { ValidationError } from "@prefix-guard/errors";
+import { canonicalJson, JsonFragment, parseJsonStrict } from "../canonical-json";
+import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
+import { estimateTokens } from "../tokens";
+import {
+  type BlockPosition,
+  blockTokens,
+  chooseBreakpoints,
+  EPHEMERAL,
+  markLastIf,
+  requireMinimumTokens,
+  toolTokens,
+} from "./anthropic-breakpoints";
+import { MessageMemo } from "./message-memo";
+import {
+  assertMessagesWellFormed,
+  type ImagePart,
+  isPlainObject,
+  type SerializeOptions,
+  type ToolResultPart,
+  type WireFormatPlugin,
+} from "./wire-format";
+
+/** Anthropic requires max_tokens; used when the request does not set maxOutputTokens. */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
+export interface AnthropicCacheControl {
+  readonly type: "ephemeral";
+}
+export type AnthropicImageSource =
+  | { readonly type: "url"; readonly url: string }
+  | { readonly type: "base64"; readonly media_type: string; readonly data: string };
+export type AnthropicContentBlock =
+  | { readonly type: "text"; readonly text: string; readonly cache_control?: AnthropicCacheControl }
+  | { readonly type: "image"; readonly source: AnthropicImageSource; readonly cache_control?: AnthropicCacheControl }
+  | {
+      readonly type: "tool_use";
+      readonly id: string;
+      readonly name: string;
+      readonly input: Readonly<Record<string, unknown>>;
+      readonly cache_control?: AnthropicCacheControl;
+    }
+  | {
+      readonly type: "tool_result";
+      readonly tool_use_id: string;
+      readonly content: string;
+      readonly is_error?: true;
+      readonly cache_control?: AnthropicCacheControl;
+    };
+export interface AnthropicMessage {
+  readonly role: "user" | "assistant";
+  readonly content: readonly AnthropicContentBlock[];
+}
+export interface AnthropicSystemBlock {
+  readonly type: "text";
+  readonly text: string;
+  readonly cache_control?: AnthropicCacheControl;
+}
+export interface AnthropicTool {
+  readonly name: string;
+  readonly description: string;
+  readonly input_schema: unknown;
+  readonly cache_control?: AnthropicCacheControl;
+}
+export interface AnthropicMessagesBody {
+  readonly model: string;
+  readonly max_tokens: number;
+  readonly system?: readonly AnthropicSystemBlock[];
+  readonly tools?: readonly AnthropicTool[];
+  readonly messages: readonly AnthropicMessage[];
+}
+
+/** A block with what placement and writing need of it, computed once per stored message. */
+interface Block {
+  readonly wire: AnthropicContentBlock;
+  readonly tokens: number;
+  readonly json: JsonFragment;
+}
+
+interface Turn {
+  readonly role: AnthropicMessage["role"];
+  readonly blocks: readonly Block[];
+}
+
+function blocksOf(message: ChatMessage, index: number): Turn {
+  const field = `messages[${index}]`;
+  if (message.role === "system") {
+    throw new ValidationError(`${field}.role`, "Anthropic has no system role in messages; use request.system");
+  }
+  return {
+    role: message.role === "assistant" ? "assistant" : "user",
+    blocks: message.content.map((part, partIndex) => {
+      const wire = anthropicBlock(part, `${field}.content[${partIndex}]`);
+      return { wire, tokens: blockTokens(wire), json: JsonFragment.of(wire, `${field}.content[${partIndex}]`) };
+    }),
+  };
+}
+
+const converted = new MessageMemo(blocksOf);
+
+/**
+ * The body in one of two representations of its message blocks: plain objects, or the fragments
+ * written once per stored message. Placement and everything else is the same code for both.
+ */
+function anthropicBody(
+  request: ChatRequest,
+  options: SerializeOptions,
+  turnOf: (message: ChatMessage, index: number) => Turn,
+  render: (block: Block) => AnthropicContentBlock | JsonFragment,
+) {
+  assertMessagesWellFormed(request.messages);
+  const minimumTokens = requireMinimumTokens(options.cacheMinimumTokens ?? 0);
+  const system = request.system
+    .filter((section) => section.text.length > 0)
+    .map((section): AnthropicSystemBlock => ({ type: "text", text: section.text }));
+  const tools = request.tools.map(anthropicTool);
+  const turns = request.messages.map(turnOf);
+  const summaryBlock = options.summaryHead === true ? summaryHeadBlock(turns) : undefined;
+  const merged = mergeTurns(turns);
+  const chosen = chooseBreakpoints(
+    {
+      tools: tools.map(toolTokens),
+      system: system.map((block) => estimateTokens(block.text)),
+      blocks: merged.map((turn) => turn.blocks.map((block) => block.tokens)),
+    },
+    { minimumTokens, ...(summaryBlock === undefined ? {} : { summaryBlock: locateBlock(merged, summaryBlock) }) },
+  );
+  return {
+    model: request.model,
+    max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+    ...(system.length > 0 ? { system: markLastIf(system, chosen.systemEnd) } : {}),
+    ...(tools.length > 0 ? { tools: markLastIf(tools, chosen.toolsEnd) } : {}),
+    messages: merged.map((turn, turnIndex) => ({
+      role: turn.role,
+      content: turn.blocks.map((block, blockIndex) =>
+        chosen.blocks.has(`${turnIndex}:${blockIndex}`) ? { ...block.wire, cache_control: EPHEMERAL } : render(block),
+      ),
+    })),
+  };
+}
+
+export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
+  id: "anthropic_messages",
+  protoValue: 2,
+  serialize: (request, options) =>
+    anthropicBody(request, options, blocksOf, (block) => block.wire) as AnthropicMessagesBody,
+  serializeJson: (request, options) =>
+    canonicalJson(
+      anthropicBody(
+        request,
+        options,
+        (message, index) => converted.of(message, index),
+        (block) => block.json,
+      ),
+    ),
+};
+
+function summaryHeadBlock(turns: readonly Turn[]): Block {
+  const first = turns[0];
+  const block = first?.blocks[0];
+  if (first?.role !== "user" || block?.wire.type !== "text") {
+    throw new ValidationError("options.summaryHead", "the first message must be a user message starting with text");
+  }
+  return block;
+}
+
+function locateBlock(turns: readonly Turn[], wanted: Block): BlockPosition {
+  for (const [message, { blocks }] of turns.entries()) {
+    const block = blocks.indexOf(wanted);
+    if (block >= 0) return { message, block };
+  }
+  throw new ValidationError("options.summaryHead", "summary block lost while merging turns");
+}
+
+/**
+ * Anthropic requires user and assistant turns to alternate, and tool results travel in user
+ * turns, so consecutive same-role messages are joined into one. Inside a joined user turn the
+ * tool_result blocks move to the front (stable), as the API requires them before any text.
+ */
+function mergeTurns(turns: readonly Turn[]): Turn[] {
+  const merged: Turn[] = [];
+  for (const turn of turns) {
+    const last = merged[merged.length - 1];
+    if (last !== undefined && last.role === turn.role) {
+      merged[merged.length - 1] = { role: last.role, blocks: [...last.blocks, ...turn.blocks] };
+    } else {
+      merged.push(turn);
+    }
+  }
+  return merged.map((turn) =>
+    turn.role === "user"
+      ? {
+          role: "user",
+          blocks: [
+            ...turn.blocks.filter((block) => block.wire.type === "tool_result"),
+            ...turn.blocks.filter((block) => block.wire.type !== "tool_result"),
+          ],
+        }
+      : turn,
+  );
+}
+
+function anthropicTool(tool: ToolDefinition): AnthropicTool {
+  return { name: tool.name, description: tool.description, input_schema: tool.inputSchema };
+}
+
+function anthropicBlock(part: ContentPart, field: string): AnthropicContentBlock {
+  switch (part.type) {
+    case "text":
+      return { type: "text", text: part.text };
+    case "image":
+      return { type: "image", source: anthropicImageSource(part, `${field}.url`) };
+    case "tool_call":
+      return {
+        type: "tool_use",
+        id: part.callId,
+        name: part.name,
+        input: toolInputObject(part.argumentsJson, `${field}.argumentsJson`),
+      };
+    case "tool_result":
+      return toolResultBlock(part);
+  }
+}
+
+function toolResultBlock(part: ToolResultPart): AnthropicContentBlock {
+  return {
+    type: "tool_result",
+    tool_use_id: part.callId,
+    content: part.text,
+    ...(part.isError ? { is_error: true as const } : {}),
+  };
+}
+
+/** tool_use.input must be an object; an empty arguments string (a call without arguments) means {}. */
+function toolInputObject(argumentsJson: string, field: string): Record<string, unknown> {
+  if (argumentsJson.trim().length === 0) return {};
+  const parsed = parseJsonStrict(argumentsJson, field);
+  if (!isPlainObject(parsed)) {
+    throw new ValidationError(field, "tool call arguments must be a JSON object");
+  }
+  return parsed;
+}
+
+function anthropicImageSource(part: ImagePart, field: string): AnthropicImageSource {
+  if (!part.url.startsWith("data:")) return { type: "url", url: part.url };
+  // data:[<media type>][;param]*;base64,<data>
+  const comma = part.url.indexOf(",");
+  if (comma < 0) throw new ValidationError(field, "data URL without a comma");
+  const [declaredType = "", ...params] = part.url.slice("data:".length, comma).split(";");
+  if (!params.includes("base64")) {
+    throw new ValidationError(field, "only base64 data URLs can be sent to Anthropic");
+  }
+  const mediaType = declaredType.length > 0 ? declaredType : part.mediaType;
+  return { type: "base64", media_type: mediaType, data: part.url.slice(comma + 1) };
+}

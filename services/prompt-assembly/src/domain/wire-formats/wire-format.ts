@@ -1,0 +1,98 @@
+// What every wire format is: a plug-in that turns the provider-neutral ChatRequest into one
+// provider's request body. Each format is one file in this folder and one line in registry.ts.
+//
+// Shared rules, the same in every format:
+// - The request's tools are already in wire order and checked (tool-order.ts); formats emit them
+//   as given.
+// - System text is the non-empty section texts joined with SYSTEM_SECTION_SEPARATOR, in the given
+//   order, unless the format has system blocks of its own.
+// - Parts allowed per role: system → text; user → text, image; assistant → text, tool_call;
+//   tool → tool_result. Anything else, and a message without parts, is a ValidationError, so a
+//   malformed history fails loudly instead of being re-shaped differently by each format.
+// - Wire objects are built field by field from the typed model: internal fields that ride along
+//   on message objects at runtime (messageId, seq, localDate ...) never reach a provider.
+
+import { ValidationError } from "@prefix-guard/errors";
+import type { ChatMessage, ChatRequest, ContentPart, Role, SystemSection } from "../model";
+
+export interface SerializeOptions {
+  /**
+   * Anthropic only: the smallest cumulative prefix, in estimated tokens, that may carry a cache
+   * breakpoint; the model's published minimum (cacheMinimumTokensFor in cache-minimums.ts).
+   * Omitted means 0: breakpoints are placed by position alone.
+   */
+  readonly cacheMinimumTokens?: number;
+  /**
+   * Anthropic only: the first part of the first message is the summary slot (attachSummary puts
+   * it there), the head of the history that stays byte-stable until the next compaction.
+   */
+  readonly summaryHead?: boolean;
+}
+
+export interface WireFormatPlugin<Body = unknown> {
+  /** The id used in the domain and in logs: "openai_chat". */
+  readonly id: string;
+  /** Its value in prefixguard.assembly.v1.WireFormat (the proto enum), so the contract maps to it. */
+  readonly protoValue: number;
+  /** The body as plain data, for readers and tests. */
+  serialize(request: ChatRequest, options: SerializeOptions): Body;
+  /**
+   * canonicalJson(serialize(request, options)), byte for byte. Messages whose content the format
+   * has written before (the stored history, unchanged from build to build) are not written again.
+   */
+  serializeJson(request: ChatRequest, options: SerializeOptions): string;
+}
+
+export const SYSTEM_SECTION_SEPARATOR = "\n\n";
+
+/** The system prompt as one string: non-empty section texts joined in the given order. */
+export function systemText(sections: readonly SystemSection[]): string {
+  return sections
+    .map((section) => section.text)
+    .filter((text) => text.length > 0)
+    .join(SYSTEM_SECTION_SEPARATOR);
+}
+
+const ALLOWED_PARTS: Readonly<Record<Role, readonly ContentPart["type"][]>> = {
+  system: ["text"],
+  user: ["text", "image"],
+  assistant: ["text", "tool_call"],
+  tool: ["tool_result"],
+};
+
+/** @throws ValidationError naming the first message with an unknown role, no parts or a part its role may not carry. */
+export function assertMessagesWellFormed(messages: readonly ChatMessage[]): void {
+  messages.forEach((message, index) => {
+    const allowed = ALLOWED_PARTS[message.role] as readonly string[] | undefined;
+    if (allowed === undefined) {
+      throw new ValidationError(`messages[${index}].role`, `unknown role ${JSON.stringify(message.role)}`);
+    }
+    if (message.content.length === 0) {
+      throw new ValidationError(`messages[${index}].content`, "must contain at least one part");
+    }
+    message.content.forEach((part, partIndex) => {
+      if (!allowed.includes(part.type)) {
+        throw new ValidationError(
+          `messages[${index}].content[${partIndex}].type`,
+          `${JSON.stringify(part.type)} is not allowed in a ${message.role} message`,
+        );
+      }
+    });
+  });
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export type TextPart = Extract<ContentPart, { type: "text" }>;
+export type ImagePart = Extract<ContentPart, { type: "image" }>;
+export type ToolCallPart = Extract<ContentPart, { type: "tool_call" }>;
+export type ToolResultPart = Extract<ContentPart, { type: "tool_result" }>;
+
+export function partsOfType<T extends ContentPart["type"]>(
+  parts: readonly ContentPart[],
+  type: T,
+): Extract<ContentPart, { type: T }>[] {
+  return parts.filter((part): part is Extract<ContentPart, { type: T }> => part.type === type);
+}

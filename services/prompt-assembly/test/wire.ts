@@ -1,0 +1,38 @@
+// The serializers as the builder uses them (tools ordered first, then the format's plug-in), for
+// domain tests. Every call also writes the body through the format's reusing path (serializeJson)
+// and fails unless it gives the same bytes as the plain body: each serializer test is a test of
+// both representations.
+
+import { canonicalJson } from "../src/domain/canonical-json";
+import type { ChatRequest, WireFormat } from "../src/domain/model";
+import { orderTools } from "../src/domain/tool-order";
+import type { AnthropicMessagesBody } from "../src/domain/wire-formats/anthropic-messages";
+import type { OpenAiChatBody } from "../src/domain/wire-formats/openai-chat";
+import type { OpenAiResponsesBody } from "../src/domain/wire-formats/openai-responses";
+import { wireFormatPlugin } from "../src/domain/wire-formats/registry";
+import type { SerializeOptions as PluginOptions } from "../src/domain/wire-formats/wire-format";
+
+export interface SerializeOptions extends PluginOptions {
+  /** Sort tools by name before serializing (the builder's CANONICAL_TOOL_ORDER). */
+  readonly canonicalToolOrder: boolean;
+}
+
+export function serializeRequest(request: ChatRequest, format: WireFormat, options: SerializeOptions): unknown {
+  const plugin = wireFormatPlugin(format);
+  const ordered: ChatRequest = { ...request, tools: orderTools(request.tools, options) };
+  const body = plugin.serialize(ordered, options);
+  const plain = canonicalJson(body);
+  // Twice: the second call reads what the first one wrote for the same content arrays.
+  for (let round = 0; round < 2; round += 1) {
+    const reused = plugin.serializeJson(ordered, options);
+    if (reused !== plain) throw new Error(`${format}: serializeJson differs from canonicalJson(serialize)`);
+  }
+  return body;
+}
+
+export const serializeOpenAiChat = (request: ChatRequest, options: SerializeOptions) =>
+  serializeRequest(request, "openai_chat", options) as OpenAiChatBody;
+export const serializeAnthropicMessages = (request: ChatRequest, options: SerializeOptions) =>
+  serializeRequest(request, "anthropic_messages", options) as AnthropicMessagesBody;
+export const serializeOpenAiResponses = (request: ChatRequest, options: SerializeOptions) =>
+  serializeRequest(request, "openai_responses", options) as OpenAiResponsesBody;
