@@ -408,7 +408,6 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
         CONSUMER_GROUP: "bad-input-assembly",
         SESSION_EVENTS_ADDRESS: sessionEvents.address,
         RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
-        MIN_SEQ_WAIT_MS: "300",
       }),
       { bus, logger, now },
     );

@@ -23,7 +23,6 @@ import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
 import { type collapsesToJson, run as runPrefixctl } from "@prefix-guard/prefixctl";
 import {
-  type AssemblyPolicy,
   canonicalJson,
   estimateTokens,
   loadPromptAssemblyConfig,
@@ -45,6 +44,7 @@ import { type BusHandle, defaultTopicSpecs, openBus } from "@prefix-guard/runtim
 import { loadSessionEventsConfig, type RunningSessionEvents, startSessionEvents } from "@prefix-guard/session-events";
 import { type LatencySummary, progress, summarize, timed } from "../stats";
 import { type ChangeCounts, type ChangeVerdict, HISTORY, MONITOR_RESET, PrefixChangeLedger, TOOLS } from "./accounting";
+import { type AssemblyPolicy, portsFor } from "./naive-policy";
 import { type CacheObservation, PRICES_PER_MILLION, ProviderCacheSimulator, providerSegments } from "./provider-cache";
 import { renderReplayChart } from "./svg-chart";
 import { type CacheScenario, UsageTally } from "./usage";
@@ -234,9 +234,8 @@ class ReplayStack {
         DATABASE_URL: this.dbs.pa.url,
         SESSION_EVENTS_ADDRESS: this.sessionEvents.address,
         RULES_SNAPSHOT_ADDRESS: this.rulesSnapshot.address,
-        ASSEMBLY_POLICY: this.policy,
       }),
-      { bus: this.bus.bus, logger, now: this.now },
+      { bus: this.bus.bus, logger, now: this.now, ...portsOption(this.policy) },
     );
     this.assembly = new PromptAssemblyClient(this.promptAssembly.address, credentials.createInsecure());
     this.rules = new RulesSnapshotClient(this.rulesSnapshot.address, credentials.createInsecure());
@@ -773,4 +772,9 @@ export async function runReplayBench(workloadOptions: WorkloadOptions): Promise<
     checks,
     svg,
   };
+}
+
+function portsOption(policy: AssemblyPolicy) {
+  const ports = portsFor(policy);
+  return ports === undefined ? {} : { ports };
 }

@@ -4,9 +4,10 @@ export type { EventConsumerOptions } from "./event-consumer";
 export { PoisonMessageError, runEventConsumer, traceHeaders } from "./event-consumer";
 export type { KafkaBusOptions } from "./kafka-bus";
 export { createKafkaBus } from "./kafka-bus";
-export type { OutboxRelayOptions, OutboxRow, OutboxSource, RelayLock } from "./outbox";
+export type { OutboxEntry, OutboxRelayOptions, OutboxRow, OutboxSource, RelayLock } from "./outbox";
 export {
   enqueueOutboxMessage,
+  enqueueOutboxMessages,
   mysqlRelayLock,
   OutboxRelay,
   outboxMessageTable,

@@ -41,19 +41,35 @@ export const outboxMessageTable: Migration = {
   },
 };
 
+export interface OutboxEntry {
+  readonly topic: string;
+  readonly key: string;
+  readonly value: Uint8Array;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly nowMs: number;
+}
+
 /** Records a message in the caller's transaction: it is published if and only if the transaction commits. */
-export async function enqueueOutboxMessage(
+export async function enqueueOutboxMessage(trx: Knex | Knex.Transaction, entry: OutboxEntry): Promise<void> {
+  await enqueueOutboxMessages(trx, [entry]);
+}
+
+/** enqueueOutboxMessage for many, in one statement; rows keep the given order (ids ascend). */
+export async function enqueueOutboxMessages(
   trx: Knex | Knex.Transaction,
-  args: { topic: string; key: string; value: Uint8Array; headers?: Readonly<Record<string, string>>; nowMs: number },
+  entries: readonly OutboxEntry[],
 ): Promise<void> {
-  await trx("outbox_message").insert({
-    topic: args.topic,
-    message_key: args.key,
-    payload: Buffer.from(args.value),
-    headers_json: JSON.stringify(args.headers ?? {}),
-    created_at_ms: args.nowMs,
-    published_at_ms: null,
-  });
+  if (entries.length === 0) return;
+  await trx("outbox_message").insert(
+    entries.map((entry) => ({
+      topic: entry.topic,
+      message_key: entry.key,
+      payload: Buffer.from(entry.value),
+      headers_json: JSON.stringify(entry.headers ?? {}),
+      created_at_ms: entry.nowMs,
+      published_at_ms: null,
+    })),
+  );
 }
 
 export function tableOutboxSource(db: Knex): OutboxSource {

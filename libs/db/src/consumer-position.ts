@@ -67,3 +67,83 @@ export async function applyInSessionOrder(
     return { kind: "applied" } as const;
   });
 }
+
+/**
+ * Inserts the rows that do not exist yet and leaves existing ones alone, in its own statement.
+ *
+ * InnoDB takes only a gap lock for SELECT … FOR UPDATE on a missing row, and two transactions that
+ * both hold the gap and then insert into it deadlock. A row created up front gives every later
+ * locking read a record lock to queue on instead. Callers run this before their transaction.
+ */
+export async function ensureRowsExist(
+  db: Knex | Knex.Transaction,
+  table: string,
+  conflictColumns: readonly string[],
+  rows: readonly Record<string, unknown>[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await db(table)
+    .insert([...rows])
+    .onConflict([...conflictColumns])
+    .ignore();
+}
+
+/** Creates missing (consumer, session) positions at 0; see ensureRowsExist. */
+export async function ensureConsumerPositions(
+  db: Knex,
+  consumer: string,
+  sessionIds: readonly string[],
+  nowMs: number,
+): Promise<void> {
+  await ensureRowsExist(
+    db,
+    "consumer_position",
+    ["consumer", "session_id"],
+    sessionIds.map((sessionId) => ({ consumer, session_id: sessionId, last_seq: 0, updated_at_ms: nowMs })),
+  );
+}
+
+/**
+ * The last applied seq of each session (0 when none), locked until the transaction ends on MySQL,
+ * so two writers of one session apply its events one after the other.
+ */
+export async function lockConsumerPositions(
+  trx: Knex.Transaction,
+  consumer: string,
+  sessionIds: readonly string[],
+): Promise<Map<string, number>> {
+  const positions = new Map<string, number>(sessionIds.map((sessionId) => [sessionId, 0]));
+  if (sessionIds.length === 0) return positions;
+  // Sorted, so two batches lock shared sessions in the same order.
+  const query = trx("consumer_position")
+    .where({ consumer })
+    .whereIn("session_id", [...sessionIds].sort())
+    .orderBy("session_id")
+    .select("session_id", "last_seq");
+  const rows = (trx.client.config.client === "mysql2" ? await query.forUpdate() : await query) as Array<{
+    session_id: string;
+    last_seq: number | string;
+  }>;
+  for (const row of rows) positions.set(row.session_id, Number(row.last_seq));
+  return positions;
+}
+
+/** Upserts the positions reached, in the transaction that applied the events. */
+export async function writeConsumerPositions(
+  trx: Knex.Transaction,
+  consumer: string,
+  positions: ReadonlyMap<string, number>,
+  nowMs: number,
+): Promise<void> {
+  const rows = [...positions].map(([sessionId, lastSeq]) => ({
+    consumer,
+    session_id: sessionId,
+    last_seq: lastSeq,
+    updated_at_ms: nowMs,
+  }));
+  if (rows.length === 0) return;
+  await trx("consumer_position")
+    .insert(rows)
+    .onConflict(["consumer", "session_id"])
+    .merge(["last_seq", "updated_at_ms"]);
+}

@@ -1,5 +1,13 @@
 export type { ApplyOutcome } from "./consumer-position";
-export { applyInSessionOrder, consumerPositionTable, readConsumerPosition } from "./consumer-position";
+export {
+  applyInSessionOrder,
+  consumerPositionTable,
+  ensureConsumerPositions,
+  ensureRowsExist,
+  lockConsumerPositions,
+  readConsumerPosition,
+  writeConsumerPositions,
+} from "./consumer-position";
 export type { Database, DatabaseOptions, DatabaseTarget } from "./database";
 export { createDatabase, describeDatabaseUrl, parseDatabaseUrl } from "./database";
 export { isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";

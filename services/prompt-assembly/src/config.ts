@@ -14,8 +14,23 @@ export const promptAssemblyConfigSchema = z.object({
   RESOLVE_DEADLINE_MS: positiveMs(1_000),
   /** Deadline of each ReadEvents page during catch-up. */
   READ_EVENTS_DEADLINE_MS: positiveMs(2_000),
-  /** How long BuildRequest waits for the projection to reach min_seq before catching up itself. */
-  MIN_SEQ_WAIT_MS: positiveMs(1_000),
+  /**
+   * Memory for session views kept between builds (least recently used go first). About 1 MiB holds a
+   * 500-turn session with what the wire formats derive from it; 0 reads every view whole each build.
+   */
+  VIEW_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(256 * 1024 * 1024),
+  /** Memory for the last prefix fingerprint of each session (read back from the database when evicted). */
+  PREFIX_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(32 * 1024 * 1024),
+  /** Builds recorded in one transaction at most (group commit of the prefix fingerprints). */
+  PREFIX_GROUP_MAX: z.coerce.number().int().min(1).max(10_000).default(256),
   /** Index of the current-date section among the system sections (seed 000 §1.1: 5th). */
   CURRENT_DATE_POSITION: z.coerce.number().int().min(0).max(100).default(4),
   CANONICAL_TOOL_ORDER: booleanFlag(true),
@@ -35,11 +50,6 @@ export const promptAssemblyConfigSchema = z.object({
       }
     }),
   CONSUMER_GROUP: z.string().min(1).default("prompt-assembly"),
-  /**
-   * "stabilised" is the product. "naive" is the benchmark baseline, the seeds' "before" (today's
-   * date, AGENTS.md reread every build, in-memory prefix monitor); only bench/src/replay sets it.
-   */
-  ASSEMBLY_POLICY: z.enum(["stabilised", "naive"]).default("stabilised"),
 });
 
 export type PromptAssemblyConfig = z.infer<typeof promptAssemblyConfigSchema>;

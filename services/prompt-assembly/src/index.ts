@@ -1,7 +1,28 @@
 // canonicalJson and estimateTokens are exported for the replay benchmark (bench/src/replay): its
-// cache simulator prices bodies with the service's own byte form and token estimate.
-export type { AssemblyPolicy } from "./application/build-request";
+// cache simulator prices bodies with the service's own byte form and token estimate; the ports and
+// the prefix-event helpers let it wire the seeds' "before" as its baseline.
+export type { DateAnchoring } from "./application/build-request/dates";
+export {
+  comparePrefixRecord,
+  type PrefixMemory,
+  type PrefixRecord,
+  type PreviousPrefix,
+  prefixEvents,
+  prefixOutboxEntries,
+} from "./application/build-request/prefix-memory";
+export {
+  decisionName,
+  type ResolvedRules,
+  type RulesLookup,
+  SKIPPED_EMBED,
+  type WorkspaceRulesSource,
+} from "./application/build-request/rules";
 export { loadPromptAssemblyConfig, type PromptAssemblyConfig, promptAssemblyConfigSchema } from "./config";
 export { canonicalJson } from "./domain/canonical-json";
 export { estimateTokens } from "./domain/tokens";
-export { type RunningPromptAssembly, startPromptAssembly } from "./service";
+export {
+  type AssemblyPortOverrides,
+  type AssemblyPorts,
+  type RunningPromptAssembly,
+  startPromptAssembly,
+} from "./service";

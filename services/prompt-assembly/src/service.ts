@@ -1,39 +1,50 @@
-import { readFile } from "node:fs/promises";
-import { type MessageBus, OutboxRelay, relayLockFor, runEventConsumer, tableOutboxSource } from "@prefix-guard/bus";
+import {
+  type MessageBus,
+  OutboxRelay,
+  relayLockFor,
+  runEventConsumer,
+  tableOutboxSource,
+  traceHeaders,
+} from "@prefix-guard/bus";
+import type { Database } from "@prefix-guard/db";
 import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { grpcPeerSecurity, grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-guard/runtime";
-import { Counter } from "prom-client";
+import { Counter, Histogram } from "prom-client";
 import { grpcRulesResolver, grpcSessionEventsReader } from "./adapters/grpc/peer-clients";
 import { promptAssemblyRegistration } from "./adapters/grpc/prompt-assembly-grpc";
-import { PromptBuilder } from "./application/build-request";
+import { FingerprintStore } from "./adapters/mysql/fingerprint-store";
+import { ProjectionStore } from "./adapters/mysql/projection-store";
+import { PromptBuilder } from "./application/build-request/build-request";
+import { ANCHOR_TO_FIRST_USER_MESSAGE, type DateAnchoring } from "./application/build-request/dates";
+import { DurablePrefixMemory, type PrefixMemory } from "./application/build-request/prefix-memory";
+import { snapshotRulesSource, type WorkspaceRulesSource } from "./application/build-request/rules";
+import { SessionViews } from "./application/build-request/session-views";
 import { SessionProjection } from "./application/session-projection";
 import type { PromptAssemblyConfig } from "./config";
-
-/**
- * Benchmark baseline (ASSEMBLY_POLICY=naive): the rules source as it is right now, the way the
- * engine read AGENTS.md before snapshots; a missing file reads as no rules.
- */
-export async function readRulesRawNow(source: ResolveRequest["source"]): Promise<string> {
-  if (source === undefined) return "";
-  if (source.$case === "content") return source.value.text;
-  try {
-    return await readFile(source.value.path, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "";
-    throw error;
-  }
-}
 
 export interface RunningPromptAssembly {
   readonly address: string;
   readonly builder: PromptBuilder;
+  readonly views: SessionViews;
   stop(): Promise<void>;
 }
+
+/**
+ * The three places where the product's behaviour differs from the seeds' "before". The product
+ * wires rules-snapshot's frozen section, the durable prefix memory and the first-user-message date
+ * anchor; the replay benchmark (bench/src/replay) wires its baseline through the same ports.
+ */
+export interface AssemblyPorts {
+  readonly rules: WorkspaceRulesSource;
+  readonly prefixMemory: PrefixMemory;
+  readonly dates: DateAnchoring;
+}
+
+export type AssemblyPortOverrides = (context: { db: Database; now: () => number }) => Partial<AssemblyPorts>;
 
 /**
  * Composition root: the projection fed by session.events.v1 (catching up through ReadEvents on a
@@ -41,35 +52,52 @@ export interface RunningPromptAssembly {
  */
 export async function startPromptAssembly(
   config: PromptAssemblyConfig,
-  deps: { bus: MessageBus; logger: Logger; now?: () => number },
+  deps: { bus: MessageBus; logger: Logger; now?: () => number; ports?: AssemblyPortOverrides },
 ): Promise<RunningPromptAssembly> {
   const { bus, logger } = deps;
   const now = deps.now ?? Date.now;
   const db = await openServiceDatabase(config.DATABASE_URL, promptAssemblyMigrations, logger);
   const peerSecurity = grpcPeerSecurity(config);
-  const rules = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS, peerSecurity);
+  const resolver = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS, peerSecurity);
   const sessions = grpcSessionEventsReader(config.SESSION_EVENTS_ADDRESS, config.READ_EVENTS_DEADLINE_MS, peerSecurity);
-  const projection = new SessionProjection({ db, now });
+  const projectionStore = new ProjectionStore(db);
+  const projection = new SessionProjection({ store: projectionStore, now, newRewriteId: () => newEventId(now()) });
+  const views = new SessionViews({ store: projectionStore, sessions, cacheBytes: config.VIEW_CACHE_BYTES });
+  const overrides = deps.ports?.({ db, now }) ?? {};
+  const prefixMemory =
+    overrides.prefixMemory ??
+    new DurablePrefixMemory({
+      store: new FingerprintStore(db),
+      now,
+      newEventId: () => newEventId(now()),
+      traceHeaders: () => traceHeaders(),
+      cacheBytes: config.PREFIX_CACHE_BYTES,
+      maxGroup: config.PREFIX_GROUP_MAX,
+      logger,
+    });
+  const metrics = await openMetrics("prompt-assembly", config, logger);
+  const stageSeconds = new Histogram({
+    name: "prefixguard_build_stage_seconds",
+    help: "Time spent in each stage of BuildRequest (load_view and resolve_rules run at the same time).",
+    labelNames: ["stage"] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [metrics.registry],
+  });
   const builder = new PromptBuilder({
-    db,
-    projection,
-    rules,
-    sessions,
+    views,
+    rules: overrides.rules ?? snapshotRulesSource(resolver, { timeoutMs: config.RESOLVE_DEADLINE_MS, logger }),
+    prefixMemory,
+    dates: overrides.dates ?? ANCHOR_TO_FIRST_USER_MESSAGE,
     now,
     sha256: sha256Hex,
     logger,
-    newEventId: () => newEventId(now()),
-    ...(config.ASSEMBLY_POLICY === "naive" ? { readRulesRaw: readRulesRawNow } : {}),
+    observeStage: (stage, ms) => stageSeconds.observe({ stage }, ms / 1000),
     options: {
-      policy: config.ASSEMBLY_POLICY,
-      minSeqWaitMs: config.MIN_SEQ_WAIT_MS,
       currentDatePosition: config.CURRENT_DATE_POSITION,
       canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
-      rulesTimeoutMs: config.RESOLVE_DEADLINE_MS,
       anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
     },
   });
-  const metrics = await openMetrics("prompt-assembly", config, logger);
   const builds = new Counter({
     name: "prompt_builds_total",
     help: "BuildRequest calls served, by wire format.",
@@ -108,7 +136,7 @@ export async function startPromptAssembly(
         { consumer: config.CONSUMER_GROUP },
         Math.max(0, Date.now() - event.occurredAtMs) / 1000,
       );
-      await projection.applyOrCatchUp(event, sessions);
+      await projection.applyOrCatchUp([event], sessions);
     },
   });
   const server = await startGrpcServer({
@@ -122,6 +150,7 @@ export async function startPromptAssembly(
       promptAssemblyRegistration({
         builder,
         projection,
+        views,
         sessions,
         afterBuild: (request, response) => {
           relay.notify();
@@ -146,12 +175,14 @@ export async function startPromptAssembly(
   return {
     address: server.address,
     builder,
+    views,
     async stop() {
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
+      await prefixMemory.close();
       await consumer.stop();
       await relay.stop();
       await metrics.close();
-      rules.close();
+      resolver.close();
       sessions.close();
       await db.destroy();
     },

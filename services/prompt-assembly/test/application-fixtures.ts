@@ -21,9 +21,24 @@ import {
   type ResolveRequest,
   type ResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import type { BuilderLogger, RulesResolver } from "../src/application/build-request";
+import { FingerprintStore } from "../src/adapters/mysql/fingerprint-store";
+import { ProjectionStore } from "../src/adapters/mysql/projection-store";
+import {
+  type BuilderLogger,
+  PromptBuilder,
+  type PromptBuilderOptions,
+  type StageObserver,
+} from "../src/application/build-request/build-request";
+import { ANCHOR_TO_FIRST_USER_MESSAGE, type DateAnchoring } from "../src/application/build-request/dates";
+import { DurablePrefixMemory, type PrefixMemory } from "../src/application/build-request/prefix-memory";
+import {
+  type RulesResolver,
+  snapshotRulesSource,
+  type WorkspaceRulesSource,
+} from "../src/application/build-request/rules";
+import { SessionViews } from "../src/application/build-request/session-views";
 import { contentToProto } from "../src/application/content-mapping";
-import type { SessionEventsReader, SessionProjection } from "../src/application/session-projection";
+import { type SessionEventsReader, SessionProjection } from "../src/application/session-projection";
 import type { ContentPart } from "../src/domain/model";
 
 export const sha256 = sha256Hex;
@@ -334,6 +349,62 @@ export async function openSqliteStore(label: string): Promise<TestStore> {
   };
   await runMigrations(store.db, promptAssemblyMigrations);
   return store;
+}
+
+let rewriteCounter = 0;
+
+/**
+ * prompt-assembly's core as service.ts wires it, over a test database: the projection, the views
+ * held in memory, the durable prefix memory and the builder. `ports` replaces a product port.
+ */
+export function assemblyCore(deps: {
+  db: Database;
+  rules: RulesResolver;
+  sessions: SessionEventsReader;
+  now: () => number;
+  logger: BuilderLogger;
+  options?: PromptBuilderOptions;
+  ports?: { rules?: WorkspaceRulesSource; prefixMemory?: PrefixMemory; dates?: DateAnchoring };
+  viewCacheBytes?: number;
+  observeStage?: StageObserver;
+  rulesTimeoutMs?: number;
+}) {
+  const store = new ProjectionStore(deps.db);
+  const projection = new SessionProjection({
+    store,
+    now: deps.now,
+    newRewriteId: () => `rewrite-${++rewriteCounter}`,
+  });
+  const views = new SessionViews({
+    store,
+    sessions: deps.sessions,
+    cacheBytes: deps.viewCacheBytes ?? 64 * 1024 * 1024,
+  });
+  let eventCounter = 0;
+  const prefixMemory =
+    deps.ports?.prefixMemory ??
+    new DurablePrefixMemory({
+      store: new FingerprintStore(deps.db),
+      now: deps.now,
+      newEventId: () => `prefix-event-${++eventCounter}`,
+      traceHeaders: () => ({}),
+      cacheBytes: 16 * 1024 * 1024,
+      logger: deps.logger,
+    });
+  const builder = new PromptBuilder({
+    views,
+    rules:
+      deps.ports?.rules ??
+      snapshotRulesSource(deps.rules, { timeoutMs: deps.rulesTimeoutMs ?? 2_000, logger: deps.logger }),
+    prefixMemory,
+    dates: deps.ports?.dates ?? ANCHOR_TO_FIRST_USER_MESSAGE,
+    now: deps.now,
+    sha256,
+    logger: deps.logger,
+    ...(deps.options === undefined ? {} : { options: deps.options }),
+    ...(deps.observeStage === undefined ? {} : { observeStage: deps.observeStage }),
+  });
+  return { projection, views, prefixMemory, builder, store };
 }
 
 export const STORES: readonly { name: string; open: (label: string) => Promise<TestStore> }[] = [

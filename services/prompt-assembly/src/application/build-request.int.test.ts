@@ -15,6 +15,7 @@ import type { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  assemblyCore,
   FakeRulesSnapshot,
   FakeSessionEvents,
   FixedClock,
@@ -31,8 +32,7 @@ import {
   type TestStore,
 } from "../../test/application-fixtures";
 import { canonicalJson } from "../domain/canonical-json";
-import { PromptBuilder, type PromptBuilderOptions } from "./build-request";
-import { SessionProjection } from "./session-projection";
+import type { PromptBuilderOptions } from "./build-request/build-request";
 
 const FORMATS = [
   WireFormat.WIRE_FORMAT_OPENAI_CHAT,
@@ -120,19 +120,9 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
     rules.disk = AGENTS_MD_V1;
     const logger = new RecordingLogger();
     const make = () => {
-      const projection = new SessionProjection({ db: store.db, now: clock.now });
-      events.autoDeliver = projection;
-      const builder = new PromptBuilder({
-        db: store.db,
-        projection,
-        rules,
-        sessions: events,
-        now: clock.now,
-        sha256,
-        logger,
-        options: { minSeqWaitMs: 0, ...options },
-      });
-      return { projection, builder };
+      const core = assemblyCore({ db: store.db, rules, sessions: events, now: clock.now, logger, options });
+      events.autoDeliver = core.projection;
+      return core;
     };
     let current = make();
     return {
@@ -145,6 +135,12 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       },
       get projection() {
         return current.projection;
+      },
+      get views() {
+        return current.views;
+      },
+      get projectionStore() {
+        return current.store;
       },
       build: (request: BuildRequestRequest) => current.builder.buildRequest(request),
       async restart() {
@@ -268,10 +264,13 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
     it("4. nothing is stored: the projection and the events keep the user's text without the tag", async () => {
       const { pa, sessionId, second } = await crossDaySession();
-      const view = await pa.projection.loadSessionView(sessionId);
+      const view = await pa.views.load(sessionId, 0);
       const stored = view.messages.find((message) => message.messageId === messageIdOf(second));
       expect(stored?.content).toEqual([{ type: "text", text: "结果怎么样?" }]);
       expect(JSON.stringify(view.messages)).not.toContain("<date-change>");
+      const rows = await pa.projectionStore.readView(sessionId, 0);
+      expect(JSON.stringify(rows?.messages)).toContain("结果怎么样?");
+      expect(JSON.stringify(rows?.messages)).not.toContain("<date-change>");
       expect(JSON.stringify(pa.events.events(sessionId))).not.toContain("<date-change>");
     });
 
@@ -403,7 +402,9 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
     });
     const after = await pa.build(harnessRequest(sessionId));
 
-    expect(pa.rules.calls.map((call) => call.request.compactionGeneration)).toEqual([0, 1]);
+    // The second build sent Resolve with the generation of the view it held (0) while reading the
+    // view, saw generation 1 and asked again: the section injected is the one resolved under 1.
+    expect(pa.rules.calls.map((call) => call.request.compactionGeneration)).toEqual([0, 0, 1]);
     expect(after.rulesDecision).toBe(Decision.DECISION_REPINNED_STALE_GENERATION);
     expect(after.bodyJson).toContain("知识索引");
     expect(after.prefix).toMatchObject({
@@ -504,8 +505,8 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
   });
 
   describe("read-your-writes with min_seq", () => {
-    it("catches up through ReadEvents when the consumer has not delivered the write", async () => {
-      const pa = service({ minSeqWaitMs: 40, minSeqPollIntervalMs: 10 });
+    it("reads a write the consumer has not delivered from session-events, in memory only, and sleeps nowhere", async () => {
+      const pa = service();
       const sessionId = nextSessionId();
       await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
       await pa.build(harnessRequest(sessionId));
@@ -516,32 +517,39 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
         deliver: false,
       });
       const readsBefore = pa.events.readCalls;
+      const started = Date.now();
       const response = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
+      expect(Date.now() - started).toBeLessThan(1_000);
       expect(response.bodyJson).toContain("刚刚保存的消息");
       expect(response.projectionSeq).toBe(saved.seq);
-      expect(pa.events.readCalls).toBeGreaterThan(readsBefore);
+      expect(pa.events.readCalls).toBe(readsBefore + 1);
+      // The stored projection is the consumer's to write: it has not moved.
+      expect(await pa.projection.projectionSeq(sessionId)).toBe(saved.seq - 1);
+
+      // When the consumer gets there, the next build reads nothing from session-events and says the same.
+      await pa.projection.applySessionEvent(saved);
+      const again = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
+      expect(pa.events.readCalls).toBe(readsBefore + 1);
+      expect(again.bodyJson).toBe(response.bodyJson);
+      expect(again.prefix?.changed).toBe(false);
     });
 
-    it("waits briefly for the consumer and does not read events when it arrives in time", async () => {
-      const pa = service({ minSeqWaitMs: 5_000, minSeqPollIntervalMs: 5 });
+    it("a build after a restart (nothing in memory) reads the stored projection, not session-events", async () => {
+      const pa = service();
       const sessionId = nextSessionId();
       await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
       const saved = await pa.events.saveMessage(sessionId, {
         atMs: shanghai("2026-10-12", "09:01"),
         role: "user",
-        content: "稍后送达",
-        deliver: false,
+        content: "已送达",
       });
+      const before = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
+      await pa.restart();
       const readsBefore = pa.events.readCalls;
-      const delivery = new Promise<void>((resolve, reject) => {
-        setTimeout(() => {
-          pa.projection.applySessionEvent(saved).then(() => resolve(), reject);
-        }, 30);
-      });
-      const response = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
-      await delivery;
-      expect(response.bodyJson).toContain("稍后送达");
+      const after = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
       expect(pa.events.readCalls).toBe(readsBefore);
+      expect(after.bodyJson).toBe(before.bodyJson);
+      expect(after.prefix).toMatchObject({ changed: false, firstBuild: false });
     });
 
     it("fails with FailedPrecondition naming min_seq when session-events has no such seq", async () => {

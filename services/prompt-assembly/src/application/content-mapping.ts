@@ -4,8 +4,10 @@
 
 import { InternalError, ValidationError } from "@prefix-guard/errors";
 import { type ContentPart as ProtoContentPart, Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { canonicalJson } from "../domain/canonical-json";
 import type { ContentPart, Role as DomainRole, SessionView } from "../domain/model";
+import type { ProjectedEvent } from "../domain/session-projection";
 
 /** Proto parts to domain parts, byte for byte. An empty oneof is rejected: it cannot be sent. */
 export function contentFromProto(parts: readonly ProtoContentPart[], field = "content"): ContentPart[] {
@@ -129,5 +131,63 @@ function storedPart(value: unknown, where: string): ContentPart {
     }
     default:
       throw new InternalError(`${where}.type: unknown part type ${JSON.stringify(record.type)}`);
+  }
+}
+
+const MAX_SESSION_ID_CHARS = 128;
+
+/**
+ * A session.events.v1 event in domain terms.
+ *
+ * @throws ValidationError for an event that can never be applied (no payload, unknown role or
+ * kind, an empty content part ...), which the consumer routes to the DLQ.
+ */
+export function projectedEventFromProto(event: SessionEvent): ProjectedEvent {
+  if (event.sessionId.length === 0) throw new ValidationError("session_id", "must not be empty");
+  if (event.sessionId.length > MAX_SESSION_ID_CHARS) {
+    throw new ValidationError("session_id", `must be at most ${MAX_SESSION_ID_CHARS} characters`);
+  }
+  if (!Number.isSafeInteger(event.seq) || event.seq < 1) throw new ValidationError("seq", "must be >= 1");
+  const envelope = { sessionId: event.sessionId, seq: event.seq, occurredAtMs: event.occurredAtMs };
+  const payload = event.payload;
+  if (payload === undefined) throw new ValidationError("payload", "event has no payload");
+  switch (payload.$case) {
+    case "sessionCreated":
+      return {
+        ...envelope,
+        payload: {
+          type: "sessionCreated",
+          kind: kindFromProto(payload.value.kind, "session_created.kind"),
+          timezone: payload.value.timezone,
+          inheritedSummary: payload.value.inheritedSummary,
+        },
+      };
+    case "messageSaved":
+      return {
+        ...envelope,
+        payload: {
+          type: "messageSaved",
+          messageId: payload.value.messageId,
+          role: roleFromProto(payload.value.role, "message_saved.role"),
+          content: contentFromProto(payload.value.content, "message_saved.content"),
+          localDate: payload.value.localDate,
+        },
+      };
+    case "messageDeleted":
+      return { ...envelope, payload: { type: "messageDeleted", messageId: payload.value.messageId } };
+    case "compactionCommitted":
+      return {
+        ...envelope,
+        payload: {
+          type: "compactionCommitted",
+          generation: payload.value.generation,
+          boundaryMessageId: payload.value.boundaryMessageId,
+          summary: payload.value.summary,
+        },
+      };
+    case "sessionDeleted":
+      return { ...envelope, payload: { type: "sessionDeleted" } };
+    case "sideTaskPromoted":
+      return { ...envelope, payload: { type: "sideTaskPromoted" } };
   }
 }

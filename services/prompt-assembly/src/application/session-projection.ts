@@ -1,130 +1,203 @@
 // prompt-assembly's own copy of each session, built from session.events.v1: what the request
 // builder needs (messages with their stored local date, deletions, the compaction boundary and
-// summary, kind, timezone) and nothing else. Every event is applied exactly once per session, in
-// seq order, in the same transaction as the consumer position (applyInSessionOrder), so redelivery
-// is harmless and a crash keeps both or neither.
+// summary, kind, timezone) and nothing else. Events are applied in batches, one transaction per
+// batch: each session's events exactly once, in seq order, with the session's consumer position
+// moved in the same transaction, so redelivery is harmless and a crash keeps all or nothing.
 
-import { applyInSessionOrder, type Database, readConsumerPosition, translateDbError } from "@prefix-guard/db";
-import {
-  ConflictError,
-  FailedPreconditionError,
-  InternalError,
-  isPrefixGuardError,
-  NotFoundError,
-  UnavailableError,
-  ValidationError,
-} from "@prefix-guard/errors";
+import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
+import { InternalError, isPrefixGuardError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
-import type { Knex } from "knex";
-import type { SessionView, StoredMessage } from "../domain/model";
+import type { ProjectionStore, SessionWrite } from "../adapters/mysql/projection-store";
+import type { StoredMessage } from "../domain/model";
 import {
-  contentFromProto,
-  kindFromProto,
-  parseStoredContent,
-  roleFromProto,
-  storedContentJson,
-  storedRole,
-} from "./content-mapping";
+  type ProjectedEvent,
+  type ProjectedSession,
+  type ProjectionStep,
+  planProjectionStep,
+} from "../domain/session-projection";
+import { projectedEventFromProto } from "./content-mapping";
 
-/** Name of this projection in consumer_position. */
-export const PROJECTION_CONSUMER = "prompt-assembly";
-
-/** session-events' CreateSession default; used only when an event carries no zone at all. */
-export const DEFAULT_SESSION_TIMEZONE = "Asia/Shanghai";
-
-const DEFAULT_PAGE_SIZE = 500;
+export type ProjectionOutcome = "applied" | "duplicate" | "gap";
 
 /** Port over session-events ReadEvents: events with seq > afterSeq, at most `limit`, and the session's last seq. */
 export interface SessionEventsReader {
   readEvents(sessionId: string, afterSeq: number, limit: number): Promise<{ events: SessionEvent[]; lastSeq: number }>;
 }
 
-/** The domain's SessionView plus the session's zone, which "today" is taken in (seed 000 §5.1). */
-export interface ProjectedSessionView extends SessionView {
-  readonly timezone: string;
-}
-
-export type ProjectionOutcome = "applied" | "duplicate" | "gap";
-
 export interface SessionProjectionDeps {
-  readonly db: Database;
+  readonly store: ProjectionStore;
   /** Only stamps updated_at_ms; never part of what a build reads. */
   readonly now: () => number;
+  /** A fresh rewrite_id each time stored messages change. */
+  readonly newRewriteId: () => string;
   /** ReadEvents page size for catchUp. */
   readonly pageSize?: number;
 }
 
-interface SessionRow {
-  session_id: string;
-  kind: string;
-  timezone: string;
-  generation: number | string;
-  boundary_message_id: string | null;
-  summary: string | null;
-  last_seq: number | string;
-  deleted: number | boolean;
-  ended: number | boolean;
-}
+const DEFAULT_PAGE_SIZE = 500;
 
-interface MessageRow {
-  message_id: string;
-  seq: number | string;
-  role: string;
-  content_json: string;
-  local_date: string;
-  created_at_ms: number | string;
-  deleted: number | boolean;
-}
+/** Folds one session's steps of a batch into the rows to write. */
+class SessionWriteBuilder {
+  private session: ProjectedSession;
+  private dropStored = false;
+  private flagStored: string[] = [];
+  private insert: StoredMessage[] = [];
+  private rewritten = false;
+  private forgetPrefix = false;
+  private lastSeq: number;
+  private readonly existed: boolean;
 
-function flag(value: number | boolean | string): boolean {
-  return value === true || Number(value) === 1;
-}
+  constructor(
+    private readonly sessionId: string,
+    before: ProjectedSession | null,
+    position: number,
+  ) {
+    this.existed = before !== null;
+    this.session = before ?? {
+      kind: "main",
+      timezone: "",
+      generation: 0,
+      boundaryMessageId: null,
+      summary: null,
+      lastSeq: 0,
+      deleted: false,
+      ended: false,
+    };
+    this.lastSeq = position;
+  }
 
-function nonEmptyOrNull(text: string): string | null {
-  return text.length > 0 ? text : null;
-}
+  add(step: ProjectionStep, seq: number): void {
+    this.session = step.session;
+    this.lastSeq = seq;
+    switch (step.kind) {
+      case "reset":
+      case "dropMessages":
+        this.dropStored = true;
+        this.flagStored = [];
+        this.insert = [];
+        this.rewritten = true;
+        // A re-created id or a removed session must not be compared with its old prefix. A session
+        // an operator is rebuilding (its row forgotten first) keeps it: the next build then reports
+        // whether the rebuilt projection changed any byte, instead of calling itself a first build.
+        this.forgetPrefix ||= step.kind === "dropMessages" || this.existed;
+        return;
+      case "appendMessage":
+        this.insert.push(step.message);
+        return;
+      case "flagDeleted": {
+        const index = this.insert.findIndex((message) => message.messageId === step.messageId);
+        const pending = this.insert[index];
+        if (pending !== undefined) this.insert[index] = { ...pending, deleted: true };
+        else this.flagStored.push(step.messageId);
+        this.rewritten = true;
+        return;
+      }
+      case "updateSession":
+        return;
+    }
+  }
 
-const SESSION_KINDS: ReadonlySet<string> = new Set(["main", "side", "embed"]);
+  build(newRewriteId: () => string): SessionWrite {
+    return {
+      sessionId: this.sessionId,
+      session: this.session,
+      dropStored: this.dropStored,
+      flagStored: this.flagStored,
+      insert: this.insert,
+      rewriteId: this.rewritten ? newRewriteId() : null,
+      forgetPrefix: this.forgetPrefix,
+      lastSeq: this.lastSeq,
+    };
+  }
+}
 
 export class SessionProjection {
-  private readonly db: Database;
-  private readonly now: () => number;
+  private readonly store: ProjectionStore;
   private readonly pageSize: number;
 
-  constructor(deps: SessionProjectionDeps) {
-    this.db = deps.db;
-    this.now = deps.now;
+  constructor(private readonly deps: SessionProjectionDeps) {
+    this.store = deps.store;
     this.pageSize = deps.pageSize ?? DEFAULT_PAGE_SIZE;
   }
 
   /**
-   * Applies one event. "duplicate" means it was applied before (redelivery); "gap" means earlier
-   * events are missing and nothing was applied: the caller catches up (catchUp / applyOrCatchUp).
+   * Applies a batch of events (any sessions, each session's in seq order) in one transaction.
+   * Per event: "applied", "duplicate" (applied before: redelivery) or "gap" (earlier events are
+   * missing; nothing of that session from there on is applied, the caller catches up).
    *
-   * @throws ValidationError for an event that can never be applied (no payload, unknown role ...),
-   * which the Kafka consumer routes to the DLQ.
+   * @throws ValidationError for an event that can never be applied (before SessionCreated, a
+   * message without an id), which the consumer routes to the DLQ; nothing of the batch is applied.
    */
-  async applySessionEvent(event: SessionEvent): Promise<ProjectionOutcome> {
-    assertApplicable(event);
+  async applyEvents(events: readonly ProjectedEvent[]): Promise<ProjectionOutcome[]> {
+    if (events.length === 0) return [];
+    const sessionIds = [...new Set(events.map((event) => event.sessionId))];
+    const nowMs = this.deps.now();
     try {
-      if (event.seq === 1) await this.ensurePositionRow(event.sessionId);
-      const outcome = await applyInSessionOrder(
-        this.db,
-        { consumer: PROJECTION_CONSUMER, sessionId: event.sessionId, seq: event.seq, nowMs: this.now() },
-        (trx) => this.applyPayload(trx, event),
+      const firstEvents = events.filter((event) => event.seq === 1).map((event) => event.sessionId);
+      await this.store.ensurePositions([...new Set(firstEvents)], nowMs);
+      // Two writers of one session (the consumer and an operator's rebuild, or two replicas during a
+      // rebalance) can deadlock; the transaction was rolled back whole and is simply rerun.
+      return await retryOnDeadlock(() =>
+        this.store.transaction(async (tx) => {
+          const positions = await tx.lockPositions(sessionIds);
+          const sessions = await tx.readSessions(sessionIds);
+          const writes = new Map<string, SessionWriteBuilder>();
+          const reached = new Map(positions);
+          const state = new Map<string, ProjectedSession | null>(
+            sessionIds.map((id) => [id, sessions.get(id) ?? null]),
+          );
+          const outcomes = events.map((event): ProjectionOutcome => {
+            const position = reached.get(event.sessionId) ?? 0;
+            if (event.seq <= position) return "duplicate";
+            if (event.seq > position + 1) return "gap";
+            const step = planProjectionStep(state.get(event.sessionId) ?? null, event);
+            let write = writes.get(event.sessionId);
+            if (write === undefined) {
+              write = new SessionWriteBuilder(event.sessionId, state.get(event.sessionId) ?? null, position);
+              writes.set(event.sessionId, write);
+            }
+            write.add(step, event.seq);
+            state.set(event.sessionId, step.session);
+            reached.set(event.sessionId, event.seq);
+            return "applied";
+          });
+          await tx.write(
+            [...writes.values()].map((write) => write.build(this.deps.newRewriteId)),
+            nowMs,
+          );
+          return outcomes;
+        }),
       );
-      return outcome.kind;
     } catch (error) {
-      throw translateDbError(error, { session_id: event.sessionId, seq: event.seq });
+      throw translateDbError(error);
     }
   }
 
-  /** applySessionEvent, and on a gap reads the missing events (this one included) from session-events. */
-  async applyOrCatchUp(event: SessionEvent, reader: SessionEventsReader): Promise<ProjectionOutcome> {
-    const outcome = await this.applySessionEvent(event);
-    if (outcome !== "gap") return outcome;
-    await this.catchUp(event.sessionId, reader);
-    return (await this.projectionSeq(event.sessionId)) >= event.seq ? "applied" : "gap";
+  /** One proto event; see applyEvents. */
+  async applySessionEvent(event: SessionEvent): Promise<ProjectionOutcome> {
+    const [outcome] = await this.applyEvents([projectedEventFromProto(event)]);
+    return outcome ?? "duplicate";
+  }
+
+  /**
+   * Applies a batch from the topic; every session left with a gap is caught up through
+   * ReadEvents (which brings the events of the gap and everything after it).
+   */
+  async applyOrCatchUp(events: readonly SessionEvent[], reader: SessionEventsReader): Promise<ProjectionOutcome[]> {
+    const projected = events.map(projectedEventFromProto);
+    const outcomes = await this.applyEvents(projected);
+    const gaps = new Set(
+      projected.filter((_event, index) => outcomes[index] === "gap").map((event) => event.sessionId),
+    );
+    for (const sessionId of gaps) await this.catchUp(sessionId, reader);
+    if (gaps.size === 0) return outcomes;
+    const positions = new Map<string, number>();
+    for (const sessionId of gaps) positions.set(sessionId, await this.projectionSeq(sessionId));
+    return outcomes.map((outcome, index) => {
+      const event = projected[index] as ProjectedEvent;
+      if (outcome !== "gap") return outcome;
+      return (positions.get(event.sessionId) ?? 0) >= event.seq ? "applied" : "gap";
+    });
   }
 
   /**
@@ -137,18 +210,17 @@ export class SessionProjection {
     for (;;) {
       const before = position;
       const page = await readPage(reader, sessionId, position, this.pageSize);
-      for (const event of page.events) {
+      const events = page.events.map(projectedEventFromProto).filter((event) => event.seq > position);
+      for (const event of events) {
         if (event.sessionId !== sessionId) {
           throw new InternalError(`ReadEvents for ${sessionId} returned an event of session ${event.sessionId}`);
         }
-        if (event.seq <= position) continue;
-        const outcome = await this.applyRacingConsumer(event);
-        if (outcome === "gap") {
-          throw new InternalError(`ReadEvents for ${sessionId} skipped from seq ${position} to ${event.seq}`, {
-            context: { session_id: sessionId },
-          });
-        }
-        position = Math.max(position, event.seq);
+      }
+      const outcomes = await this.applyEvents(events);
+      if (outcomes.includes("gap")) {
+        throw new InternalError(`ReadEvents for ${sessionId} skipped a seq after ${position}`, {
+          context: { session_id: sessionId },
+        });
       }
       position = Math.max(position, await this.projectionSeq(sessionId));
       if (page.events.length === 0 || position >= page.lastSeq) return position;
@@ -170,15 +242,7 @@ export class SessionProjection {
     reader: SessionEventsReader,
   ): Promise<{ projectionSeq: number; eventsApplied: number }> {
     const before = await this.projectionSeq(sessionId);
-    try {
-      await this.db.transaction(async (trx) => {
-        await trx("pa_message").where({ session_id: sessionId }).delete();
-        await trx("pa_session").where({ session_id: sessionId }).delete();
-        await trx("consumer_position").where({ consumer: PROJECTION_CONSUMER, session_id: sessionId }).delete();
-      });
-    } catch (error) {
-      throw translateDbError(error, { session_id: sessionId });
-    }
+    await this.store.forgetSession(sessionId);
     const projectionSeq = await this.catchUp(sessionId, reader);
     if (projectionSeq === 0 && before === 0)
       throw new NotFoundError(`session ${sessionId} has no events`, { reason: "session_not_found" });
@@ -186,209 +250,12 @@ export class SessionProjection {
   }
 
   /** Last seq applied for the session; 0 when none. */
-  async projectionSeq(sessionId: string): Promise<number> {
-    try {
-      return await readConsumerPosition(this.db, PROJECTION_CONSUMER, sessionId);
-    } catch (error) {
-      throw translateDbError(error, { session_id: sessionId });
-    }
-  }
-
-  /**
-   * The session as the builder sees it, read in one transaction so messages and session row come
-   * from the same moment.
-   *
-   * @throws NotFoundError for an unknown or deleted session; FailedPreconditionError for an ended
-   * (promoted) side task, whose state is dropped.
-   */
-  async loadSessionView(sessionId: string): Promise<ProjectedSessionView> {
-    let loaded: { session: SessionRow | undefined; messages: MessageRow[] };
-    try {
-      loaded = await this.db.transaction(async (trx) => {
-        const session = (await trx("pa_session").where({ session_id: sessionId }).first()) as SessionRow | undefined;
-        if (session === undefined || flag(session.deleted) || flag(session.ended)) return { session, messages: [] };
-        const messages = (await trx("pa_message")
-          .where({ session_id: sessionId })
-          .orderBy("seq", "asc")
-          .select(
-            "message_id",
-            "seq",
-            "role",
-            "content_json",
-            "local_date",
-            "created_at_ms",
-            "deleted",
-          )) as MessageRow[];
-        return { session, messages };
-      });
-    } catch (error) {
-      throw translateDbError(error, { session_id: sessionId });
-    }
-    const { session, messages } = loaded;
-    if (session === undefined) {
-      throw new NotFoundError(`session ${sessionId} is not known to prompt-assembly`, {
-        reason: "session_not_found",
-        context: { session_id: sessionId },
-      });
-    }
-    if (flag(session.deleted)) {
-      throw new NotFoundError(`session ${sessionId} is deleted`, {
-        reason: "session_deleted",
-        context: { session_id: sessionId },
-      });
-    }
-    if (flag(session.ended)) {
-      throw new FailedPreconditionError(`session ${sessionId} is an ended side task (promoted)`, {
-        reason: "session_ended",
-        context: { session_id: sessionId },
-      });
-    }
-    if (!SESSION_KINDS.has(session.kind)) throw new InternalError(`stored session kind ${session.kind} is unknown`);
-    return {
-      sessionId,
-      kind: session.kind as SessionView["kind"],
-      timezone: session.timezone,
-      generation: Number(session.generation),
-      boundaryMessageId: session.boundary_message_id,
-      summary: session.summary,
-      lastSeq: Number(session.last_seq),
-      messages: messages.map(
-        (row): StoredMessage => ({
-          messageId: row.message_id,
-          seq: Number(row.seq),
-          role: storedRole(row.role),
-          content: parseStoredContent(row.content_json, `pa_message[${sessionId}/${row.message_id}].content`),
-          localDate: row.local_date,
-          createdAtMs: Number(row.created_at_ms),
-          deleted: flag(row.deleted),
-        }),
-      ),
-    };
-  }
-
-  // applyInSessionOrder locks the position row FOR UPDATE; while it does not exist InnoDB takes
-  // only a gap lock, and two writers applying seq 1 (the consumer and a catch-up) then deadlock on
-  // their inserts. Position 0 as a real row gives them a record lock to queue on. Only seq 1 can
-  // meet a missing row: any later seq without one is a gap and writes nothing.
-  private async ensurePositionRow(sessionId: string): Promise<void> {
-    await this.db("consumer_position")
-      .insert({ consumer: PROJECTION_CONSUMER, session_id: sessionId, last_seq: 0, updated_at_ms: this.now() })
-      .onConflict(["consumer", "session_id"])
-      .ignore();
-  }
-
-  // Two writers (the Kafka consumer and a catch-up) can both insert the first consumer_position
-  // row of a session; the loser sees a unique violation, and on retry the event is a duplicate.
-  private async applyRacingConsumer(event: SessionEvent): Promise<ProjectionOutcome> {
-    try {
-      return await this.applySessionEvent(event);
-    } catch (error) {
-      if (!(error instanceof ConflictError)) throw error;
-      return this.applySessionEvent(event);
-    }
-  }
-
-  private async applyPayload(trx: Knex.Transaction, event: SessionEvent): Promise<void> {
-    const payload = event.payload;
-    if (payload === undefined) return;
-    const sessionId = event.sessionId;
-    const nowMs = this.now();
-    if (payload.$case === "sessionCreated") {
-      const created = payload.value;
-      const row = {
-        kind: kindFromProto(created.kind, "session_created.kind"),
-        timezone: created.timezone.length > 0 ? created.timezone : DEFAULT_SESSION_TIMEZONE,
-        generation: 0,
-        boundary_message_id: null,
-        summary: nonEmptyOrNull(created.inheritedSummary.trim()),
-        last_seq: event.seq,
-        deleted: false,
-        ended: false,
-        updated_at_ms: nowMs,
-      };
-      // Position 0 → applying seq 1: anything already stored for the id is left over from an
-      // earlier projection of it and is replaced, not merged.
-      await trx("pa_message").where({ session_id: sessionId }).delete();
-      await trx("pa_prefix_fingerprint").where({ session_id: sessionId }).delete();
-      const updated = await trx("pa_session").where({ session_id: sessionId }).update(row);
-      if (updated === 0) await trx("pa_session").insert({ session_id: sessionId, ...row });
-      return;
-    }
-
-    const session = (await trx("pa_session").where({ session_id: sessionId }).first("deleted", "ended")) as
-      | Pick<SessionRow, "deleted" | "ended">
-      | undefined;
-    if (session === undefined) {
-      throw new ValidationError("session_id", `${event.type} at seq ${event.seq} precedes SessionCreated`, {
-        reason: "session_not_created",
-      });
-    }
-    const touch = { last_seq: event.seq, updated_at_ms: nowMs };
-    // A deleted or ended session keeps only its tombstone; later events just move the position.
-    if (flag(session.deleted) || flag(session.ended)) {
-      await trx("pa_session").where({ session_id: sessionId }).update(touch);
-      return;
-    }
-
-    switch (payload.$case) {
-      case "messageSaved": {
-        const saved = payload.value;
-        if (saved.messageId.length === 0) throw new ValidationError("message_saved.message_id", "must not be empty");
-        const content = contentFromProto(saved.content, "message_saved.content");
-        await trx("pa_message").insert({
-          session_id: sessionId,
-          message_id: saved.messageId,
-          seq: event.seq,
-          role: roleFromProto(saved.role, "message_saved.role"),
-          content_json: storedContentJson(content),
-          local_date: saved.localDate,
-          created_at_ms: event.occurredAtMs,
-          deleted: false,
-        });
-        break;
-      }
-      case "messageDeleted":
-        await trx("pa_message")
-          .where({ session_id: sessionId, message_id: payload.value.messageId })
-          .update({ deleted: true });
-        break;
-      case "compactionCommitted": {
-        const compaction = payload.value;
-        await trx("pa_session")
-          .where({ session_id: sessionId })
-          .update({
-            generation: compaction.generation,
-            boundary_message_id: nonEmptyOrNull(compaction.boundaryMessageId),
-            summary: nonEmptyOrNull(compaction.summary.trim()),
-          });
-        break;
-      }
-      case "sessionDeleted":
-        await this.dropState(trx, sessionId);
-        await trx("pa_session").where({ session_id: sessionId }).update({ deleted: true });
-        break;
-      case "sideTaskPromoted":
-        await this.dropState(trx, sessionId);
-        await trx("pa_session").where({ session_id: sessionId }).update({ ended: true });
-        break;
-    }
-    await trx("pa_session").where({ session_id: sessionId }).update(touch);
-  }
-
-  private async dropState(trx: Knex.Transaction, sessionId: string): Promise<void> {
-    await trx("pa_message").where({ session_id: sessionId }).delete();
-    await trx("pa_prefix_fingerprint").where({ session_id: sessionId }).delete();
+  projectionSeq(sessionId: string): Promise<number> {
+    return this.store.position(sessionId);
   }
 }
 
-function assertApplicable(event: SessionEvent): void {
-  if (event.sessionId.length === 0) throw new ValidationError("session_id", "must not be empty");
-  if (event.sessionId.length > 128) throw new ValidationError("session_id", "must be at most 128 characters");
-  if (!Number.isSafeInteger(event.seq) || event.seq < 1) throw new ValidationError("seq", "must be >= 1");
-  if (event.payload === undefined) throw new ValidationError("payload", "event has no payload");
-}
-
-async function readPage(
+export async function readPage(
   reader: SessionEventsReader,
   sessionId: string,
   afterSeq: number,

@@ -98,3 +98,50 @@ function neutralPart(part: ContentPart): Record<string, unknown> {
       return { type: part.type, callId: part.callId, text: part.text, isError: part.isError };
   }
 }
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+function isSectionFingerprint(value: unknown): value is SectionFingerprint {
+  return (
+    isPlainObject(value) &&
+    typeof value.key === "string" &&
+    typeof value.sha256 === "string" &&
+    typeof value.chars === "number"
+  );
+}
+
+/** A fingerprint read back from storage, or null when the text does not hold one (treated as a first build). */
+export function parseStoredFingerprint(json: string): PrefixFingerprint | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  if (
+    !isPlainObject(value) ||
+    typeof value.model !== "string" ||
+    !Array.isArray(value.sections) ||
+    !value.sections.every(isSectionFingerprint) ||
+    typeof value.toolsHash !== "string" ||
+    typeof value.toolsSetHash !== "string" ||
+    !isStringArray(value.messageHashes) ||
+    typeof value.historyHash !== "string"
+  ) {
+    return null;
+  }
+  return {
+    model: value.model,
+    sections: value.sections,
+    toolsHash: value.toolsHash,
+    toolsSetHash: value.toolsSetHash,
+    messageHashes: value.messageHashes,
+    historyHash: value.historyHash,
+  };
+}

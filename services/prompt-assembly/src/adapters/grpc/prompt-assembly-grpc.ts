@@ -7,12 +7,14 @@ import {
   type RebuildProjectionRequest,
   type RebuildProjectionResponse,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { PromptBuilder } from "../../application/build-request";
+import type { PromptBuilder } from "../../application/build-request/build-request";
+import type { SessionViews } from "../../application/build-request/session-views";
 import type { SessionEventsReader, SessionProjection } from "../../application/session-projection";
 
 export function promptAssemblyRegistration(deps: {
   builder: PromptBuilder;
   projection: SessionProjection;
+  views: SessionViews;
   sessions: SessionEventsReader;
   afterBuild: (request: BuildRequestRequest, response: BuildRequestResponse) => void;
 }): ServiceRegistration {
@@ -27,7 +29,9 @@ export function promptAssemblyRegistration(deps: {
       },
       rebuildProjection: async (request: RebuildProjectionRequest): Promise<RebuildProjectionResponse> => {
         requireId(request.sessionId, "session_id");
-        return deps.projection.rebuildSession(request.sessionId, deps.sessions);
+        const rebuilt = await deps.projection.rebuildSession(request.sessionId, deps.sessions);
+        deps.views.forget(request.sessionId);
+        return rebuilt;
       },
     } as ServiceRegistration["methods"],
   };

@@ -1,14 +1,11 @@
-// The benchmark baseline (policy "naive", the seeds' "before") next to the product on the same
+// The benchmark baseline (naive-policy.ts, the seeds' "before") next to the product on the same
 // data: today's date in the system prompt, AGENTS.md reread every build, a monitor that forgets on
 // restart. The replay benchmark relies on exactly these differences and on nothing else changing.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ValidationError } from "@prefix-guard/errors";
-import type { BuildRequestResponse } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  assemblyCore,
   FakeRulesSnapshot,
   FakeSessionEvents,
   FixedClock,
@@ -16,13 +13,13 @@ import {
   openMariaDbStore,
   outboxPrefixEvents,
   RecordingLogger,
-  sha256,
   shanghai,
   type TestStore,
-} from "../../test/application-fixtures";
-import { readRulesRawNow } from "../service";
-import { type AssemblyPolicy, PromptBuilder, renderNaiveRulesSection } from "./build-request";
-import { SessionProjection } from "./session-projection";
+} from "@prefix-guard/prompt-assembly/testing";
+import type { BuildRequestResponse } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AssemblyPolicy, portsFor, readRulesRawNow, renderNaiveRulesSection } from "./naive-policy";
 
 const RULES_V1 = "| 仓库 | 用途 |\n|---|---|\n| dc-pts | 压测 |";
 const RULES_V2 = `${RULES_V1}\n| knowledge | 知识索引 |`;
@@ -51,23 +48,22 @@ describe("PromptBuilder policy naive (benchmark baseline) on MariaDB", () => {
     rules.disk = RULES_V1;
     const reads: ResolveRequest["source"][] = [];
     const logger = new RecordingLogger();
+    const read = async (source: ResolveRequest["source"]) => {
+      reads.push(source);
+      return rules.disk;
+    };
     const make = () => {
-      const projection = new SessionProjection({ db: store.db, now: clock.now });
-      events.autoDeliver = projection;
-      return new PromptBuilder({
+      const overrides = portsFor(policy, read)?.({ db: store.db, now: clock.now });
+      const core = assemblyCore({
         db: store.db,
-        projection,
         rules,
         sessions: events,
         now: clock.now,
-        sha256,
         logger,
-        readRulesRaw: async (source) => {
-          reads.push(source);
-          return rules.disk;
-        },
-        options: { minSeqWaitMs: 0, policy },
+        ...(overrides === undefined ? {} : { ports: overrides }),
       });
+      events.autoDeliver = core.projection;
+      return core.builder;
     };
     let builder = make();
     return {
@@ -184,21 +180,6 @@ describe("PromptBuilder policy naive (benchmark baseline) on MariaDB", () => {
       expect(build.prefix?.firstBuild).toBe(false);
       expect(build.prefix?.changed).toBe(false);
     }
-  });
-
-  it("refuses policy naive without a rules reader", () => {
-    const build = () =>
-      new PromptBuilder({
-        db: store.db,
-        projection: new SessionProjection({ db: store.db, now: () => 0 }),
-        rules: new FakeRulesSnapshot(),
-        sessions: new FakeSessionEvents(),
-        now: () => 0,
-        sha256,
-        logger: new RecordingLogger(),
-        options: { policy: "naive" },
-      });
-    expect(build).toThrow(ValidationError);
   });
 });
 

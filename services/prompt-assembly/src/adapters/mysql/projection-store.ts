@@ -1,0 +1,284 @@
+// The SQL of prompt-assembly's session projection (pa_session, pa_message and this consumer's
+// positions); the same statements run on MariaDB/MySQL and SQLite. What an event means is decided
+// in domain/session-projection.ts; this file only reads and writes rows.
+
+import {
+  type Database,
+  ensureConsumerPositions,
+  lockConsumerPositions,
+  readConsumerPosition,
+  translateDbError,
+  writeConsumerPositions,
+} from "@prefix-guard/db";
+import { InternalError } from "@prefix-guard/errors";
+import type { Knex } from "knex";
+import { parseStoredContent, storedContentJson, storedRole } from "../../application/content-mapping";
+import type { StoredMessage } from "../../domain/model";
+import type { ProjectedSession, SessionKindName } from "../../domain/session-projection";
+import { forgetPrefixFingerprints } from "./fingerprint-store";
+
+/** Name of this projection in consumer_position. */
+export const PROJECTION_CONSUMER = "prompt-assembly";
+
+const SESSION_KINDS: ReadonlySet<string> = new Set(["main", "side", "embed"]);
+
+interface SessionRow {
+  kind: string;
+  timezone: string;
+  generation: number | string;
+  boundary_message_id: string | null;
+  summary: string | null;
+  last_seq: number | string;
+  deleted: number | boolean | string;
+  ended: number | boolean | string;
+  rewrite_id: string;
+}
+
+interface MessageRow {
+  message_id: string | null;
+  seq: number | string | null;
+  role: string | null;
+  content_json: string | null;
+  local_date: string | null;
+  created_at_ms: number | string | null;
+  message_deleted: number | boolean | string | null;
+}
+
+function flag(value: number | boolean | string | null): boolean {
+  return value === true || Number(value) === 1;
+}
+
+function toSession(row: SessionRow, where: string): ProjectedSession {
+  if (!SESSION_KINDS.has(row.kind)) throw new InternalError(`${where}: stored session kind ${row.kind} is unknown`);
+  return {
+    kind: row.kind as SessionKindName,
+    timezone: row.timezone,
+    generation: Number(row.generation),
+    boundaryMessageId: row.boundary_message_id,
+    summary: row.summary,
+    lastSeq: Number(row.last_seq),
+    deleted: flag(row.deleted),
+    ended: flag(row.ended),
+  };
+}
+
+/** A stored session with the value that changes whenever its stored messages are rewritten. */
+export interface StoredSession {
+  readonly session: ProjectedSession;
+  readonly rewriteId: string;
+}
+
+/** Everything one batch of events changes for one session, folded in event order. */
+export interface SessionWrite {
+  readonly sessionId: string;
+  /** The session row after the batch. */
+  readonly session: ProjectedSession;
+  /** Remove every stored message first (SessionCreated over an old id, a tombstone). */
+  readonly dropStored: boolean;
+  /** Ids of already stored messages to flag as deleted. */
+  readonly flagStored: readonly string[];
+  readonly insert: readonly StoredMessage[];
+  /** Set when stored messages change (anything but appends); see the rewrite_id migration. */
+  readonly rewriteId: string | null;
+  /** Drop the session's last prefix fingerprint (the session was re-created or removed). */
+  readonly forgetPrefix: boolean;
+  readonly lastSeq: number;
+}
+
+/** Operations inside one projection transaction. */
+export interface ProjectionTransaction {
+  /** Applied positions of the sessions, locked until commit. */
+  lockPositions(sessionIds: readonly string[]): Promise<Map<string, number>>;
+  readSessions(sessionIds: readonly string[]): Promise<Map<string, ProjectedSession>>;
+  write(writes: readonly SessionWrite[], nowMs: number): Promise<void>;
+}
+
+const INSERT_CHUNK_ROWS = 200;
+
+export class ProjectionStore {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * One statement, so session row and messages come from the same moment: the session and its
+   * messages with seq in (afterSeq, last_seq]. Null when the session is not projected.
+   */
+  async readView(
+    sessionId: string,
+    afterSeq: number,
+  ): Promise<{ stored: StoredSession; messages: StoredMessage[] } | null> {
+    let rows: Array<SessionRow & MessageRow>;
+    try {
+      const after = this.db.raw("?", [afterSeq]);
+      rows = (await this.db("pa_session as s")
+        .leftJoin("pa_message as m", function joinNewMessages() {
+          this.on("m.session_id", "=", "s.session_id").andOn("m.seq", ">", after).andOn("m.seq", "<=", "s.last_seq");
+        })
+        .where("s.session_id", sessionId)
+        .orderBy("m.seq", "asc")
+        .select(
+          "s.kind",
+          "s.timezone",
+          "s.generation",
+          "s.boundary_message_id",
+          "s.summary",
+          "s.last_seq",
+          "s.deleted",
+          "s.ended",
+          "s.rewrite_id",
+          "m.message_id",
+          "m.seq",
+          "m.role",
+          "m.content_json",
+          "m.local_date",
+          "m.created_at_ms",
+          "m.deleted as message_deleted",
+        )) as Array<SessionRow & MessageRow>;
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+    const first = rows[0];
+    if (first === undefined) return null;
+    const where = `pa_session[${sessionId}]`;
+    const messages: StoredMessage[] = [];
+    for (const row of rows) {
+      if (row.message_id === null) continue;
+      messages.push({
+        messageId: row.message_id,
+        seq: Number(row.seq),
+        role: storedRole(row.role),
+        content: parseStoredContent(row.content_json ?? "", `pa_message[${sessionId}/${row.message_id}].content`),
+        localDate: row.local_date ?? "",
+        createdAtMs: Number(row.created_at_ms),
+        deleted: flag(row.message_deleted),
+      });
+    }
+    return { stored: { session: toSession(first, where), rewriteId: first.rewrite_id }, messages };
+  }
+
+  /** Last seq applied for the session; 0 when none. */
+  async position(sessionId: string): Promise<number> {
+    try {
+      return await readConsumerPosition(this.db, PROJECTION_CONSUMER, sessionId);
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+
+  /** Position rows for sessions about to see their first event (see ensureRowsExist). */
+  async ensurePositions(sessionIds: readonly string[], nowMs: number): Promise<void> {
+    try {
+      await ensureConsumerPositions(this.db, PROJECTION_CONSUMER, sessionIds, nowMs);
+    } catch (error) {
+      throw translateDbError(error);
+    }
+  }
+
+  async transaction<T>(work: (tx: ProjectionTransaction) => Promise<T>): Promise<T> {
+    return this.db.transaction((trx) =>
+      work({
+        lockPositions: (sessionIds) => lockConsumerPositions(trx, PROJECTION_CONSUMER, sessionIds),
+        readSessions: (sessionIds) => readSessions(trx, sessionIds),
+        write: (writes, nowMs) => writeSessions(trx, writes, nowMs),
+      }),
+    );
+  }
+
+  /** Operator repair: forgets everything projected for the session, position included. */
+  async forgetSession(sessionId: string): Promise<void> {
+    try {
+      await this.db.transaction(async (trx) => {
+        await trx("pa_message").where({ session_id: sessionId }).delete();
+        await trx("pa_session").where({ session_id: sessionId }).delete();
+        await trx("consumer_position").where({ consumer: PROJECTION_CONSUMER, session_id: sessionId }).delete();
+      });
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+}
+
+async function readSessions(
+  trx: Knex.Transaction,
+  sessionIds: readonly string[],
+): Promise<Map<string, ProjectedSession>> {
+  const sessions = new Map<string, ProjectedSession>();
+  if (sessionIds.length === 0) return sessions;
+  const rows = (await trx("pa_session")
+    .whereIn("session_id", [...sessionIds])
+    .select(
+      "session_id",
+      "kind",
+      "timezone",
+      "generation",
+      "boundary_message_id",
+      "summary",
+      "last_seq",
+      "deleted",
+      "ended",
+      "rewrite_id",
+    )) as Array<SessionRow & { session_id: string }>;
+  for (const row of rows) sessions.set(row.session_id, toSession(row, `pa_session[${row.session_id}]`));
+  return sessions;
+}
+
+async function writeSessions(trx: Knex.Transaction, writes: readonly SessionWrite[], nowMs: number): Promise<void> {
+  if (writes.length === 0) return;
+  const dropped = writes.filter((write) => write.dropStored).map((write) => write.sessionId);
+  if (dropped.length > 0) await trx("pa_message").whereIn("session_id", dropped).delete();
+  const forgotten = writes.filter((write) => write.forgetPrefix).map((write) => write.sessionId);
+  if (forgotten.length > 0) await forgetPrefixFingerprints(trx, forgotten);
+  for (const write of writes) {
+    if (write.flagStored.length === 0) continue;
+    await trx("pa_message")
+      .where({ session_id: write.sessionId })
+      .whereIn("message_id", [...write.flagStored])
+      .update({ deleted: true });
+  }
+  const inserts = writes.flatMap((write) =>
+    write.insert.map((message) => ({
+      session_id: write.sessionId,
+      message_id: message.messageId,
+      seq: message.seq,
+      role: message.role,
+      content_json: storedContentJson(message.content),
+      local_date: message.localDate,
+      created_at_ms: message.createdAtMs,
+      deleted: message.deleted,
+    })),
+  );
+  for (let start = 0; start < inserts.length; start += INSERT_CHUNK_ROWS) {
+    await trx("pa_message").insert(inserts.slice(start, start + INSERT_CHUNK_ROWS));
+  }
+  const sessionRows = writes.map((write) => ({
+    session_id: write.sessionId,
+    kind: write.session.kind,
+    timezone: write.session.timezone,
+    generation: write.session.generation,
+    boundary_message_id: write.session.boundaryMessageId,
+    summary: write.session.summary,
+    last_seq: write.session.lastSeq,
+    deleted: write.session.deleted,
+    ended: write.session.ended,
+    updated_at_ms: nowMs,
+    ...(write.rewriteId === null ? {} : { rewrite_id: write.rewriteId }),
+  }));
+  // Rows that keep their rewrite_id and rows that get a new one are upserted apart: one multi-row
+  // statement updates the same columns for every row.
+  for (const rows of [
+    sessionRows.filter((row) => "rewrite_id" in row),
+    sessionRows.filter((row) => !("rewrite_id" in row)),
+  ]) {
+    if (rows.length === 0) continue;
+    const merged = Object.keys(rows[0] ?? {}).filter((column) => column !== "session_id");
+    await trx("pa_session")
+      .insert(rows.map((row) => ({ rewrite_id: "", ...row })))
+      .onConflict("session_id")
+      .merge(merged);
+  }
+  await writeConsumerPositions(
+    trx,
+    PROJECTION_CONSUMER,
+    new Map(writes.map((write) => [write.sessionId, write.lastSeq])),
+    nowMs,
+  );
+}

@@ -1,0 +1,235 @@
+// BuildRequest: turns the projected session plus the harness's sections and tools into the exact
+// request body for the LLM, and records what its cacheable prefix was made of. The flow reads top
+// to bottom, one named stage each:
+//
+//   validate → load the session view ∥ resolve rules → assemble → serialize → fingerprint → record
+//
+// The view and the rules are fetched at the same time: Resolve is told the compaction generation
+// of the view this process already holds, and asked again only in the rare case the view just
+// loaded has moved to another generation (or turned out to be an embedded session).
+//
+// Determinism: the body depends only on the request, the projection (stored timestamps and local
+// dates) and the rules snapshot. The clock enters in exactly one place, "today" for a session
+// without user messages, and the request id is a hash of the body, so the same state always gives
+// the same bytes and the same id.
+
+import type {
+  BuildRequestRequest,
+  BuildRequestResponse,
+} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { assembleChatRequest } from "../../domain/assemble-request";
+import { cacheMinimumTokensFor, parseCacheMinimums } from "../../domain/cache-minimums";
+import { canonicalJson } from "../../domain/canonical-json";
+import { fingerprintRequest } from "../../domain/fingerprint";
+import { formatPrefixChangedLog } from "../../domain/prefix-monitor";
+import type { ProjectedSessionView } from "../../domain/session-projection";
+import { estimateTokens } from "../../domain/tokens";
+import { orderTools } from "../../domain/tool-order";
+import { wireFormatPlugin } from "../../domain/wire-formats/registry";
+import { type DateAnchoring, localDateIn } from "./dates";
+import type { PrefixMemory } from "./prefix-memory";
+import type { ResolvedRules, WorkspaceRulesSource } from "./rules";
+import type { SessionViews } from "./session-views";
+import { type ValidatedBuildRequest, validateBuildRequest } from "./validate";
+
+/** The part of a logger the builder uses (pino's Logger satisfies it). */
+export interface BuilderLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/** Told how long each stage of a build took (ms); the view and rules stages overlap in time. */
+export type StageObserver = (stage: BuildStage, ms: number) => void;
+
+export type BuildStage =
+  | "validate"
+  | "load_view"
+  | "resolve_rules"
+  | "assemble"
+  | "serialize"
+  | "fingerprint"
+  | "record";
+
+export interface PromptBuilderOptions {
+  /** Index of the current-date section among the harness sections (0-based; 4 = 5th). */
+  readonly currentDatePosition?: number;
+  /** Sort tools by name before fingerprinting and serializing (guards against hash-map order). */
+  readonly canonicalToolOrder?: boolean;
+  /** Model-prefix → minimum cacheable tokens, over the published table (domain/cache-minimums.ts). */
+  readonly anthropicCacheMinimums?: Readonly<Record<string, number>>;
+}
+
+export interface PromptBuilderDeps {
+  readonly views: SessionViews;
+  readonly rules: WorkspaceRulesSource;
+  readonly prefixMemory: PrefixMemory;
+  readonly dates: DateAnchoring;
+  readonly now: () => number;
+  readonly sha256: (text: string) => string;
+  readonly logger: BuilderLogger;
+  readonly options?: PromptBuilderOptions;
+  readonly observeStage?: StageObserver;
+}
+
+async function timed<T>(stage: BuildStage, observe: StageObserver | undefined, work: () => Promise<T>): Promise<T> {
+  if (observe === undefined) return work();
+  const started = performance.now();
+  try {
+    return await work();
+  } finally {
+    observe(stage, performance.now() - started);
+  }
+}
+
+function timedSync<T>(stage: BuildStage, observe: StageObserver | undefined, work: () => T): T {
+  if (observe === undefined) return work();
+  const started = performance.now();
+  try {
+    return work();
+  } finally {
+    observe(stage, performance.now() - started);
+  }
+}
+
+export class PromptBuilder {
+  private readonly currentDatePosition: number;
+  private readonly canonicalToolOrder: boolean;
+  private readonly anthropicCacheMinimums: Readonly<Record<string, number>>;
+  private readonly observe: StageObserver | undefined;
+
+  constructor(private readonly deps: PromptBuilderDeps) {
+    const options = deps.options ?? {};
+    this.currentDatePosition = options.currentDatePosition ?? 4;
+    this.canonicalToolOrder = options.canonicalToolOrder ?? true;
+    this.anthropicCacheMinimums = parseCacheMinimums(
+      options.anthropicCacheMinimums ?? {},
+      "options.anthropicCacheMinimums",
+    );
+    this.observe = deps.observeStage;
+    if (!Number.isInteger(this.currentDatePosition) || this.currentDatePosition < 0) {
+      throw new Error("options.currentDatePosition must be an integer >= 0");
+    }
+  }
+
+  async buildRequest(request: BuildRequestRequest): Promise<BuildRequestResponse> {
+    const { deps, observe } = this;
+    const input = timedSync("validate", observe, () => validateBuildRequest(request));
+    const { view, rules } = await this.loadViewAndRules(input);
+    const embed = input.embed || view.kind === "embed";
+
+    const today = localDateIn(deps.now(), view.timezone);
+    const anchorDate = deps.dates.anchorDate(view.messages, today);
+    const assembled = timedSync("assemble", observe, () =>
+      assembleChatRequest(view, {
+        sessionId: input.sessionId,
+        model: input.model,
+        sections: input.sections,
+        // Sorted before fingerprinting, so a harness that lists the same tools in another order
+        // changes neither the bytes nor the fingerprint.
+        tools: orderTools(input.tools, { canonicalToolOrder: this.canonicalToolOrder }),
+        maxOutputTokens: input.maxOutputTokens,
+        contextWindow: input.contextWindow,
+        locale: input.locale,
+        embed,
+        allowShellClock: input.allowShellClock,
+        currentDatePosition: this.currentDatePosition,
+        rulesSectionText: rules.sectionText,
+        anchorDate,
+        announceDayChanges: deps.dates.announceDayChanges,
+      }),
+    );
+    const { chatRequest, window } = assembled;
+
+    const serialized = timedSync("serialize", observe, () => {
+      const bodyJson = wireFormatPlugin(input.wireFormat).serializeJson(chatRequest, {
+        cacheMinimumTokens: cacheMinimumTokensFor(input.model, this.anthropicCacheMinimums),
+        summaryHead: window.summaryText !== null,
+      });
+      return {
+        bodyJson,
+        requestId: deps.sha256(canonicalJson([input.sessionId, bodyJson], "request_id")),
+        estimatedTokens: estimateTokens(bodyJson),
+      };
+    });
+    const fingerprint = timedSync("fingerprint", observe, () => fingerprintRequest(chatRequest, deps.sha256));
+
+    const comparison = await timed("record", observe, () =>
+      deps.prefixMemory.record({
+        sessionId: input.sessionId,
+        requestId: serialized.requestId,
+        fingerprint,
+        chatRequest,
+        generation: view.generation,
+        rulesDecision: rules.causeName,
+        droppedTurns: window.stats.droppedTurns,
+        anchorDate,
+        dateNotices: assembled.noticeDates,
+        estimatedTokens: serialized.estimatedTokens,
+        model: input.model,
+        ...(deps.dates.dateSource === undefined ? {} : { dateSource: deps.dates.dateSource }),
+      }),
+    );
+    if (comparison.changed) {
+      deps.logger.warn(
+        { session_id: input.sessionId, request_id: serialized.requestId },
+        formatPrefixChangedLog(input.sessionId, comparison, chatRequest.messages.length),
+      );
+    }
+
+    return {
+      requestId: serialized.requestId,
+      bodyJson: serialized.bodyJson,
+      sections: fingerprint.sections.map((section) => ({ ...section })),
+      toolsHash: fingerprint.toolsHash,
+      history: { ...window.stats },
+      checkpointDue: window.checkpointDue,
+      estimatedTokens: serialized.estimatedTokens,
+      rulesDecision: rules.decision,
+      prefix: {
+        changed: comparison.changed,
+        changedSections: [...comparison.changedSections],
+        toolsChanged: comparison.toolsChanged,
+        historyRewritten: comparison.historyRewritten,
+        cause: comparison.cause,
+        firstBuild: comparison.firstBuild,
+      },
+      dateNotices: [...assembled.noticeDates],
+      anchorDate,
+      projectionSeq: view.lastSeq,
+    };
+  }
+
+  /**
+   * The view at min_seq and the rules for it. With a view already in memory, Resolve is sent at
+   * the same time as the view's read, with the generation and kind that view had; a view that
+   * comes back under another generation or kind is resolved again. A failed view read wins over a
+   * failed Resolve: "session deleted" is the answer, not "rules-snapshot unavailable".
+   */
+  private async loadViewAndRules(
+    input: ValidatedBuildRequest,
+  ): Promise<{ view: ProjectedSessionView; rules: ResolvedRules }> {
+    const { deps, observe } = this;
+    const lookup = (view: Pick<ProjectedSessionView, "generation" | "kind">) => ({
+      sessionId: input.sessionId,
+      workspace: input.workspace,
+      source: input.rulesSource,
+      generation: view.generation,
+      embed: input.embed || view.kind === "embed",
+      locale: input.locale,
+    });
+    const known = deps.views.peek(input.sessionId);
+    const loading = timed("load_view", observe, () => deps.views.load(input.sessionId, input.minSeq));
+    if (known === undefined) {
+      const view = await loading;
+      return { view, rules: await timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view))) };
+    }
+    const early = timed("resolve_rules", observe, () => deps.rules.resolve(lookup(known)));
+    const [viewResult, rulesResult] = await Promise.allSettled([loading, early]);
+    if (viewResult.status === "rejected") throw viewResult.reason;
+    const view = viewResult.value;
+    const stillValid = view.generation === known.generation && (view.kind === "embed") === (known.kind === "embed");
+    if (stillValid && rulesResult.status === "fulfilled") return { view, rules: rulesResult.value };
+    if (stillValid && rulesResult.status === "rejected") throw rulesResult.reason;
+    return { view, rules: await timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view))) };
+  }
+}

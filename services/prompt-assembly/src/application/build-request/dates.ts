@@ -1,0 +1,47 @@
+// Where the current-date section's date comes from, and whether a day change is announced. The
+// product anchors to the session's first user message and announces every new day in the request
+// copy (seed 000); a benchmark baseline can show today's date instead through the same port.
+
+import { InternalError } from "@prefix-guard/errors";
+import { resolveAnchorDate } from "../../domain/date-anchor";
+import type { StoredMessage } from "../../domain/model";
+
+export interface DateAnchoring {
+  /** The date the system prompt carries, given the stored messages and today in the session's zone. */
+  anchorDate(messages: readonly StoredMessage[], todayLocalDate: string): string;
+  readonly announceDayChanges: boolean;
+  /** How the prefix explanation reads a moved date; absent is the product. */
+  readonly dateSource?: "first_user_message" | "today";
+}
+
+export const ANCHOR_TO_FIRST_USER_MESSAGE: DateAnchoring = {
+  anchorDate: resolveAnchorDate,
+  announceDayChanges: true,
+};
+
+const localDateFormatters = new Map<string, Intl.DateTimeFormat>();
+
+/** YYYY-MM-DD at instant `ms` in `timeZone`, computed the way session-events computes message dates. */
+export function localDateIn(ms: number, timeZone: string): string {
+  let formatter = localDateFormatters.get(timeZone);
+  if (formatter === undefined) {
+    try {
+      formatter = new Intl.DateTimeFormat("en-US", {
+        timeZone,
+        calendar: "gregory",
+        numberingSystem: "latn",
+        year: "numeric",
+        month: "2-digit",
+        day: "2-digit",
+      });
+    } catch (error) {
+      throw new InternalError(`stored session timezone ${JSON.stringify(timeZone)} is not a time zone`, {
+        cause: error,
+      });
+    }
+    localDateFormatters.set(timeZone, formatter);
+  }
+  const parts = formatter.formatToParts(new Date(ms));
+  const value = (type: Intl.DateTimeFormatPartTypes): string => parts.find((part) => part.type === type)?.value ?? "";
+  return `${value("year").padStart(4, "0")}-${value("month")}-${value("day")}`;
+}

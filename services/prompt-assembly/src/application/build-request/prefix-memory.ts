@@ -1,0 +1,338 @@
+// The "record" stage: compare this build's prefix fingerprint with the session's previous one and
+// remember this one, durably, together with the PrefixEvents that report it (FingerprintObserved
+// for every build, PrefixChanged when the prefix moved): the events are published if and only if
+// the fingerprint row changed.
+//
+// Builds running at the same time are recorded together: one transaction per group instead of one
+// per build (group commit), so a busy process pays well under one commit per build. A build is
+// answered only after its group committed, so a crash can lose only the comparison of builds that
+// were never answered. Rows are locked for the transaction and compared in arrival order, so
+// concurrent builds of one session, in this process or another replica, each compare with the one
+// before it. The fingerprint each session had last is also kept in memory (bounded), with the row
+// version it was written at, so a comparison reads the stored fingerprint only when another
+// process wrote the row since.
+
+import type { OutboxEntry } from "@prefix-guard/bus";
+import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
+import { Topics } from "@prefix-guard/events";
+import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
+import type { FingerprintStore, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
+import { canonicalJson } from "../../domain/canonical-json";
+import type { PrefixFingerprint } from "../../domain/fingerprint";
+import { parseStoredFingerprint } from "../../domain/fingerprint";
+import type { ChatRequest } from "../../domain/model";
+import { costAfterBreak } from "../../domain/prefix-cost";
+import { type CauseHints, comparePrefix, type PrefixComparison } from "../../domain/prefix-monitor";
+
+export const PREFIX_EVENT_SCHEMA_VERSION = 1;
+
+/** What a build hands its prefix memory. */
+export interface PrefixRecord {
+  readonly sessionId: string;
+  readonly requestId: string;
+  readonly fingerprint: PrefixFingerprint;
+  readonly chatRequest: ChatRequest;
+  readonly generation: number;
+  /** CauseHints name of the rules decision ("PINNED", "RETAINED", "REREAD" ...). */
+  readonly rulesDecision: string;
+  readonly droppedTurns: number;
+  readonly anchorDate: string;
+  readonly dateNotices: readonly string[];
+  readonly estimatedTokens: number;
+  readonly model: string;
+  /** Where the current-date section's date comes from; absent is the product (first user message). */
+  readonly dateSource?: CauseHints["dateSource"];
+}
+
+/** The port: the product's durable memory, or a benchmark baseline's. */
+export interface PrefixMemory {
+  record(record: PrefixRecord): Promise<PrefixComparison>;
+  /** Records what is queued and stops taking more. */
+  close(): Promise<void>;
+}
+
+/** What a session's previous build left: its fingerprint and the hints its explanation needs. */
+export interface PreviousPrefix {
+  readonly fingerprint: PrefixFingerprint | null;
+  readonly generation: number;
+  readonly droppedTurns: number;
+  readonly anchorDate: string;
+}
+
+/** Compares `record` with `previous` and says what to publish about it. */
+export function comparePrefixRecord(previous: PreviousPrefix | null, record: PrefixRecord): PrefixComparison {
+  return comparePrefix(previous?.fingerprint ?? null, record.fingerprint, {
+    compactionGenerationBefore: previous?.generation ?? null,
+    compactionGenerationNow: record.generation,
+    rulesDecision: record.rulesDecision,
+    droppedTurnsBefore: previous?.droppedTurns ?? null,
+    droppedTurnsNow: record.droppedTurns,
+    anchorDateBefore: previous?.anchorDate ?? null,
+    anchorDateNow: record.anchorDate,
+    ...(record.dateSource === undefined ? {} : { dateSource: record.dateSource }),
+  });
+}
+
+/** FingerprintObserved for every build, plus PrefixChanged when the prefix moved. */
+export function prefixEvents(
+  record: PrefixRecord,
+  comparison: PrefixComparison,
+  previous: PrefixFingerprint | null,
+  nowMs: number,
+  newEventId: () => string,
+): PrefixEvent[] {
+  const { sessionId, requestId, fingerprint } = record;
+  const envelope = { sessionId, occurredAtMs: nowMs, schemaVersion: PREFIX_EVENT_SCHEMA_VERSION, requestId };
+  const events: PrefixEvent[] = [
+    {
+      ...envelope,
+      eventId: newEventId(),
+      type: "FingerprintObserved",
+      payload: {
+        $case: "observed",
+        value: {
+          sections: fingerprint.sections.map((section) => ({ ...section })),
+          toolsHash: fingerprint.toolsHash,
+          historyHash: fingerprint.historyHash,
+          messages: fingerprint.messageHashes.length,
+          firstBuild: comparison.firstBuild,
+          rulesDecision: record.rulesDecision,
+          dateNotices: [...record.dateNotices],
+          anchorDate: record.anchorDate,
+          estimatedTokens: record.estimatedTokens,
+          model: record.model,
+          compactionGeneration: record.generation,
+        },
+      },
+    },
+  ];
+  if (comparison.changed && previous !== null) {
+    const cost = costAfterBreak(previous, fingerprint, record.chatRequest, comparison);
+    events.push({
+      ...envelope,
+      eventId: newEventId(),
+      type: "PrefixChanged",
+      payload: {
+        $case: "changed",
+        value: {
+          changedSections: [...comparison.changedSections],
+          toolsChanged: comparison.toolsChanged,
+          toolsChangeKind: comparison.toolsChangeKind,
+          historyRewritten: comparison.historyRewritten,
+          cause: comparison.cause,
+          bytesAfterBreak: cost.bytes,
+          tokensAfterBreak: cost.tokens,
+          messages: record.chatRequest.messages.length,
+        },
+      },
+    });
+  }
+  return events;
+}
+
+export function prefixOutboxEntries(
+  sessionId: string,
+  events: readonly PrefixEvent[],
+  headers: Readonly<Record<string, string>>,
+  nowMs: number,
+): OutboxEntry[] {
+  return events.map((event) => ({
+    topic: Topics.promptPrefix,
+    key: sessionId,
+    value: PrefixEvent.encode(event).finish(),
+    headers,
+    nowMs,
+  }));
+}
+
+interface Remembered extends PreviousPrefix {
+  readonly version: number;
+  readonly bytes: number;
+}
+
+interface Pending {
+  readonly record: PrefixRecord;
+  readonly headers: Readonly<Record<string, string>>;
+  resolve(comparison: PrefixComparison): void;
+  reject(error: unknown): void;
+}
+
+export interface DurablePrefixMemoryOptions {
+  readonly store: FingerprintStore;
+  readonly now: () => number;
+  readonly newEventId: () => string;
+  /** Trace headers of the build, stored with its events (read when the build records). */
+  readonly traceHeaders: () => Readonly<Record<string, string>>;
+  /** Builds recorded in one transaction at most. */
+  readonly maxGroup?: number;
+  /** Byte budget of the fingerprints remembered in memory. */
+  readonly cacheBytes: number;
+  readonly logger: { warn(fields: Record<string, unknown>, message: string): void };
+}
+
+function rememberedBytes(fingerprint: PrefixFingerprint): number {
+  // The message hashes are shared with the session view's memo; a pointer and a share of the
+  // string each, plus the sections.
+  return fingerprint.messageHashes.length * 100 + fingerprint.sections.length * 200 + 500;
+}
+
+export class DurablePrefixMemory implements PrefixMemory {
+  private readonly queue: Pending[] = [];
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+  private readonly remembered = new Map<string, Remembered>();
+  private rememberedBytes = 0;
+
+  constructor(private readonly options: DurablePrefixMemoryOptions) {}
+
+  record(record: PrefixRecord): Promise<PrefixComparison> {
+    if (this.closed) return Promise.reject(new Error("prefix memory is closed"));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ record, headers: this.options.traceHeaders(), resolve, reject });
+      this.flushing ??= this.drain();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.flushing;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const group = this.queue.splice(0, this.options.maxGroup ?? 256);
+        await this.recordGroup(group);
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  private async recordGroup(group: readonly Pending[]): Promise<void> {
+    const { store } = this.options;
+    const sessionIds = [...new Set(group.map((pending) => pending.record.sessionId))];
+    try {
+      const nowMs = this.options.now();
+      // A remembered session has its row already (or had it deleted with the session, when the
+      // upsert below simply creates it again).
+      await store.ensureRows(
+        sessionIds.filter((id) => !this.remembered.has(id)),
+        nowMs,
+      );
+      const results = await retryOnDeadlock(() =>
+        store.transaction(async (tx) => {
+          const heads = await tx.lockHeads(sessionIds);
+          const previous = await this.previousOf(heads, (ids) => tx.readFingerprints(ids));
+          const comparisons: PrefixComparison[] = [];
+          const events: OutboxEntry[] = [];
+          const latest = new Map<string, { record: PrefixRecord; version: number }>();
+          for (const { record, headers } of group) {
+            const before = previous.get(record.sessionId) ?? null;
+            const comparison = comparePrefixRecord(before, record);
+            comparisons.push(comparison);
+            const published = prefixEvents(
+              record,
+              comparison,
+              before?.fingerprint ?? null,
+              nowMs,
+              this.options.newEventId,
+            );
+            events.push(...prefixOutboxEntries(record.sessionId, published, headers, nowMs));
+            const version = (latest.get(record.sessionId)?.version ?? heads.get(record.sessionId)?.version ?? 0) + 1;
+            latest.set(record.sessionId, { record, version });
+            previous.set(record.sessionId, {
+              fingerprint: record.fingerprint,
+              generation: record.generation,
+              droppedTurns: record.droppedTurns,
+              anchorDate: record.anchorDate,
+            });
+          }
+          await tx.write(
+            [...latest].map(([sessionId, { record, version }]) => ({
+              sessionId,
+              version,
+              fingerprintJson: canonicalJson(record.fingerprint, "fingerprint"),
+              generation: record.generation,
+              droppedTurns: record.droppedTurns,
+              anchorDate: record.anchorDate,
+              requestId: record.requestId,
+            })),
+            events,
+            nowMs,
+          );
+          return { comparisons, latest };
+        }),
+      );
+      for (const [sessionId, { record, version }] of results.latest) {
+        this.remember(sessionId, {
+          fingerprint: record.fingerprint,
+          generation: record.generation,
+          droppedTurns: record.droppedTurns,
+          anchorDate: record.anchorDate,
+          version,
+          bytes: rememberedBytes(record.fingerprint),
+        });
+      }
+      group.forEach((pending, index) => {
+        pending.resolve(results.comparisons[index] as PrefixComparison);
+      });
+    } catch (error) {
+      // Nothing of the group was stored; each build fails and the harness may retry it.
+      for (const sessionId of sessionIds) this.forget(sessionId);
+      const translated = translateDbError(error);
+      for (const pending of group) pending.reject(translated);
+    }
+  }
+
+  /** The previous prefix of each session: from memory when its version is still the stored one. */
+  private async previousOf(
+    heads: ReadonlyMap<string, StoredPrefixHead>,
+    readFingerprints: (sessionIds: readonly string[]) => Promise<Map<string, string>>,
+  ): Promise<Map<string, PreviousPrefix>> {
+    const previous = new Map<string, PreviousPrefix>();
+    const unread: string[] = [];
+    for (const [sessionId, head] of heads) {
+      if (!head.hasFingerprint) continue;
+      const memory = this.remembered.get(sessionId);
+      if (memory !== undefined && memory.version === head.version) previous.set(sessionId, memory);
+      else unread.push(sessionId);
+    }
+    const stored = await readFingerprints(unread);
+    for (const sessionId of unread) {
+      const head = heads.get(sessionId) as StoredPrefixHead;
+      const fingerprint = parseStoredFingerprint(stored.get(sessionId) ?? "");
+      if (fingerprint === null) {
+        this.options.logger.warn(
+          { session_id: sessionId },
+          `stored prefix fingerprint unreadable session=${sessionId}`,
+        );
+      }
+      previous.set(sessionId, {
+        fingerprint,
+        generation: head.generation,
+        droppedTurns: head.droppedTurns,
+        anchorDate: head.anchorDate,
+      });
+    }
+    return previous;
+  }
+
+  private remember(sessionId: string, entry: Remembered): void {
+    this.forget(sessionId);
+    this.remembered.set(sessionId, entry);
+    this.rememberedBytes += entry.bytes;
+    for (const [oldest, evicted] of this.remembered) {
+      if (this.rememberedBytes <= this.options.cacheBytes) break;
+      this.remembered.delete(oldest);
+      this.rememberedBytes -= evicted.bytes;
+    }
+  }
+
+  private forget(sessionId: string): void {
+    const entry = this.remembered.get(sessionId);
+    if (entry === undefined) return;
+    this.remembered.delete(sessionId);
+    this.rememberedBytes -= entry.bytes;
+  }
+}

@@ -1,0 +1,117 @@
+// The "resolve rules" stage: the workspace-rules section of this build. The product asks
+// rules-snapshot, which freezes the section per session (seed 001); a benchmark baseline can read
+// the file on every build through the same port.
+
+import { isPrefixGuardError, UnavailableError } from "@prefix-guard/errors";
+import {
+  Decision,
+  decisionToJSON,
+  type ResolveRequest,
+  type ResolveResponse,
+} from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import type { Locale } from "../../domain/model";
+
+export interface RulesLookup {
+  readonly sessionId: string;
+  readonly workspace: string;
+  readonly source: ResolveRequest["source"];
+  /** The session's compaction generation: a snapshot pinned under an older one is stale. */
+  readonly generation: number;
+  readonly embed: boolean;
+  readonly locale: Locale;
+}
+
+export interface ResolvedRules {
+  /** Exactly what is injected, heading included; "" means no section. */
+  readonly sectionText: string;
+  /** What the response reports. */
+  readonly decision: Decision;
+  /** How the prefix explanation names the decision ("PINNED", "RETAINED", "REREAD" ...). */
+  readonly causeName: string;
+}
+
+/** The port. */
+export interface WorkspaceRulesSource {
+  resolve(lookup: RulesLookup): Promise<ResolvedRules>;
+}
+
+/**
+ * Port over rules-snapshot Resolve. `timeoutMs` is relative: network deadlines are wall-clock time,
+ * never the injected `now` (which is the session clock used for dates and may be fixed in tests).
+ */
+export interface RulesResolver {
+  resolve(request: ResolveRequest, timeoutMs: number): Promise<ResolveResponse>;
+}
+
+/** "PINNED" for DECISION_PINNED: the form CauseHints uses. */
+export function decisionName(decision: Decision): string {
+  return decisionToJSON(decision).replace(/^DECISION_/, "");
+}
+
+export const SKIPPED_EMBED: ResolvedRules = {
+  sectionText: "",
+  decision: Decision.DECISION_SKIPPED_EMBED,
+  causeName: decisionName(Decision.DECISION_SKIPPED_EMBED),
+};
+
+/**
+ * The product: rules-snapshot's frozen section.
+ *
+ * Rules-snapshot outage: the build fails with UnavailableError instead of degrading. Dropping the
+ * section or injecting unpinned text would silently change the prefix of a session whose snapshot
+ * exists; the harness retries, and rules-snapshot itself degrades (DEGRADED_RAW) when only its
+ * store is down.
+ */
+export function snapshotRulesSource(
+  resolver: RulesResolver,
+  options: {
+    readonly timeoutMs: number;
+    readonly logger: { warn(fields: Record<string, unknown>, message: string): void };
+  },
+): WorkspaceRulesSource {
+  return {
+    async resolve(lookup) {
+      // Embedded page agents never get the section (seed 001 §4.3); asking would only add a
+      // dependency that can fail the build for nothing.
+      if (lookup.embed) return SKIPPED_EMBED;
+      let response: ResolveResponse;
+      try {
+        response = await resolver.resolve(
+          {
+            sessionId: lookup.sessionId,
+            workspace: lookup.workspace,
+            source: lookup.source,
+            compactionGeneration: lookup.generation,
+            embed: false,
+          },
+          options.timeoutMs,
+        );
+      } catch (error) {
+        // The caller's own mistakes (bad path, workspace) are reported as such; anything else is an
+        // outage the harness should retry.
+        if (
+          isPrefixGuardError(error) &&
+          ["invalid_argument", "permission_denied", "failed_precondition"].includes(error.code)
+        ) {
+          throw error;
+        }
+        throw new UnavailableError("rules-snapshot unavailable", {
+          cause: error,
+          reason: "rules_snapshot_unavailable",
+          context: { session_id: lookup.sessionId },
+        });
+      }
+      if (response.decision === Decision.DECISION_DEGRADED_RAW) {
+        options.logger.warn(
+          { session_id: lookup.sessionId, warning: response.warning },
+          `workspace rules degraded to raw text session=${lookup.sessionId}`,
+        );
+      }
+      return {
+        sectionText: response.sectionText,
+        decision: response.decision,
+        causeName: decisionName(response.decision),
+      };
+    },
+  };
+}

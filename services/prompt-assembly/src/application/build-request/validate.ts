@@ -1,0 +1,151 @@
+// The "validate" stage of BuildRequest: every field checked before any I/O, with the error naming
+// the field as the harness sent it. The result is the request in domain terms.
+
+import { ValidationError } from "@prefix-guard/errors";
+import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
+import type { BuildRequestRequest } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { parseJsonStrict } from "../../domain/canonical-json";
+import { CURRENT_DATE_SECTION_KEY } from "../../domain/date-anchor";
+import type { Locale, SystemSection, ToolDefinition, WireFormat } from "../../domain/model";
+import { WORKSPACE_RULES_SECTION_KEY } from "../../domain/prefix-monitor";
+import { wireFormatOfProto } from "../../domain/wire-formats/registry";
+
+const RESERVED_SECTION_KEYS: ReadonlySet<string> = new Set([CURRENT_DATE_SECTION_KEY, WORKSPACE_RULES_SECTION_KEY]);
+const MAX_SESSION_ID_LENGTH = 128;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The request after validation, in domain terms. */
+export interface ValidatedBuildRequest {
+  readonly sessionId: string;
+  readonly minSeq: number;
+  readonly sections: readonly SystemSection[];
+  readonly tools: readonly ToolDefinition[];
+  readonly contextWindow: number | null;
+  readonly wireFormat: WireFormat;
+  readonly model: string;
+  readonly workspace: string;
+  readonly rulesSource: ResolveRequest["source"];
+  readonly embed: boolean;
+  readonly allowShellClock: boolean | undefined;
+  readonly locale: Locale;
+  readonly maxOutputTokens: number | undefined;
+}
+
+// Bounds on what a harness sends per build: generous for real prompts, far below what would hurt
+// memory or the stores (a fingerprint row, the outbox payload).
+const SECTION_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_SECTION_CHARS = 256 * 1024;
+const MAX_TOOL_DESCRIPTION_CHARS = 16 * 1024;
+const MAX_TOOL_SCHEMA_CHARS = 64 * 1024;
+const MAX_MODEL_CHARS = 200;
+const MAX_WORKSPACE_CHARS = 1024;
+const MAX_RULES_CONTENT_CHARS = 1024 * 1024;
+
+/** Checks every field before any I/O. @throws ValidationError naming the first bad field. */
+export function validateBuildRequest(request: BuildRequestRequest): ValidatedBuildRequest {
+  requireId(request.sessionId, "session_id", MAX_SESSION_ID_LENGTH);
+  if (!Number.isSafeInteger(request.minSeq) || request.minSeq < 0) {
+    throw new ValidationError("min_seq", `must be an integer >= 0, got ${String(request.minSeq)}`);
+  }
+
+  const keys = new Set<string>();
+  const sections = request.sections.map((section, index): SystemSection => {
+    const field = `sections[${index}].key`;
+    if (section.key.length === 0) throw new ValidationError(field, "must not be empty");
+    if (!SECTION_KEY.test(section.key)) throw new ValidationError(field, "must be 1-64 characters of [A-Za-z0-9_.-]");
+    if (section.text.length > MAX_SECTION_CHARS) {
+      throw new ValidationError(`sections[${index}].text`, `must be at most ${MAX_SECTION_CHARS} characters`);
+    }
+    if (RESERVED_SECTION_KEYS.has(section.key)) {
+      throw new ValidationError(
+        field,
+        `${JSON.stringify(section.key)} is reserved for the section prompt-assembly renders`,
+      );
+    }
+    if (keys.has(section.key)) throw new ValidationError(field, `duplicate section key ${JSON.stringify(section.key)}`);
+    keys.add(section.key);
+    return { key: section.key, text: section.text };
+  });
+
+  const names = new Set<string>();
+  const tools = request.tools.map((tool, index): ToolDefinition => {
+    if (tool.name.length === 0) throw new ValidationError(`tools[${index}].name`, "must not be empty");
+    // The providers' own rule for function names; anything else breaks the request at the provider.
+    if (!TOOL_NAME.test(tool.name))
+      throw new ValidationError(`tools[${index}].name`, "must be 1-64 characters of [A-Za-z0-9_-]");
+    if (tool.description.length > MAX_TOOL_DESCRIPTION_CHARS) {
+      throw new ValidationError(
+        `tools[${index}].description`,
+        `must be at most ${MAX_TOOL_DESCRIPTION_CHARS} characters`,
+      );
+    }
+    if (tool.inputSchemaJson.length > MAX_TOOL_SCHEMA_CHARS) {
+      throw new ValidationError(
+        `tools[${index}].input_schema_json`,
+        `must be at most ${MAX_TOOL_SCHEMA_CHARS} characters`,
+      );
+    }
+    if (names.has(tool.name)) {
+      throw new ValidationError(`tools[${index}].name`, `duplicate tool name ${JSON.stringify(tool.name)}`);
+    }
+    names.add(tool.name);
+    const field = `tools[${index}].input_schema_json`;
+    const schema = parseJsonStrict(tool.inputSchemaJson, field);
+    if (!isPlainObject(schema)) throw new ValidationError(field, "must be a JSON object");
+    return { name: tool.name, description: tool.description, inputSchema: schema };
+  });
+
+  const wireFormat = wireFormatOfProto(request.wireFormat);
+  if (wireFormat === undefined) {
+    throw new ValidationError("wire_format", `must be set to a known format, got ${String(request.wireFormat)}`);
+  }
+  requireBoundedText(request.model, "model", MAX_MODEL_CHARS);
+  if (request.workspace.length > MAX_WORKSPACE_CHARS)
+    throw new ValidationError("workspace", `must be at most ${MAX_WORKSPACE_CHARS} characters`);
+  if (
+    request.rulesSource?.$case === "rulesContent" &&
+    request.rulesSource.value.text.length > MAX_RULES_CONTENT_CHARS
+  ) {
+    throw new ValidationError("rules_content.text", `must be at most ${MAX_RULES_CONTENT_CHARS} characters`);
+  }
+  if (request.contextWindow !== undefined && !(Number.isInteger(request.contextWindow) && request.contextWindow > 0)) {
+    throw new ValidationError("context_window", `must be > 0 when set, got ${String(request.contextWindow)}`);
+  }
+  if (
+    request.maxOutputTokens !== undefined &&
+    !(Number.isInteger(request.maxOutputTokens) && request.maxOutputTokens > 0)
+  ) {
+    throw new ValidationError("max_output_tokens", `must be > 0 when set, got ${String(request.maxOutputTokens)}`);
+  }
+  const locale = request.locale === "" ? "zh-CN" : request.locale;
+  if (locale !== "zh-CN" && locale !== "en") {
+    throw new ValidationError("locale", `must be "zh-CN" or "en", got ${JSON.stringify(request.locale)}`);
+  }
+
+  let rulesSource: ResolveRequest["source"];
+  if (request.rulesSource?.$case === "rulesFile") rulesSource = { $case: "file", value: request.rulesSource.value };
+  if (request.rulesSource?.$case === "rulesContent") {
+    rulesSource = { $case: "content", value: request.rulesSource.value };
+  }
+
+  return {
+    sessionId: request.sessionId,
+    minSeq: request.minSeq,
+    sections,
+    tools,
+    contextWindow: request.contextWindow ?? null,
+    wireFormat,
+    model: request.model,
+    workspace: request.workspace,
+    rulesSource,
+    embed: request.embed,
+    allowShellClock: request.allowShellClock,
+    locale,
+    maxOutputTokens: request.maxOutputTokens,
+  };
+}
