@@ -4,7 +4,7 @@ import { decodeSessionEvent, encodeSessionEvent, newEventId } from "@prefix-guar
 import { silentLogger } from "@prefix-guard/logging";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runEventConsumer } from "./event-consumer";
+import { PoisonMessageError, runEventConsumer } from "./event-consumer";
 import type { IncomingMessage, MessageBus } from "./port";
 import { eventually, uniqueName } from "./testing";
 
@@ -163,7 +163,7 @@ export function busContract(name: string, open: () => Promise<{ bus: MessageBus;
         groupId: uniqueName("g"),
         logger: silentLogger(),
         decode: decodeSessionEvent,
-        apply: async (e) => void applied.push(e.seq),
+        apply: async (events) => void applied.push(...events.map((e) => e.seq)),
       });
       const dead: IncomingMessage[] = [];
       const dlq = await bus.subscribe({
@@ -178,6 +178,91 @@ export function busContract(name: string, open: () => Promise<{ bus: MessageBus;
       expect(dead[0]!.headers["pg-dlq-reason"]).toBe("undecodable");
       expect(dead[0]!.headers["pg-dlq-source"]).toBe(`${topic}/0/1`);
       expect([...dead[0]!.value]).toEqual([0x0a, 0xff, 0xff, 0xff]);
+    });
+
+    it("hands batches of one partition in offset order, several partitions at once, and retries a failed batch whole", async () => {
+      const topic = uniqueName("contract-batch");
+      await bus.ensureTopics([{ topic, partitions: 3 }]);
+      const keys = Array.from({ length: 9 }, (_, i) => `batch-${i}`);
+      const messages = [];
+      for (let seq = 1; seq <= 40; seq++) for (const key of keys) messages.push({ key, value: messageSaved(key, seq) });
+      await bus.publish(topic, messages);
+      const seen = new Map<string, number[]>();
+      const batchSizes: number[] = [];
+      let inFlight = 0;
+      let maxInFlight = 0;
+      let failOnce = true;
+      const sub = await bus.subscribe({
+        topic,
+        groupId: uniqueName("g"),
+        maxBatchMessages: 50,
+        partitionsConcurrently: 3,
+        handleBatch: async (batch) => {
+          inFlight += 1;
+          maxInFlight = Math.max(maxInFlight, inFlight);
+          try {
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            if (failOnce && batch.length > 1) {
+              failOnce = false;
+              throw new Error("dependency down");
+            }
+            batchSizes.push(batch.length);
+            expect(new Set(batch.map((m) => m.partition)).size).toBe(1);
+            for (const m of batch) {
+              const event = decodeSessionEvent(m.value);
+              seen.set(event.sessionId, [...(seen.get(event.sessionId) ?? []), event.seq]);
+            }
+          } finally {
+            inFlight -= 1;
+          }
+        },
+      });
+      await eventually(() => [...seen.values()].reduce((n, l) => n + l.length, 0) >= keys.length * 40, {
+        what: "every event in batches",
+        timeoutMs: 60_000,
+      });
+      await sub.stop();
+      // The failed batch came again: nothing skipped, nothing applied twice.
+      for (const key of keys) expect(seen.get(key)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+      expect(Math.max(...batchSizes)).toBeGreaterThan(1);
+      expect(Math.max(...batchSizes)).toBeLessThanOrEqual(50);
+      expect(maxInFlight).toBeGreaterThan(1);
+    });
+
+    it("sends only the poison event of a batch to the DLQ and applies the rest", async () => {
+      const topic = uniqueName("contract-poison");
+      await bus.ensureTopics([
+        { topic, partitions: 1 },
+        { topic: `${topic}.dlq`, partitions: 1 },
+      ]);
+      await bus.publish(
+        topic,
+        [1, 2, 3, 4].map((seq) => ({ key: "p", value: messageSaved("p", seq) })),
+      );
+      const applied: number[] = [];
+      const sub = await runEventConsumer({
+        bus,
+        topic,
+        groupId: uniqueName("g"),
+        logger: silentLogger(),
+        decode: decodeSessionEvent,
+        apply: async (events) => {
+          if (events.some((e) => e.seq === 3)) throw new PoisonMessageError("seq 3 can never be applied");
+          applied.push(...events.map((e) => e.seq));
+        },
+      });
+      const dead: IncomingMessage[] = [];
+      const dlq = await bus.subscribe({
+        topic: `${topic}.dlq`,
+        groupId: uniqueName("g"),
+        handleMessage: async (m) => void dead.push(m),
+      });
+      await eventually(() => applied.includes(4) && dead.length === 1, { what: "three applied, one dead-lettered" });
+      await sub.stop();
+      await dlq.stop();
+      expect([...new Set(applied)].sort()).toEqual([1, 2, 4]);
+      expect(dead[0]?.headers["pg-dlq-reason"]).toBe("poison");
+      expect(decodeSessionEvent(dead[0]?.value ?? new Uint8Array()).seq).toBe(3);
     });
   });
 }

@@ -4,6 +4,7 @@ import type { Logger } from "@prefix-guard/logging";
 import type { Knex } from "knex";
 import { partitionForKey } from "./partition";
 import {
+  batchHandlerOf,
   handlerBackoffMs,
   type IncomingMessage,
   type MessageBus,
@@ -95,10 +96,12 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): MessageBus {
   class EmbeddedSubscription implements Subscription {
     private running = true;
     private readonly loops: Promise<void>[] = [];
+    private readonly handler: ReturnType<typeof batchHandlerOf>;
     constructor(
       readonly opts: SubscribeOptions,
       partitions: number,
     ) {
+      this.handler = batchHandlerOf(opts);
       for (let p = 0; p < partitions; p++) this.loops.push(this.consumePartition(p));
     }
 
@@ -140,30 +143,33 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): MessageBus {
           await this.waitForWork();
           continue;
         }
-        for (const row of rows) {
-          if (!this.running) return;
-          const message: IncomingMessage = {
+        const messages = rows.map(
+          (row): IncomingMessage => ({
             topic,
             partition,
             offset: String(row.offset),
             key: String(row.message_key),
             value: new Uint8Array(row.value as Buffer),
             headers: JSON.parse(String(row.headers_json)) as Record<string, string>,
-          };
+          }),
+        );
+        for (let start = 0; start < messages.length; start += this.handler.maxMessages) {
+          if (!this.running) return;
+          const chunk = messages.slice(start, start + this.handler.maxMessages);
           for (let attempt = 0; this.running; attempt++) {
             try {
-              await this.opts.handleMessage(message);
+              await this.handler.handle(chunk);
               break;
             } catch (error) {
               logger.warn(
-                { err: error, topic, partition, offset: message.offset, groupId, attempt },
-                "handler failed; retrying the same message",
+                { err: error, topic, partition, offset: chunk[0]?.offset, messages: chunk.length, groupId, attempt },
+                "handler failed; retrying the same messages",
               );
               await sleep(handlerBackoffMs(attempt));
             }
           }
           if (!this.running) return;
-          next = Number(row.offset) + 1;
+          next = Number(chunk[chunk.length - 1]?.offset ?? next - 1) + 1;
           await db("bus_group_offset")
             .insert({ group_id: groupId, topic, partition, next_offset: next })
             .onConflict(["group_id", "topic", "partition"])

@@ -18,14 +18,25 @@ export interface EventConsumerOptions<E> {
   readonly logger: Logger;
   /** Bytes to event; a ValidationError marks the message as poison. */
   readonly decode: (value: Uint8Array) => E;
-  readonly apply: (event: E, message: IncomingMessage) => Promise<void>;
+  /**
+   * Applies decoded events of one partition, in offset order, as one unit of work (one transaction,
+   * say). Throwing a PoisonMessageError or ValidationError makes the consumer apply the events one
+   * at a time, so only the poison one goes to the DLQ; any other error retries the whole batch.
+   */
+  readonly apply: (events: readonly E[], messages: readonly IncomingMessage[]) => Promise<void>;
+  /** Events per apply call at most; default 500. */
+  readonly maxBatchEvents?: number;
+  /** Partitions applied at the same time; default 1. */
+  readonly partitionsConcurrently?: number;
   /** Largest accepted message; bigger ones go to the DLQ unread (bounded memory per message). */
   readonly maxMessageBytes?: number;
   readonly fromBeginning?: boolean;
-  readonly onOutcome?: (outcome: "applied" | "dead_lettered") => void;
+  readonly onOutcome?: (outcome: "applied" | "dead_lettered", count: number) => void;
 }
 
 const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+/** Links on a batch span: enough to find the producers, bounded so a span stays small. */
+const MAX_SPAN_LINKS = 32;
 
 function extractContext(headers: Readonly<Record<string, string>>): Context {
   return propagation.extract(ROOT_CONTEXT, headers);
@@ -60,59 +71,91 @@ export async function runEventConsumer<E>(options: EventConsumerOptions<E>): Pro
         },
       },
     ]);
-    options.onOutcome?.("dead_lettered");
+    options.onOutcome?.("dead_lettered", 1);
+  }
+
+  function isPoison(error: unknown): boolean {
+    return error instanceof PoisonMessageError || error instanceof ValidationError;
+  }
+
+  /** Applies `batch` under one consumer span linked to every message's producer context. */
+  async function applyTraced(batch: readonly { event: E; message: IncomingMessage }[]): Promise<void> {
+    const first = batch[0];
+    if (first === undefined) return;
+    const links = batch.slice(0, MAX_SPAN_LINKS).flatMap(({ message }) => {
+      const spanContext = trace.getSpanContext(extractContext(message.headers));
+      return spanContext === undefined ? [] : [{ context: spanContext }];
+    });
+    // A batch of one keeps its producer as parent, so a single write is one trace end to end.
+    const parent = batch.length === 1 ? extractContext(first.message.headers) : ROOT_CONTEXT;
+    await context.with(parent, () =>
+      tracer.startActiveSpan(
+        `${topic} process`,
+        {
+          kind: SpanKind.CONSUMER,
+          links,
+          attributes: {
+            "messaging.system": bus.kind,
+            "messaging.destination.name": topic,
+            "messaging.consumer.group.name": groupId,
+            "messaging.batch.message_count": batch.length,
+            ...(batch.length === 1 ? { "messaging.kafka.message.key": first.message.key } : {}),
+          },
+        },
+        async (span) => {
+          try {
+            await options.apply(
+              batch.map((item) => item.event),
+              batch.map((item) => item.message),
+            );
+            options.onOutcome?.("applied", batch.length);
+          } catch (error) {
+            span.recordException(error as Error);
+            span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
+            throw error;
+          } finally {
+            span.end();
+          }
+        },
+      ),
+    );
   }
 
   return bus.subscribe({
     topic,
     groupId,
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
-    handleMessage: async (message) => {
-      if (message.value.byteLength > maxBytes) {
-        await deadLetter(message, "oversized", new Error(`${message.value.byteLength} bytes > ${maxBytes}`));
-        return;
-      }
-      let event: E;
-      try {
-        event = options.decode(message.value);
-      } catch (error) {
-        if (error instanceof ValidationError || error instanceof PoisonMessageError) {
-          await deadLetter(message, "undecodable", error);
-          return;
+    maxBatchMessages: options.maxBatchEvents ?? 500,
+    partitionsConcurrently: options.partitionsConcurrently ?? 1,
+    handleBatch: async (messages) => {
+      const decoded: { event: E; message: IncomingMessage }[] = [];
+      for (const message of messages) {
+        if (message.value.byteLength > maxBytes) {
+          await deadLetter(message, "oversized", new Error(`${message.value.byteLength} bytes > ${maxBytes}`));
+          continue;
         }
-        throw error;
+        try {
+          decoded.push({ event: options.decode(message.value), message });
+        } catch (error) {
+          if (!isPoison(error)) throw error;
+          await deadLetter(message, "undecodable", error);
+        }
       }
-      const parent = extractContext(message.headers);
-      await context.with(parent, () =>
-        tracer.startActiveSpan(
-          `${topic} process`,
-          {
-            kind: SpanKind.CONSUMER,
-            attributes: {
-              "messaging.system": bus.kind,
-              "messaging.destination.name": topic,
-              "messaging.consumer.group.name": groupId,
-              "messaging.kafka.message.key": message.key,
-            },
-          },
-          async (span) => {
-            try {
-              await options.apply(event, message);
-              options.onOutcome?.("applied");
-            } catch (error) {
-              if (error instanceof PoisonMessageError || error instanceof ValidationError) {
-                await deadLetter(message, "poison", error);
-                return;
-              }
-              span.recordException(error as Error);
-              span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
-              throw error;
-            } finally {
-              span.end();
-            }
-          },
-        ),
-      );
+      try {
+        await applyTraced(decoded);
+        return;
+      } catch (error) {
+        if (!isPoison(error)) throw error;
+      }
+      // Something in the batch can never be applied: one at a time, so only that one is dropped.
+      for (const item of decoded) {
+        try {
+          await applyTraced([item]);
+        } catch (error) {
+          if (!isPoison(error)) throw error;
+          await deadLetter(item.message, "poison", error);
+        }
+      }
     },
   });
 }

@@ -12,6 +12,7 @@ import {
   type SASLOptions,
 } from "kafkajs";
 import {
+  batchHandlerOf,
   handlerBackoffMs,
   type IncomingMessage,
   type MessageBus,
@@ -36,8 +37,15 @@ export interface KafkaBusOptions {
   readonly maxWaitTimeMs?: number;
 }
 
-/** Commit at least this often inside a long batch, so a crash redelivers a bounded amount. */
-const COMMIT_EVERY_MESSAGES = 100;
+function headersOf(
+  raw: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw ?? {})) {
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.map((x) => x.toString()).join(",") : v.toString();
+  }
+  return headers;
+}
 
 export function createKafkaBus(options: KafkaBusOptions): MessageBus {
   const { logger } = options;
@@ -148,47 +156,30 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
       });
       await consumer.connect();
       await consumer.subscribe({ topic: opts.topic, fromBeginning: opts.fromBeginning ?? true });
+      const handler = batchHandlerOf(opts);
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
-        eachBatch: async ({
-          batch,
-          resolveOffset,
-          heartbeat,
-          isRunning,
-          isStale,
-          commitOffsetsIfNecessary: _unused,
-        }: EachBatchPayload) => {
-          let sinceCommit = 0;
-          let lastDone: string | undefined;
-          const commit = async () => {
-            if (lastDone === undefined) return;
-            // kafkajs commitOffsetsIfNecessary commits nothing with autoCommit off (kafkajs#1729): commit explicitly.
-            await consumer.commitOffsets([
-              { topic: batch.topic, partition: batch.partition, offset: (BigInt(lastDone) + 1n).toString() },
-            ]);
-            sinceCommit = 0;
-          };
-          for (const m of batch.messages) {
-            if (!running || !isRunning() || isStale()) break;
-            const headers: Record<string, string> = {};
-            for (const [k, v] of Object.entries(m.headers ?? {})) {
-              if (v !== undefined) headers[k] = Array.isArray(v) ? v.map((x) => x.toString()).join(",") : v.toString();
-            }
-            const message: IncomingMessage = {
-              topic: batch.topic,
-              partition: batch.partition,
-              offset: m.offset,
-              key: m.key?.toString() ?? "",
-              value: m.value
-                ? new Uint8Array(m.value.buffer, m.value.byteOffset, m.value.byteLength)
-                : new Uint8Array(),
-              headers,
-            };
+        partitionsConsumedConcurrently: opts.partitionsConcurrently ?? 1,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload) => {
+          const alive = () => running && isRunning() && !isStale();
+          for (let start = 0; start < batch.messages.length && alive(); start += handler.maxMessages) {
+            const chunk = batch.messages.slice(start, start + handler.maxMessages).map(
+              (m): IncomingMessage => ({
+                topic: batch.topic,
+                partition: batch.partition,
+                offset: m.offset,
+                key: m.key?.toString() ?? "",
+                value: m.value
+                  ? new Uint8Array(m.value.buffer, m.value.byteOffset, m.value.byteLength)
+                  : new Uint8Array(),
+                headers: headersOf(m.headers),
+              }),
+            );
             let handled = false;
-            for (let attempt = 0; running && isRunning() && !isStale(); attempt++) {
+            for (let attempt = 0; alive(); attempt++) {
               try {
-                await opts.handleMessage(message);
+                await handler.handle(chunk);
                 handled = true;
                 break;
               } catch (error) {
@@ -197,24 +188,27 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
                     err: error,
                     topic: batch.topic,
                     partition: batch.partition,
-                    offset: m.offset,
+                    offset: chunk[0]?.offset,
+                    messages: chunk.length,
                     groupId: opts.groupId,
                     attempt,
                   },
-                  "handler failed; retrying the same message",
+                  "handler failed; retrying the same messages",
                 );
                 await sleep(handlerBackoffMs(attempt));
                 await heartbeat();
               }
             }
             if (!handled) break;
-            resolveOffset(m.offset);
-            lastDone = m.offset;
-            sinceCommit += 1;
-            if (sinceCommit >= COMMIT_EVERY_MESSAGES) await commit();
+            const last = chunk[chunk.length - 1]?.offset;
+            if (last === undefined) continue;
+            resolveOffset(last);
+            // kafkajs commitOffsetsIfNecessary commits nothing with autoCommit off (kafkajs#1729): commit explicitly.
+            await consumer.commitOffsets([
+              { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() },
+            ]);
             await heartbeat();
           }
-          await commit();
         },
       });
       await Promise.race([joined, sleep(30_000)]);

@@ -31,8 +31,42 @@ export interface SubscribeOptions {
   /**
    * Called one message at a time per partition, in offset order. Resolving commits the position;
    * throwing retries the same message after a backoff (the handler decides what is poison).
+   * Ignored when handleBatch is given.
    */
-  readonly handleMessage: (message: IncomingMessage) => Promise<void>;
+  readonly handleMessage?: (message: IncomingMessage) => Promise<void>;
+  /**
+   * Called with consecutive messages of one partition, in offset order (at most maxBatchMessages).
+   * Resolving commits the position past the last one; throwing retries the same batch after a
+   * backoff, so the handler must be idempotent over a batch it saw before.
+   */
+  readonly handleBatch?: (messages: readonly IncomingMessage[]) => Promise<void>;
+  /** Largest batch handed to handleBatch; default 500. */
+  readonly maxBatchMessages?: number;
+  /** Partitions processed at the same time by this subscriber; default 1. */
+  readonly partitionsConcurrently?: number;
+}
+
+export const DEFAULT_MAX_BATCH_MESSAGES = 500;
+
+/**
+ * What a subscription runs per step: handleBatch over up to maxBatchMessages, or handleMessage over
+ * batches of one (so a retry never repeats a message that was already handled).
+ */
+export function batchHandlerOf(options: SubscribeOptions): {
+  readonly handle: (messages: readonly IncomingMessage[]) => Promise<void>;
+  readonly maxMessages: number;
+} {
+  if (options.handleBatch !== undefined) {
+    return { handle: options.handleBatch, maxMessages: options.maxBatchMessages ?? DEFAULT_MAX_BATCH_MESSAGES };
+  }
+  const handleMessage = options.handleMessage;
+  if (handleMessage === undefined) throw new Error(`subscription to ${options.topic} has no handler`);
+  return {
+    handle: async (messages) => {
+      for (const message of messages) await handleMessage(message);
+    },
+    maxMessages: 1,
+  };
 }
 
 export interface Subscription {

@@ -24,6 +24,8 @@ export const commonConfigShape = {
     .min(1_024)
     .max(64 * 1024 * 1024)
     .default(4 * 1024 * 1024),
+  /** Partitions of a topic one consumer applies at the same time (each in its own transactions). */
+  CONSUMER_PARTITIONS_CONCURRENTLY: z.coerce.number().int().min(1).max(64).default(3),
   /** 0 disables the Prometheus endpoint. */
   METRICS_PORT: port(0),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),

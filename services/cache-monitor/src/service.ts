@@ -77,11 +77,14 @@ export async function startCacheMonitor(
         groupId: `${config.CONSUMER_GROUP}.prefix`,
         logger,
         decode: decodePrefixEvent,
-        onOutcome: (outcome) => metrics.eventConsumed(Topics.promptPrefix, outcome),
-        apply: async (event) => {
-          metrics.eventAged(Topics.promptPrefix, now() - event.occurredAtMs);
-          const outcome = await monitor.applyPrefixEvent(event);
-          if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0) relay.notify();
+        onOutcome: (outcome, count) => metrics.eventConsumed(Topics.promptPrefix, outcome, count),
+        partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
+        apply: async (events) => {
+          for (const event of events) {
+            metrics.eventAged(Topics.promptPrefix, now() - event.occurredAtMs);
+            const outcome = await monitor.applyPrefixEvent(event);
+            if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0) relay.notify();
+          }
         },
       }),
     );
@@ -92,16 +95,19 @@ export async function startCacheMonitor(
         groupId: `${config.CONSUMER_GROUP}.usage`,
         logger,
         decode: decodeUsageEvent,
-        onOutcome: (outcome) => metrics.eventConsumed(Topics.llmUsage, outcome),
-        apply: async (event) => {
-          metrics.eventAged(Topics.llmUsage, now() - event.occurredAtMs);
-          try {
-            const result = await monitor.applyUsageEvent(event);
-            if (!result.duplicate && result.collapse !== null) relay.notify();
-          } catch (error) {
-            // An event id reused for another call never becomes applicable: retrying would block the partition.
-            if (error instanceof ConflictError) throw new PoisonMessageError(error.message, { cause: error });
-            throw error;
+        onOutcome: (outcome, count) => metrics.eventConsumed(Topics.llmUsage, outcome, count),
+        partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
+        apply: async (events) => {
+          for (const event of events) {
+            metrics.eventAged(Topics.llmUsage, now() - event.occurredAtMs);
+            try {
+              const result = await monitor.applyUsageEvent(event);
+              if (!result.duplicate && result.collapse !== null) relay.notify();
+            } catch (error) {
+              // An event id reused for another call never becomes applicable: retrying would block the partition.
+              if (error instanceof ConflictError) throw new PoisonMessageError(error.message, { cause: error });
+              throw error;
+            }
           }
         },
       }),

@@ -130,13 +130,18 @@ export async function startPromptAssembly(
     logger,
     decode: decodeSessionEvent,
     maxMessageBytes: config.BUS_MAX_MESSAGE_BYTES,
-    onOutcome: (outcome) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }),
-    apply: async (event) => {
-      metrics.eventApplyDelay.observe(
-        { consumer: config.CONSUMER_GROUP },
-        Math.max(0, Date.now() - event.occurredAtMs) / 1000,
-      );
-      await projection.applyOrCatchUp([event], sessions);
+    onOutcome: (outcome, count) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }, count),
+    partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
+    // One transaction per batch of a partition; partitions apply side by side.
+    apply: async (events) => {
+      await projection.applyOrCatchUp(events, sessions);
+      const appliedAt = Date.now();
+      for (const event of events) {
+        metrics.eventApplyDelay.observe(
+          { consumer: config.CONSUMER_GROUP },
+          Math.max(0, appliedAt - event.occurredAtMs) / 1000,
+        );
+      }
     },
   });
   const server = await startGrpcServer({

@@ -68,19 +68,23 @@ export async function startRulesSnapshot(
     logger,
     decode: decodeSessionEvent,
     maxMessageBytes: config.BUS_MAX_MESSAGE_BYTES,
-    onOutcome: (outcome) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }),
-    apply: async (event) => {
-      metrics.eventApplyDelay.observe(
-        { consumer: config.CONSUMER_GROUP },
-        Math.max(0, Date.now() - event.occurredAtMs) / 1000,
-      );
-      const outcome = await service.applySessionEvent(event);
-      relay.notify();
-      if (outcome.kind === "gap")
-        logger.warn(
-          { session: event.sessionId, seq: event.seq, lastSeq: outcome.lastSeq },
-          "session event gap (applied: cleanup does not depend on earlier events)",
+    onOutcome: (outcome, count) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }, count),
+    partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
+    // Only cleanup events (compaction, deletion, promotion) touch the database; the rest are skipped.
+    apply: async (events) => {
+      for (const event of events) {
+        metrics.eventApplyDelay.observe(
+          { consumer: config.CONSUMER_GROUP },
+          Math.max(0, Date.now() - event.occurredAtMs) / 1000,
         );
+        const outcome = await service.applySessionEvent(event);
+        if (outcome.kind === "gap")
+          logger.warn(
+            { session: event.sessionId, seq: event.seq, lastSeq: outcome.lastSeq },
+            "session event gap (applied: cleanup does not depend on earlier events)",
+          );
+      }
+      relay.notify();
     },
   }).catch((error: unknown) => {
     throw new UnavailableError("cannot subscribe to session.events.v1", { cause: error });

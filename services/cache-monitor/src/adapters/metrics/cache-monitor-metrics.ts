@@ -75,8 +75,8 @@ export class CacheMonitorMetrics implements CacheMonitorObserver {
     this.extraCost.inc(args.extraCost);
   }
 
-  eventConsumed(topic: string, outcome: "applied" | "dead_lettered"): void {
-    this.consumed.inc({ topic, outcome });
+  eventConsumed(topic: string, outcome: "applied" | "dead_lettered", count = 1): void {
+    this.consumed.inc({ topic, outcome }, count);
   }
 
   eventAged(topic: string, ageMs: number): void {
