@@ -10,6 +10,12 @@ export const rulesSnapshotConfigSchema = z.object({
   /** Language of the section heading and the truncation notice. */
   RULES_LOCALE: z.enum(["zh-CN", "en"]).default("zh-CN"),
   CONSUMER_GROUP: z.string().min(1).default("rules-snapshot"),
+  /** Memory for rules files read on Resolve, each re-read only when its size or times change. */
+  RULES_FILE_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(64 * 1024 * 1024),
 });
 
 export type RulesSnapshotConfig = z.infer<typeof rulesSnapshotConfigSchema>;

@@ -14,7 +14,7 @@ import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-guard/runtime";
 import { Counter } from "prom-client";
-import { readAgentsMdFile } from "./adapters/fs/agents-md-reader";
+import { cachedAgentsMdReader } from "./adapters/fs/agents-md-reader";
 import { rulesSnapshotRegistration } from "./adapters/grpc/rules-snapshot-grpc";
 import { outboxRulesEventSink } from "./adapters/mysql/outbox-event-sink";
 import { SnapshotStore } from "./adapters/mysql/snapshot-store";
@@ -51,7 +51,7 @@ export async function startRulesSnapshot(
   });
   const service = new RulesSnapshotService({
     store: new SnapshotStore(db),
-    readFile: (path) => readAgentsMdFile(path),
+    readFile: cachedAgentsMdReader({ cacheBytes: config.RULES_FILE_CACHE_BYTES }),
     sha256: sha256Hex,
     now,
     newEventId: () => newEventId(now()),

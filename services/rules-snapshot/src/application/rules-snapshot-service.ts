@@ -131,6 +131,8 @@ function safeReason(error: unknown): string {
 
 export class RulesSnapshotService {
   private readonly locale: Locale;
+  /** The rendered section and its hash per read: a cached reader answers the same object for an unchanged file. */
+  private readonly rendered = new WeakMap<AgentsMdRead, RawRules>();
 
   constructor(private readonly deps: RulesSnapshotServiceDeps) {
     this.locale = deps.locale ?? "zh-CN";
@@ -229,30 +231,33 @@ export class RulesSnapshotService {
   }
 
   private async readRaw(sessionId: string, source: RulesSource): Promise<RawRules> {
-    let text: string;
-    let sourcePath: string | null = null;
-    let sourceMtimeMs: number | null = null;
-    let sourceTruncated = false;
-    if (source.$case === "content") {
-      text = source.value.text;
-    } else {
-      sourcePath = source.value.path;
-      try {
-        const read = await this.deps.readFile(sourcePath);
-        text = read.text;
-        sourceMtimeMs = read.mtimeMs;
-        sourceTruncated = read.truncated;
-      } catch (error) {
-        if (error instanceof ValidationError) throw error;
-        // An unreadable file must not block the conversation: it reads as empty, which keeps a pinned
-        // snapshot (§3.4) and injects nothing for a session without one, as a missing file would.
-        this.deps.logger.warn(
-          { sessionId, path: sourcePath, err: errorMessage(error) },
-          `workspace rules source unreadable, treated as empty session=${sessionId} path=${sourcePath}`,
-        );
-        text = "";
-      }
+    if (source.$case === "content") return this.render(source.value.text, null, null, false);
+    const sourcePath = source.value.path;
+    try {
+      const read = await this.deps.readFile(sourcePath);
+      const known = this.rendered.get(read);
+      if (known !== undefined) return known;
+      const raw = this.render(read.text, sourcePath, read.mtimeMs, read.truncated);
+      this.rendered.set(read, raw);
+      return raw;
+    } catch (error) {
+      if (error instanceof ValidationError) throw error;
+      // An unreadable file must not block the conversation: it reads as empty, which keeps a pinned
+      // snapshot (§3.4) and injects nothing for a session without one, as a missing file would.
+      this.deps.logger.warn(
+        { sessionId, path: sourcePath, err: errorMessage(error) },
+        `workspace rules source unreadable, treated as empty session=${sessionId} path=${sourcePath}`,
+      );
+      return this.render("", sourcePath, null, false);
     }
+  }
+
+  private render(
+    text: string,
+    sourcePath: string | null,
+    sourceMtimeMs: number | null,
+    sourceTruncated: boolean,
+  ): RawRules {
     const sectionText = renderWorkspaceRulesSection(text, this.locale, { sourceTruncated });
     return { sectionText, sourcePath, sourceMtimeMs, rawHash: this.deps.sha256(sectionText) };
   }

@@ -1,10 +1,10 @@
-import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ValidationError } from "@prefix-guard/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderWorkspaceRulesSection } from "../../domain/render-rules-section";
-import { MAX_AGENTS_MD_BYTES, readAgentsMdFile } from "./agents-md-reader";
+import { cachedAgentsMdReader, MAX_AGENTS_MD_BYTES, readAgentsMdFile } from "./agents-md-reader";
 
 let dir: string;
 beforeAll(async () => {
@@ -62,5 +62,50 @@ describe("readAgentsMdFile", () => {
     const read = await readAgentsMdFile(over, { maxBytes: 64 });
     expect(read.truncated).toBe(true);
     expect(read.text).toHaveLength(64);
+  });
+});
+
+describe("cachedAgentsMdReader", () => {
+  it("answers the same read while the file is unchanged, and reads again after any write", async () => {
+    const path = join(dir, "cached.md");
+    await writeFile(path, "v1 rules");
+    const read = cachedAgentsMdReader();
+    const first = await read(path);
+    expect(first.text).toBe("v1 rules");
+    expect(await read(path)).toBe(first);
+    // Same size, same text length: only the change time tells.
+    await writeFile(path, "v2 rules");
+    const second = await read(path);
+    expect(second.text).toBe("v2 rules");
+    expect(second).not.toBe(first);
+    expect(await read(path)).toBe(second);
+  });
+
+  it("sees a file replaced by rename, deleted, or turned into a directory", async () => {
+    const path = join(dir, "replaced.md");
+    await writeFile(path, "old");
+    const read = cachedAgentsMdReader();
+    expect((await read(path)).text).toBe("old");
+    await writeFile(join(dir, "replaced.tmp"), "new");
+    await rename(join(dir, "replaced.tmp"), path);
+    expect((await read(path)).text).toBe("new");
+    await rm(path);
+    expect(await read(path)).toEqual({ text: "", mtimeMs: null, truncated: false });
+    await mkdir(path);
+    expect(await read(path)).toEqual({ text: "", mtimeMs: null, truncated: false });
+  });
+
+  it("keeps nothing over its byte budget and still reads correctly", async () => {
+    const path = join(dir, "budget.md");
+    await writeFile(path, "x".repeat(1_000));
+    const read = cachedAgentsMdReader({ cacheBytes: 100 });
+    const first = await read(path);
+    const again = await read(path);
+    expect(again.text).toBe(first.text);
+    expect(again).not.toBe(first);
+  });
+
+  it("rejects a relative path like the plain reader", async () => {
+    await expect(cachedAgentsMdReader()("AGENTS.md")).rejects.toBeInstanceOf(ValidationError);
   });
 });

@@ -1,4 +1,4 @@
-import { open } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { ValidationError } from "@prefix-guard/errors";
 
@@ -73,4 +73,67 @@ export async function readAgentsMdFile(path: string, options: { maxBytes?: numbe
 function isMissing(error: unknown): boolean {
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   return typeof code === "string" && MISSING_CODES.has(code);
+}
+
+interface CachedRead {
+  readonly identity: string;
+  readonly read: AgentsMdRead;
+  readonly bytes: number;
+}
+
+/**
+ * readAgentsMdFile behind a cache keyed by the file's identity: device, inode, size and the
+ * nanosecond change and modification times. Resolve reads the source on every build only to compare
+ * it with the snapshot, so an unchanged file costs one stat instead of open, read and close; the
+ * same object is answered for it, so what is derived from it can be kept too. Any write moves ctime,
+ * and the identity is taken before the read, so a write during a read is read again next time.
+ * Bounded in bytes; least recently used files go first.
+ */
+export function cachedAgentsMdReader(
+  options: { maxBytes?: number; cacheBytes?: number } = {},
+): (path: string) => Promise<AgentsMdRead> {
+  const cacheBytes = options.cacheBytes ?? 64 * 1024 * 1024;
+  const cache = new Map<string, CachedRead>();
+  let total = 0;
+  const forget = (path: string) => {
+    const entry = cache.get(path);
+    if (entry === undefined) return;
+    cache.delete(path);
+    total -= entry.bytes;
+  };
+  return async (path) => {
+    requireAbsoluteSourcePath(path);
+    let identity: string;
+    try {
+      const info = await stat(path, { bigint: true });
+      if (!info.isFile()) {
+        forget(path);
+        return { text: "", mtimeMs: null, truncated: false };
+      }
+      identity = `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
+    } catch (error) {
+      forget(path);
+      if (isMissing(error)) return { text: "", mtimeMs: null, truncated: false };
+      throw error;
+    }
+    const cached = cache.get(path);
+    if (cached !== undefined && cached.identity === identity) {
+      cache.delete(path);
+      cache.set(path, cached);
+      return cached.read;
+    }
+    const read = await readAgentsMdFile(path, options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes });
+    forget(path);
+    const bytes = read.text.length * 2 + path.length * 2 + 200;
+    if (bytes <= cacheBytes) {
+      cache.set(path, { identity, read, bytes });
+      total += bytes;
+      for (const [oldest, entry] of cache) {
+        if (total <= cacheBytes) break;
+        cache.delete(oldest);
+        total -= entry.bytes;
+      }
+    }
+    return read;
+  };
 }
