@@ -13,7 +13,7 @@ import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { grpcPeerSecurity, grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-guard/runtime";
-import { Counter, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 import { grpcRulesResolver, grpcSessionEventsReader } from "./adapters/grpc/peer-clients";
 import { promptAssemblyRegistration } from "./adapters/grpc/prompt-assembly-grpc";
 import { FingerprintStore } from "./adapters/mysql/fingerprint-store";
@@ -82,6 +82,22 @@ export async function startPromptAssembly(
     labelNames: ["stage"] as const,
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [metrics.registry],
+  });
+  new Gauge({
+    name: "prefixguard_view_cache_bytes",
+    help: "Estimated memory held by session views kept between builds (bounded by VIEW_CACHE_BYTES).",
+    registers: [metrics.registry],
+    collect() {
+      this.set(views.stats().bytes);
+    },
+  });
+  new Gauge({
+    name: "prefixguard_view_cache_sessions",
+    help: "Sessions whose view is held in memory.",
+    registers: [metrics.registry],
+    collect() {
+      this.set(views.stats().sessions);
+    },
   });
   const builder = new PromptBuilder({
     views,
