@@ -1,12 +1,14 @@
 import {
   type MessageBus,
   OutboxRelay,
+  PoisonMessageError,
   relayLockFor,
   runEventConsumer,
   tableOutboxSource,
   traceHeaders,
 } from "@prefix-guard/bus";
 import type { Database } from "@prefix-guard/db";
+import { NotFoundError } from "@prefix-guard/errors";
 import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
@@ -150,7 +152,15 @@ export async function startPromptAssembly(
     partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
     // One transaction per batch of a partition; partitions apply side by side.
     apply: async (events) => {
-      await projection.applyOrCatchUp(events, sessions);
+      try {
+        await projection.applyOrCatchUp(events, sessions);
+      } catch (error) {
+        // A gap session-events cannot fill (it does not know the session) never heals: retrying
+        // would hold the partition forever. The consumer then applies the batch event by event and
+        // sends only the event it cannot place to the DLQ.
+        if (error instanceof NotFoundError) throw new PoisonMessageError(error.message, { cause: error });
+        throw error;
+      }
       const appliedAt = Date.now();
       for (const event of events) {
         metrics.eventApplyDelay.observe(
