@@ -84,26 +84,17 @@ const prefixFingerprintTable: Migration = {
 };
 
 /**
- * Lets a builder keep a session view in memory and bring it up to date with one read. Appending
- * messages leaves `rewrite_id` alone; anything that changes stored messages (SessionCreated over an
- * old id, a deletion, a tombstone) gives it a new value, so a view read under the old value is
- * reloaded whole instead of extended. `version` counts the writes of a fingerprint row, so a
- * builder knows whether the fingerprint it remembers is still the stored one.
+ * `version` counts the writes of a fingerprint row, so a builder that remembers the fingerprint it
+ * wrote knows whether it is still the stored one (another replica may have written since).
  */
-const viewAndFingerprintVersions: Migration = {
-  name: "0004_pa_rewrite_id_and_fingerprint_version",
+const fingerprintVersion: Migration = {
+  name: "0004_pa_fingerprint_version",
   async up(db) {
-    await db.schema.alterTable("pa_session", (t) => {
-      t.string("rewrite_id", 40).notNullable().defaultTo("");
-    });
     await db.schema.alterTable("pa_prefix_fingerprint", (t) => {
       t.bigInteger("version").notNullable().defaultTo(0);
     });
   },
   async down(db) {
-    await db.schema.alterTable("pa_session", (t) => {
-      t.dropColumn("rewrite_id");
-    });
     await db.schema.alterTable("pa_prefix_fingerprint", (t) => {
       t.dropColumn("version");
     });
@@ -116,5 +107,5 @@ export const promptAssemblyMigrations: Migration[] = [
   sessionTable,
   messageTable,
   prefixFingerprintTable,
-  viewAndFingerprintVersions,
+  fingerprintVersion,
 ];

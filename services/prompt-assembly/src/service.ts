@@ -63,7 +63,7 @@ export async function startPromptAssembly(
   const resolver = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS, peerSecurity);
   const sessions = grpcSessionEventsReader(config.SESSION_EVENTS_ADDRESS, config.READ_EVENTS_DEADLINE_MS, peerSecurity);
   const projectionStore = new ProjectionStore(db);
-  const projection = new SessionProjection({ store: projectionStore, now, newRewriteId: () => newEventId(now()) });
+  const projection = new SessionProjection({ store: projectionStore, now });
   const views = new SessionViews({ store: projectionStore, sessions, cacheBytes: config.VIEW_CACHE_BYTES });
   const overrides = deps.ports?.({ db, now }) ?? {};
   const prefixMemory =

@@ -69,6 +69,10 @@ export class FixedClock {
  */
 export class FakeSessionEvents implements SessionEventsReader {
   readCalls = 0;
+  /** afterSeq of every ReadEvents call, in order. */
+  readonly readsAfter: number[] = [];
+  /** When set, ReadEvents fails with it (session-events down). */
+  failReadsWith: Error | null = null;
   autoDeliver: SessionProjection | null = null;
   private readonly logs = new Map<string, SessionEvent[]>();
   private readonly zones = new Map<string, string>();
@@ -84,6 +88,8 @@ export class FakeSessionEvents implements SessionEventsReader {
 
   async readEvents(sessionId: string, afterSeq: number, limit: number) {
     this.readCalls += 1;
+    this.readsAfter.push(afterSeq);
+    if (this.failReadsWith !== null) throw this.failReadsWith;
     const log = this.logs.get(sessionId) ?? [];
     return { events: log.filter((event) => event.seq > afterSeq).slice(0, limit), lastSeq: log.length };
   }
@@ -351,8 +357,6 @@ export async function openSqliteStore(label: string): Promise<TestStore> {
   return store;
 }
 
-let rewriteCounter = 0;
-
 /**
  * prompt-assembly's core as service.ts wires it, over a test database: the projection, the views
  * held in memory, the durable prefix memory and the builder. `ports` replaces a product port.
@@ -373,7 +377,6 @@ export function assemblyCore(deps: {
   const projection = new SessionProjection({
     store,
     now: deps.now,
-    newRewriteId: () => `rewrite-${++rewriteCounter}`,
   });
   const views = new SessionViews({
     store,

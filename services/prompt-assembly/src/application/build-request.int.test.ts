@@ -268,7 +268,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       const stored = view.messages.find((message) => message.messageId === messageIdOf(second));
       expect(stored?.content).toEqual([{ type: "text", text: "结果怎么样?" }]);
       expect(JSON.stringify(view.messages)).not.toContain("<date-change>");
-      const rows = await pa.projectionStore.readView(sessionId, 0);
+      const rows = await pa.projectionStore.readView(sessionId);
       expect(JSON.stringify(rows?.messages)).toContain("结果怎么样?");
       expect(JSON.stringify(rows?.messages)).not.toContain("<date-change>");
       expect(JSON.stringify(pa.events.events(sessionId))).not.toContain("<date-change>");
@@ -505,7 +505,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
   });
 
   describe("read-your-writes with min_seq", () => {
-    it("reads a write the consumer has not delivered from session-events, in memory only, and sleeps nowhere", async () => {
+    it("sees a write the consumer has not delivered, in memory only, with one ReadEvents and no sleeping", async () => {
       const pa = service();
       const sessionId = nextSessionId();
       await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
@@ -523,18 +523,20 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       expect(response.bodyJson).toContain("刚刚保存的消息");
       expect(response.projectionSeq).toBe(saved.seq);
       expect(pa.events.readCalls).toBe(readsBefore + 1);
+      // The view in memory asked only for what came after it.
+      expect(pa.events.readsAfter.at(-1)).toBe(saved.seq - 1);
       // The stored projection is the consumer's to write: it has not moved.
       expect(await pa.projection.projectionSeq(sessionId)).toBe(saved.seq - 1);
 
-      // When the consumer gets there, the next build reads nothing from session-events and says the same.
+      // When the consumer gets there, the next build says the same bytes: no change.
       await pa.projection.applySessionEvent(saved);
       const again = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
-      expect(pa.events.readCalls).toBe(readsBefore + 1);
+      expect(pa.events.readsAfter.at(-1)).toBe(saved.seq);
       expect(again.bodyJson).toBe(response.bodyJson);
       expect(again.prefix?.changed).toBe(false);
     });
 
-    it("a build after a restart (nothing in memory) reads the stored projection, not session-events", async () => {
+    it("after a restart starts from the stored projection and reads only the events after it", async () => {
       const pa = service();
       const sessionId = nextSessionId();
       await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
@@ -545,11 +547,43 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       });
       const before = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
       await pa.restart();
-      const readsBefore = pa.events.readCalls;
       const after = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
-      expect(pa.events.readCalls).toBe(readsBefore);
+      expect(pa.events.readsAfter.at(-1)).toBe(saved.seq);
       expect(after.bodyJson).toBe(before.bodyJson);
       expect(after.prefix).toMatchObject({ changed: false, firstBuild: false });
+    });
+
+    it("a session deleted a moment ago is NOT_FOUND session_deleted, even with min_seq 0 before the consumer applied it", async () => {
+      const pa = service();
+      const sessionId = nextSessionId();
+      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
+      await pa.events.saveMessage(sessionId, { atMs: shanghai("2026-10-12", "09:01"), role: "user", content: "在吗" });
+      await pa.build(harnessRequest(sessionId));
+      pa.events.autoDeliver = null;
+      await pa.events.deleteSession(sessionId, shanghai("2026-10-12", "09:02"));
+      const error = await pa.build(harnessRequest(sessionId, { minSeq: 0 })).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(NotFoundError);
+      expect((error as NotFoundError).reason).toBe("session_deleted");
+    });
+
+    it("while session-events is down, serves what the stored projection has reached and refuses beyond it", async () => {
+      const pa = service();
+      const sessionId = nextSessionId();
+      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
+      const saved = await pa.events.saveMessage(sessionId, {
+        atMs: shanghai("2026-10-12", "09:01"),
+        role: "user",
+        content: "已落库",
+      });
+      const healthy = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
+      await pa.restart();
+      pa.events.failReadsWith = new UnavailableError("session-events unavailable");
+      const degraded = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
+      expect(degraded.bodyJson).toBe(healthy.bodyJson);
+      const beyond = await pa
+        .build(harnessRequest(sessionId, { minSeq: saved.seq + 1 }))
+        .catch((caught: unknown) => caught);
+      expect(beyond).toBeInstanceOf(UnavailableError);
     });
 
     it("fails with FailedPrecondition naming min_seq when session-events has no such seq", async () => {

@@ -21,12 +21,10 @@ describe.each(STORES)("SessionProjection on $name", ({ open }) => {
   const clock = new FixedClock(T0);
   let sessionCounter = 0;
   const nextSessionId = () => `proj-${++sessionCounter}`;
-  let rewrites = 0;
   const projection = (pageSize?: number) =>
     new SessionProjection({
       store: new ProjectionStore(store.db),
       now: clock.now,
-      newRewriteId: () => `rewrite-${++rewrites}`,
       ...(pageSize === undefined ? {} : { pageSize }),
     });
   /** The session as the stored projection has it (views that read nothing from session-events). */

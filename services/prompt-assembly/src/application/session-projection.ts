@@ -28,8 +28,6 @@ export interface SessionProjectionDeps {
   readonly store: ProjectionStore;
   /** Only stamps updated_at_ms; never part of what a build reads. */
   readonly now: () => number;
-  /** A fresh rewrite_id each time stored messages change. */
-  readonly newRewriteId: () => string;
   /** ReadEvents page size for catchUp. */
   readonly pageSize?: number;
 }
@@ -42,7 +40,6 @@ class SessionWriteBuilder {
   private dropStored = false;
   private flagStored: string[] = [];
   private insert: StoredMessage[] = [];
-  private rewritten = false;
   private forgetPrefix = false;
   private lastSeq: number;
   private readonly existed: boolean;
@@ -75,7 +72,6 @@ class SessionWriteBuilder {
         this.dropStored = true;
         this.flagStored = [];
         this.insert = [];
-        this.rewritten = true;
         // A re-created id or a removed session must not be compared with its old prefix. A session
         // an operator is rebuilding (its row forgotten first) keeps it: the next build then reports
         // whether the rebuilt projection changed any byte, instead of calling itself a first build.
@@ -89,7 +85,6 @@ class SessionWriteBuilder {
         const pending = this.insert[index];
         if (pending !== undefined) this.insert[index] = { ...pending, deleted: true };
         else this.flagStored.push(step.messageId);
-        this.rewritten = true;
         return;
       }
       case "updateSession":
@@ -97,14 +92,13 @@ class SessionWriteBuilder {
     }
   }
 
-  build(newRewriteId: () => string): SessionWrite {
+  build(): SessionWrite {
     return {
       sessionId: this.sessionId,
       session: this.session,
       dropStored: this.dropStored,
       flagStored: this.flagStored,
       insert: this.insert,
-      rewriteId: this.rewritten ? newRewriteId() : null,
       forgetPrefix: this.forgetPrefix,
       lastSeq: this.lastSeq,
     };
@@ -162,7 +156,7 @@ export class SessionProjection {
             return "applied";
           });
           await tx.write(
-            [...writes.values()].map((write) => write.build(this.deps.newRewriteId)),
+            [...writes.values()].map((write) => write.build()),
             nowMs,
           );
           return outcomes;

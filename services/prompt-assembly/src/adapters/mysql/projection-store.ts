@@ -31,7 +31,6 @@ interface SessionRow {
   last_seq: number | string;
   deleted: number | boolean | string;
   ended: number | boolean | string;
-  rewrite_id: string;
 }
 
 interface MessageRow {
@@ -62,12 +61,6 @@ function toSession(row: SessionRow, where: string): ProjectedSession {
   };
 }
 
-/** A stored session with the value that changes whenever its stored messages are rewritten. */
-export interface StoredSession {
-  readonly session: ProjectedSession;
-  readonly rewriteId: string;
-}
-
 /** Everything one batch of events changes for one session, folded in event order. */
 export interface SessionWrite {
   readonly sessionId: string;
@@ -78,8 +71,6 @@ export interface SessionWrite {
   /** Ids of already stored messages to flag as deleted. */
   readonly flagStored: readonly string[];
   readonly insert: readonly StoredMessage[];
-  /** Set when stored messages change (anything but appends); see the rewrite_id migration. */
-  readonly rewriteId: string | null;
   /** Drop the session's last prefix fingerprint (the session was re-created or removed). */
   readonly forgetPrefix: boolean;
   readonly lastSeq: number;
@@ -100,18 +91,14 @@ export class ProjectionStore {
 
   /**
    * One statement, so session row and messages come from the same moment: the session and its
-   * messages with seq in (afterSeq, last_seq]. Null when the session is not projected.
+   * messages up to its last_seq. Null when the session is not projected.
    */
-  async readView(
-    sessionId: string,
-    afterSeq: number,
-  ): Promise<{ stored: StoredSession; messages: StoredMessage[] } | null> {
+  async readView(sessionId: string): Promise<{ session: ProjectedSession; messages: StoredMessage[] } | null> {
     let rows: Array<SessionRow & MessageRow>;
     try {
-      const after = this.db.raw("?", [afterSeq]);
       rows = (await this.db("pa_session as s")
-        .leftJoin("pa_message as m", function joinNewMessages() {
-          this.on("m.session_id", "=", "s.session_id").andOn("m.seq", ">", after).andOn("m.seq", "<=", "s.last_seq");
+        .leftJoin("pa_message as m", function joinMessages() {
+          this.on("m.session_id", "=", "s.session_id").andOn("m.seq", "<=", "s.last_seq");
         })
         .where("s.session_id", sessionId)
         .orderBy("m.seq", "asc")
@@ -124,7 +111,6 @@ export class ProjectionStore {
           "s.last_seq",
           "s.deleted",
           "s.ended",
-          "s.rewrite_id",
           "m.message_id",
           "m.seq",
           "m.role",
@@ -152,7 +138,7 @@ export class ProjectionStore {
         deleted: flag(row.message_deleted),
       });
     }
-    return { stored: { session: toSession(first, where), rewriteId: first.rewrite_id }, messages };
+    return { session: toSession(first, where), messages };
   }
 
   /** Last seq applied for the session; 0 when none. */
@@ -215,7 +201,6 @@ async function readSessions(
       "last_seq",
       "deleted",
       "ended",
-      "rewrite_id",
     )) as Array<SessionRow & { session_id: string }>;
   for (const row of rows) sessions.set(row.session_id, toSession(row, `pa_session[${row.session_id}]`));
   return sessions;
@@ -260,21 +245,8 @@ async function writeSessions(trx: Knex.Transaction, writes: readonly SessionWrit
     deleted: write.session.deleted,
     ended: write.session.ended,
     updated_at_ms: nowMs,
-    ...(write.rewriteId === null ? {} : { rewrite_id: write.rewriteId }),
   }));
-  // Rows that keep their rewrite_id and rows that get a new one are upserted apart: one multi-row
-  // statement updates the same columns for every row.
-  for (const rows of [
-    sessionRows.filter((row) => "rewrite_id" in row),
-    sessionRows.filter((row) => !("rewrite_id" in row)),
-  ]) {
-    if (rows.length === 0) continue;
-    const merged = Object.keys(rows[0] ?? {}).filter((column) => column !== "session_id");
-    await trx("pa_session")
-      .insert(rows.map((row) => ({ rewrite_id: "", ...row })))
-      .onConflict("session_id")
-      .merge(merged);
-  }
+  await trx("pa_session").insert(sessionRows).onConflict("session_id").merge();
   await writeConsumerPositions(
     trx,
     PROJECTION_CONSUMER,

@@ -1,19 +1,20 @@
 // The "load the session view" stage. Each session's view is kept in memory between builds and
-// brought up to date with one statement: the session row plus any message newer than the view
-// (ProjectionStore.readView). The store is shared by every replica and written by whichever one
-// consumes the session's partition, so that one read is also what tells this process that another
-// one applied newer events.
+// brought up to date by asking session-events, the source of truth, for the events after it
+// (ReadEvents; usually none or the one message just saved). They are applied to the view with the
+// projection's own decision (domain/session-projection.ts). So a build sees every write that
+// session-events acknowledged before it, with min_seq or without: a message saved a moment ago is
+// there, a session deleted a moment ago is NOT_FOUND. Nothing waits for Kafka.
 //
-// A view is only a cache: it is valid for the rewrite_id and seq it was read at, bounded in bytes
-// (least recently used views go first), and never the only copy of anything. When the stored
-// projection has not reached the build's min_seq yet (the event is still on its way through Kafka),
-// the missing events are read straight from session-events and applied to the view in memory with
-// the projection's own decision (domain/session-projection.ts); the stored projection catches up
-// when the consumer gets there. No sleeping, and one round trip instead of a wait for delivery.
+// The stored projection (fed from Kafka by whichever replica consumes the session's partition) is
+// what a view starts from when none is in memory (a restart, an evicted session), so a long
+// session is not replayed event by event; and it is what builds fall back on while session-events
+// cannot be reached, as long as it has reached min_seq.
+//
+// A view is only a cache: bounded in bytes (least recently used views go first), and never the
+// only copy of anything.
 
-import { FailedPreconditionError, NotFoundError } from "@prefix-guard/errors";
+import { FailedPreconditionError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
 import type { ProjectionStore } from "../../adapters/mysql/projection-store";
-import type { StoredMessage } from "../../domain/model";
 import {
   evolveSessionView,
   type ProjectedSessionView,
@@ -26,8 +27,6 @@ import { readPage, type SessionEventsReader } from "../session-projection";
 
 interface CachedView {
   readonly view: ProjectedSessionView;
-  /** rewrite_id the view's stored messages were read under; "" when they came from events only. */
-  readonly rewriteId: string;
   readonly bytes: number;
 }
 
@@ -80,8 +79,32 @@ export class SessionViews {
    * not got that far).
    */
   async load(sessionId: string, minSeq: number): Promise<ProjectedSessionView> {
-    let entry = await this.readCurrent(sessionId, this.cache.get(sessionId));
-    if (entry === null || entry.view.lastSeq < minSeq) entry = await this.catchUpFromEvents(sessionId, entry, minSeq);
+    const cached = this.cache.get(sessionId) ?? null;
+    let entry = cached ?? (await this.readStored(sessionId));
+    try {
+      entry = await this.catchUpFromEvents(sessionId, entry);
+    } catch (error) {
+      // session-events down: the stored projection (or the view in memory, whichever is further)
+      // still serves a build that it has caught up with.
+      if (!(error instanceof UnavailableError)) throw error;
+      const stored = cached === null ? entry : await this.readStored(sessionId);
+      const freshest = [cached, stored].reduce<CachedView | null>(
+        (best, candidate) =>
+          candidate !== null && (best === null || candidate.view.lastSeq > best.view.lastSeq) ? candidate : best,
+        null,
+      );
+      if (freshest === null || freshest.view.lastSeq < minSeq) throw error;
+      entry = freshest;
+    }
+    if (entry.view.lastSeq < minSeq) {
+      throw new FailedPreconditionError(
+        `min_seq ${minSeq} is beyond session ${sessionId}'s last event (seq ${entry.view.lastSeq}) in session-events`,
+        {
+          reason: "min_seq_not_reached",
+          context: { session_id: sessionId, min_seq: minSeq, projection_seq: entry.view.lastSeq },
+        },
+      );
+    }
     this.remember(sessionId, entry);
     return requireBuildable(entry.view);
   }
@@ -103,27 +126,14 @@ export class SessionViews {
     this.cachedBytes -= entry.bytes;
   }
 
-  private async readCurrent(sessionId: string, cached: CachedView | undefined): Promise<CachedView | null> {
-    const { store } = this.options;
-    const afterSeq = cached?.view.lastSeq ?? 0;
-    const read = await store.readView(sessionId, afterSeq);
-    if (read === null) return cached ?? null;
-    const { stored, messages } = read;
-    if (cached !== undefined && stored.rewriteId === cached.rewriteId) {
-      // Memory is ahead of the store when this process read events the consumer has not applied yet.
-      if (stored.session.lastSeq <= cached.view.lastSeq) return cached;
-      return this.entry(viewOf(sessionId, stored.session, appendAll(cached.view.messages, messages)), stored.rewriteId);
-    }
-    if (afterSeq === 0) return this.entry(viewOf(sessionId, stored.session, messages), stored.rewriteId);
-    // Stored messages were rewritten (a deletion, a re-created id, a rebuild): read them whole.
-    const whole = await store.readView(sessionId, 0);
-    if (whole === null) return null;
-    return this.entry(viewOf(sessionId, whole.stored.session, whole.messages), whole.stored.rewriteId);
+  private async readStored(sessionId: string): Promise<CachedView | null> {
+    const read = await this.options.store.readView(sessionId);
+    return read === null ? null : this.entry(viewOf(sessionId, read.session, read.messages));
   }
 
-  private async catchUpFromEvents(sessionId: string, from: CachedView | null, minSeq: number): Promise<CachedView> {
+  /** The view with every event session-events has after it; NotFound when it knows no such session. */
+  private async catchUpFromEvents(sessionId: string, from: CachedView | null): Promise<CachedView> {
     let view = from?.view ?? null;
-    let rewritten = false;
     for (;;) {
       const position = view?.lastSeq ?? 0;
       const page = await readPage(this.options.sessions, sessionId, position, this.options.pageSize ?? 500);
@@ -131,9 +141,7 @@ export class SessionViews {
         const event = projectedEventFromProto(proto);
         if (event.sessionId !== sessionId || event.seq <= (view?.lastSeq ?? 0)) continue;
         if (event.seq !== (view?.lastSeq ?? 0) + 1) break;
-        const step = planProjectionStep(view === null ? null : sessionOf(view), event);
-        rewritten ||= step.kind !== "appendMessage" && step.kind !== "updateSession";
-        view = evolveSessionView(view, sessionId, step);
+        view = evolveSessionView(view, sessionId, planProjectionStep(view === null ? null : sessionOf(view), event));
       }
       const reached = view?.lastSeq ?? 0;
       if (page.events.length === 0 || reached >= page.lastSeq || reached === position) break;
@@ -144,21 +152,11 @@ export class SessionViews {
         context: { session_id: sessionId },
       });
     }
-    if (view.lastSeq < minSeq) {
-      throw new FailedPreconditionError(
-        `min_seq ${minSeq} is beyond session ${sessionId}'s last event (seq ${view.lastSeq}) in session-events`,
-        {
-          reason: "min_seq_not_reached",
-          context: { session_id: sessionId, min_seq: minSeq, projection_seq: view.lastSeq },
-        },
-      );
-    }
-    // A view whose stored messages were rewritten in memory no longer matches any stored rewrite_id.
-    return this.entry(view, rewritten || from === null ? "" : from.rewriteId);
+    return view === from?.view ? from : this.entry(view);
   }
 
-  private entry(view: ProjectedSessionView, rewriteId: string): CachedView {
-    return { view, rewriteId, bytes: estimateViewBytes(view) };
+  private entry(view: ProjectedSessionView): CachedView {
+    return { view, bytes: estimateViewBytes(view) };
   }
 
   private remember(sessionId: string, entry: CachedView): void {
@@ -172,10 +170,6 @@ export class SessionViews {
       this.cachedBytes -= evicted.bytes;
     }
   }
-}
-
-function appendAll(messages: readonly StoredMessage[], newer: readonly StoredMessage[]): readonly StoredMessage[] {
-  return newer.length === 0 ? messages : [...messages, ...newer];
 }
 
 function requireBuildable(view: ProjectedSessionView): ProjectedSessionView {
