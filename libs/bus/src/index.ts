@@ -9,6 +9,7 @@ export {
   enqueueOutboxMessage,
   enqueueOutboxMessages,
   mysqlRelayLock,
+  outboxInsert,
   OutboxRelay,
   outboxMessageTable,
   processRelayLock,

@@ -1,4 +1,4 @@
-import type { Migration } from "@prefix-guard/db";
+import { type Migration, type Sql, type Statement, valueRows } from "@prefix-guard/db";
 import type { Logger } from "@prefix-guard/logging";
 import type { Knex } from "knex";
 import { type MessageBus, type OutgoingMessage, sleep } from "./port";
@@ -54,21 +54,39 @@ export async function enqueueOutboxMessage(trx: Knex | Knex.Transaction, entry: 
   await enqueueOutboxMessages(trx, [entry]);
 }
 
-/** enqueueOutboxMessage for many, in one statement; rows keep the given order (ids ascend). */
+const OUTBOX_COLUMNS = ["topic", "message_key", "payload", "headers_json", "created_at_ms", "published_at_ms"] as const;
+
+function outboxValues(entry: OutboxEntry): unknown[] {
+  return [entry.topic, entry.key, Buffer.from(entry.value), JSON.stringify(entry.headers ?? {}), entry.nowMs, null];
+}
+
+/** The INSERT of enqueueOutboxMessages, for a caller that sends it with other statements (Sql.batch). */
+export function outboxInsert(entries: readonly OutboxEntry[]): Statement {
+  return {
+    sql: `INSERT INTO outbox_message (${OUTBOX_COLUMNS.join(", ")}) VALUES ${valueRows(entries.length, OUTBOX_COLUMNS.length)}`,
+    values: entries.flatMap(outboxValues),
+  };
+}
+
+/**
+ * enqueueOutboxMessage for many, in one statement; rows keep the given order (ids ascend). Takes a
+ * knex transaction or, on a hot path, the plain-SQL connection of an inSqlTransaction.
+ */
 export async function enqueueOutboxMessages(
-  trx: Knex | Knex.Transaction,
+  trx: Knex | Knex.Transaction | Sql,
   entries: readonly OutboxEntry[],
 ): Promise<void> {
   if (entries.length === 0) return;
+  if ("dialect" in trx) {
+    const insert = outboxInsert(entries);
+    await trx.run(insert.sql, insert.values);
+    return;
+  }
   await trx("outbox_message").insert(
-    entries.map((entry) => ({
-      topic: entry.topic,
-      message_key: entry.key,
-      payload: Buffer.from(entry.value),
-      headers_json: JSON.stringify(entry.headers ?? {}),
-      created_at_ms: entry.nowMs,
-      published_at_ms: null,
-    })),
+    entries.map((entry) => {
+      const values = outboxValues(entry);
+      return Object.fromEntries(OUTBOX_COLUMNS.map((column, index) => [column, values[index]]));
+    }),
   );
 }
 

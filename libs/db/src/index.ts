@@ -13,3 +13,5 @@ export { createDatabase, describeDatabaseUrl, parseDatabaseUrl } from "./databas
 export { isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";
 export type { Migration } from "./migrations";
 export { runMigrations } from "./migrations";
+export type { Sql, SqlDialect, Statement } from "./sql";
+export { dialectOf, forUpdate, inSqlTransaction, upsertStatement, valueList, valueRows, withSql } from "./sql";

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import {
   createDatabase,
   type Database,
+  type DatabaseOptions,
   describeDatabaseUrl,
   type Migration,
   parseDatabaseUrl,
@@ -15,11 +16,12 @@ export async function openServiceDatabase(
   url: string,
   migrations: readonly Migration[],
   logger: Logger,
+  options: DatabaseOptions = {},
 ): Promise<Database> {
   const target = parseDatabaseUrl(url);
   if (target.dialect === "sqlite" && target.filename !== ":memory:")
     mkdirSync(dirname(target.filename), { recursive: true });
-  const db = createDatabase(url);
+  const db = createDatabase(url, options);
   const applied = await runMigrations(db, migrations);
   logger.info(
     { database: describeDatabaseUrl(url), applied },

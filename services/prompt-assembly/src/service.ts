@@ -58,7 +58,10 @@ export async function startPromptAssembly(
 ): Promise<RunningPromptAssembly> {
   const { bus, logger } = deps;
   const now = deps.now ?? Date.now;
-  const db = await openServiceDatabase(config.DATABASE_URL, promptAssemblyMigrations, logger);
+  // Several statements per query: a build's fingerprints are recorded in two round trips.
+  const db = await openServiceDatabase(config.DATABASE_URL, promptAssemblyMigrations, logger, {
+    multipleStatements: true,
+  });
   const peerSecurity = grpcPeerSecurity(config);
   const resolver = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS, peerSecurity);
   const sessions = grpcSessionEventsReader(config.SESSION_EVENTS_ADDRESS, config.READ_EVENTS_DEADLINE_MS, peerSecurity);
@@ -183,8 +186,9 @@ export async function startPromptAssembly(
         projection,
         views,
         sessions,
+        // The relay is not woken per build: its 100 ms poll publishes a build's events in batches,
+        // off the path of the builds that follow.
         afterBuild: (request, response) => {
-          relay.notify();
           builds.inc({
             format: (WireFormat[request.wireFormat] ?? "unknown").replace("WIRE_FORMAT_", "").toLowerCase(),
           });

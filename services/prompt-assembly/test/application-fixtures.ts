@@ -322,10 +322,10 @@ export async function openMariaDbStore(label: string): Promise<TestStore> {
   const test = await createTestDatabase(label);
   const store: TestStore = {
     label: "MariaDB",
-    db: createDatabase(test.url),
+    db: createDatabase(test.url, { multipleStatements: true }),
     async restart() {
       await store.db.destroy();
-      store.db = createDatabase(test.url);
+      store.db = createDatabase(test.url, { multipleStatements: true });
       return store.db;
     },
     async close() {

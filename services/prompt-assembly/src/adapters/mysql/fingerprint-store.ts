@@ -1,8 +1,20 @@
 // The SQL of pa_prefix_fingerprint, the last prefix fingerprint per session (what the next build
-// is compared with), written together with the PrefixEvent outbox rows that report it.
+// is compared with), written together with the PrefixEvent outbox rows that report it. Plain SQL
+// (libs/db sql.ts): this runs for every build.
 
-import { enqueueOutboxMessages, type OutboxEntry } from "@prefix-guard/bus";
-import { type Database, ensureRowsExist, translateDbError } from "@prefix-guard/db";
+import { type OutboxEntry, outboxInsert } from "@prefix-guard/bus";
+import {
+  type Database,
+  forUpdate,
+  type Sql,
+  type SqlDialect,
+  type Statement,
+  translateDbError,
+  upsertStatement,
+  valueList,
+  valueRows,
+  withSql,
+} from "@prefix-guard/db";
 import type { Knex } from "knex";
 
 /** fingerprint_json of a row created before its first build committed. */
@@ -27,44 +39,68 @@ export interface PrefixRow {
   readonly requestId: string;
 }
 
-/** Operations inside one recording transaction. */
-export interface FingerprintTransaction {
-  /** Heads of the sessions' rows, locked until commit (MySQL). */
-  lockHeads(sessionIds: readonly string[]): Promise<Map<string, StoredPrefixHead>>;
-  readFingerprints(sessionIds: readonly string[]): Promise<Map<string, string>>;
-  write(rows: readonly PrefixRow[], events: readonly OutboxEntry[], nowMs: number): Promise<void>;
+/** What one group of builds writes: the new rows and the PrefixEvents that report them. */
+export interface PrefixGroupWrite {
+  readonly rows: readonly PrefixRow[];
+  readonly events: readonly OutboxEntry[];
 }
+
+const PREFIX_COLUMNS = [
+  "session_id",
+  "fingerprint_json",
+  "generation",
+  "dropped_turns",
+  "anchor_date",
+  "request_id",
+  "updated_at_ms",
+  "version",
+] as const;
 
 export class FingerprintStore {
   constructor(private readonly db: Database) {}
 
-  /** Empty rows for sessions that may have none yet, so the locking read takes record locks. */
-  async ensureRows(sessionIds: readonly string[], nowMs: number): Promise<void> {
-    await ensureRowsExist(
-      this.db,
-      "pa_prefix_fingerprint",
-      ["session_id"],
-      sessionIds.map((sessionId) => ({
-        session_id: sessionId,
-        fingerprint_json: NO_FINGERPRINT,
-        generation: 0,
-        dropped_turns: 0,
-        anchor_date: "",
-        request_id: "",
-        updated_at_ms: nowMs,
-        version: 0,
-      })),
-    );
-  }
-
-  async transaction<T>(work: (tx: FingerprintTransaction) => Promise<T>): Promise<T> {
-    return this.db.transaction((trx) =>
-      work({
-        lockHeads: (sessionIds) => lockHeads(trx, sessionIds),
-        readFingerprints: (sessionIds) => readFingerprints(trx, sessionIds),
-        write: (rows, events, nowMs) => writeRows(trx, rows, events, nowMs),
-      }),
-    );
+  /**
+   * One transaction for a group of builds, in two round trips on MySQL (Sql.batch): create the rows
+   * of sessions not seen before and lock every session's row; then, once `decide` has compared,
+   * write the rows and the events and commit. `decide` may also read stored fingerprints it does
+   * not remember (another round trip, only after another replica wrote the row).
+   *
+   * Missing rows are created before the transaction, each in its own autocommitted statement
+   * (see ensureRowsExist in libs/db): a locking read of a missing row takes only a gap lock, and
+   * two groups that both hold it deadlock on their inserts.
+   */
+  async recordGroup<T>(
+    sessionIds: readonly string[],
+    unknownSessionIds: readonly string[],
+    nowMs: number,
+    decide: (
+      heads: ReadonlyMap<string, StoredPrefixHead>,
+      readFingerprints: (sessionIds: readonly string[]) => Promise<Map<string, string>>,
+    ) => Promise<{ write: PrefixGroupWrite; result: T }>,
+  ): Promise<T> {
+    return withSql(this.db, async (sql) => {
+      const sorted = [...sessionIds].sort();
+      const opened = await sql.batch([
+        ...createRows(sql.dialect, unknownSessionIds, nowMs),
+        { sql: sql.dialect === "mysql" ? "START TRANSACTION" : "BEGIN IMMEDIATE" },
+        {
+          // Sorted, so two groups lock shared sessions in the same order.
+          sql: `SELECT session_id, version, generation, dropped_turns, anchor_date,
+                  CASE WHEN fingerprint_json = '' THEN 0 ELSE 1 END AS has_fingerprint
+                FROM pa_prefix_fingerprint WHERE session_id IN (${valueList(sorted.length)})
+                ORDER BY session_id${forUpdate(sql.dialect)}`,
+          values: sorted,
+        },
+      ]);
+      try {
+        const { write, result } = await decide(parseHeads(opened.at(-1)), (ids) => readFingerprints(sql, ids));
+        await sql.batch([...writeStatements(sql.dialect, write, nowMs), { sql: "COMMIT" }]);
+        return result;
+      } catch (error) {
+        await sql.run("ROLLBACK").catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   /** For tests and operators: the stored fingerprint JSON of a session, or null. */
@@ -87,19 +123,18 @@ export async function forgetPrefixFingerprints(trx: Knex.Transaction, sessionIds
     .delete();
 }
 
-async function lockHeads(trx: Knex.Transaction, sessionIds: readonly string[]): Promise<Map<string, StoredPrefixHead>> {
-  const query = trx("pa_prefix_fingerprint")
-    .whereIn("session_id", [...sessionIds].sort())
-    .orderBy("session_id")
-    .select(
-      "session_id",
-      "version",
-      "generation",
-      "dropped_turns",
-      "anchor_date",
-      trx.raw("CASE WHEN fingerprint_json = '' THEN 0 ELSE 1 END AS has_fingerprint"),
-    );
-  const rows = (trx.client.config.client === "mysql2" ? await query.forUpdate() : await query) as Array<{
+function createRows(dialect: SqlDialect, sessionIds: readonly string[], nowMs: number): Statement[] {
+  if (sessionIds.length === 0) return [];
+  return [
+    {
+      sql: `${dialect === "mysql" ? "INSERT IGNORE" : "INSERT OR IGNORE"} INTO pa_prefix_fingerprint (${PREFIX_COLUMNS.join(", ")}) VALUES ${valueRows(sessionIds.length, PREFIX_COLUMNS.length)}`,
+      values: sessionIds.flatMap((sessionId) => [sessionId, NO_FINGERPRINT, 0, 0, "", "", nowMs, 0]),
+    },
+  ];
+}
+
+function parseHeads(rows: unknown): Map<string, StoredPrefixHead> {
+  const typed = rows as Array<{
     session_id: string;
     version: number | string;
     generation: number | string;
@@ -108,7 +143,7 @@ async function lockHeads(trx: Knex.Transaction, sessionIds: readonly string[]): 
     has_fingerprint: number | string;
   }>;
   return new Map(
-    rows.map((row) => [
+    typed.map((row) => [
       row.session_id,
       {
         version: Number(row.version),
@@ -121,36 +156,39 @@ async function lockHeads(trx: Knex.Transaction, sessionIds: readonly string[]): 
   );
 }
 
-async function readFingerprints(trx: Knex.Transaction, sessionIds: readonly string[]): Promise<Map<string, string>> {
+async function readFingerprints(sql: Sql, sessionIds: readonly string[]): Promise<Map<string, string>> {
   if (sessionIds.length === 0) return new Map();
-  const rows = (await trx("pa_prefix_fingerprint")
-    .whereIn("session_id", [...sessionIds])
-    .select("session_id", "fingerprint_json")) as Array<{ session_id: string; fingerprint_json: string }>;
+  const rows = await sql.rows<{ session_id: string; fingerprint_json: string }>(
+    `SELECT session_id, fingerprint_json FROM pa_prefix_fingerprint WHERE session_id IN (${valueList(sessionIds.length)})`,
+    sessionIds,
+  );
   return new Map(rows.map((row) => [row.session_id, row.fingerprint_json]));
 }
 
-async function writeRows(
-  trx: Knex.Transaction,
-  rows: readonly PrefixRow[],
-  events: readonly OutboxEntry[],
-  nowMs: number,
-): Promise<void> {
-  if (rows.length > 0) {
-    await trx("pa_prefix_fingerprint")
-      .insert(
-        rows.map((row) => ({
-          session_id: row.sessionId,
-          fingerprint_json: row.fingerprintJson,
-          generation: row.generation,
-          dropped_turns: row.droppedTurns,
-          anchor_date: row.anchorDate,
-          request_id: row.requestId,
-          updated_at_ms: nowMs,
-          version: row.version,
-        })),
-      )
-      .onConflict("session_id")
-      .merge();
+function writeStatements(dialect: SqlDialect, write: PrefixGroupWrite, nowMs: number): Statement[] {
+  const statements: Statement[] = [];
+  if (write.rows.length > 0) {
+    statements.push({
+      sql: upsertStatement(
+        dialect,
+        "pa_prefix_fingerprint",
+        PREFIX_COLUMNS,
+        ["session_id"],
+        PREFIX_COLUMNS.slice(1),
+        write.rows.length,
+      ),
+      values: write.rows.flatMap((row) => [
+        row.sessionId,
+        row.fingerprintJson,
+        row.generation,
+        row.droppedTurns,
+        row.anchorDate,
+        row.requestId,
+        nowMs,
+        row.version,
+      ]),
+    });
   }
-  await enqueueOutboxMessages(trx, events);
+  if (write.events.length > 0) statements.push(outboxInsert(write.events));
+  return statements;
 }

@@ -215,15 +215,12 @@ export class DurablePrefixMemory implements PrefixMemory {
     try {
       const nowMs = this.options.now();
       // A remembered session has its row already (or had it deleted with the session, when the
-      // upsert below simply creates it again).
-      await store.ensureRows(
-        sessionIds.filter((id) => !this.remembered.has(id)),
-        nowMs,
-      );
+      // upsert simply creates it again).
+      const unknown = sessionIds.filter((id) => !this.remembered.has(id));
+      // A deadlock (replicas locking shared sessions) rolled the group back whole: decide again.
       const results = await retryOnDeadlock(() =>
-        store.transaction(async (tx) => {
-          const heads = await tx.lockHeads(sessionIds);
-          const previous = await this.previousOf(heads, (ids) => tx.readFingerprints(ids));
+        store.recordGroup(sessionIds, unknown, nowMs, async (heads, readFingerprints) => {
+          const previous = await this.previousOf(heads, readFingerprints);
           const comparisons: PrefixComparison[] = [];
           const events: OutboxEntry[] = [];
           const latest = new Map<string, { record: PrefixRecord; version: number }>();
@@ -248,20 +245,16 @@ export class DurablePrefixMemory implements PrefixMemory {
               anchorDate: record.anchorDate,
             });
           }
-          await tx.write(
-            [...latest].map(([sessionId, { record, version }]) => ({
-              sessionId,
-              version,
-              fingerprintJson: canonicalJson(record.fingerprint, "fingerprint"),
-              generation: record.generation,
-              droppedTurns: record.droppedTurns,
-              anchorDate: record.anchorDate,
-              requestId: record.requestId,
-            })),
-            events,
-            nowMs,
-          );
-          return { comparisons, latest };
+          const rows = [...latest].map(([sessionId, { record, version }]) => ({
+            sessionId,
+            version,
+            fingerprintJson: canonicalJson(record.fingerprint, "fingerprint"),
+            generation: record.generation,
+            droppedTurns: record.droppedTurns,
+            anchorDate: record.anchorDate,
+            requestId: record.requestId,
+          }));
+          return { write: { rows, events }, result: { comparisons, latest } };
         }),
       );
       for (const [sessionId, { record, version }] of results.latest) {

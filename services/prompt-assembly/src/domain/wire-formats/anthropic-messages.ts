@@ -111,6 +111,7 @@ function anthropicBody(
   options: SerializeOptions,
   turnOf: (message: ChatMessage, index: number) => Turn,
   render: (block: Block) => AnthropicContentBlock | JsonFragment,
+  reusable: (turn: Turn) => boolean,
 ) {
   assertMessagesWellFormed(request.messages);
   const minimumTokens = requireMinimumTokens(options.cacheMinimumTokens ?? 0);
@@ -134,12 +135,16 @@ function anthropicBody(
     max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
     ...(system.length > 0 ? { system: markLastIf(system, chosen.systemEnd) } : {}),
     ...(tools.length > 0 ? { tools: markLastIf(tools, chosen.toolsEnd) } : {}),
-    messages: merged.map((turn, turnIndex) => ({
-      role: turn.role,
-      content: turn.blocks.map((block, blockIndex) =>
-        chosen.blocks.has(`${turnIndex}:${blockIndex}`) ? { ...block.wire, cache_control: EPHEMERAL } : render(block),
-      ),
-    })),
+    messages: merged.map((turn, turnIndex) => {
+      const marked = turn.blocks.some((_block, blockIndex) => chosen.blocks.has(`${turnIndex}:${blockIndex}`));
+      if (!marked && reusable(turn)) return turnFragment(turn);
+      return {
+        role: turn.role,
+        content: turn.blocks.map((block, blockIndex) =>
+          chosen.blocks.has(`${turnIndex}:${blockIndex}`) ? { ...block.wire, cache_control: EPHEMERAL } : render(block),
+        ),
+      };
+    }),
   };
 }
 
@@ -147,7 +152,13 @@ export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
   id: "anthropic_messages",
   protoValue: 2,
   serialize: (request, options) =>
-    anthropicBody(request, options, blocksOf, (block) => block.wire) as AnthropicMessagesBody,
+    anthropicBody(
+      request,
+      options,
+      blocksOf,
+      (block) => block.wire,
+      () => false,
+    ) as AnthropicMessagesBody,
   serializeJson: (request, options) =>
     canonicalJson(
       anthropicBody(
@@ -155,6 +166,7 @@ export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
         options,
         (message, index) => converted.of(message, index),
         (block) => block.json,
+        (turn) => converted.holds(turn),
       ),
     ),
 };
@@ -191,17 +203,27 @@ function mergeTurns(turns: readonly Turn[]): Turn[] {
       merged.push(turn);
     }
   }
-  return merged.map((turn) =>
-    turn.role === "user"
-      ? {
-          role: "user",
-          blocks: [
-            ...turn.blocks.filter((block) => block.wire.type === "tool_result"),
-            ...turn.blocks.filter((block) => block.wire.type !== "tool_result"),
-          ],
-        }
-      : turn,
-  );
+  return merged.map((turn) => {
+    if (turn.role !== "user") return turn;
+    const blocks = [
+      ...turn.blocks.filter((block) => block.wire.type === "tool_result"),
+      ...turn.blocks.filter((block) => block.wire.type !== "tool_result"),
+    ];
+    // Unchanged turns stay the same object, so what was written for them can be reused.
+    return blocks.every((block, index) => block === turn.blocks[index]) ? turn : { role: "user", blocks };
+  });
+}
+
+/** A whole turn as written, for turns that are one stored message, unmerged and without a marker. */
+const writtenTurns = new WeakMap<Turn, JsonFragment>();
+
+function turnFragment(turn: Turn): JsonFragment {
+  let fragment = writtenTurns.get(turn);
+  if (fragment === undefined) {
+    fragment = JsonFragment.of({ role: turn.role, content: turn.blocks.map((block) => block.json) });
+    writtenTurns.set(turn, fragment);
+  }
+  return fragment;
 }
 
 function anthropicTool(tool: ToolDefinition): AnthropicTool {

@@ -8,9 +8,15 @@ import type { ChatMessage, ContentPart, Role } from "../model";
 
 export class MessageMemo<V> {
   private readonly entries = new WeakMap<readonly ContentPart[], { readonly role: Role; readonly value: V }>();
+  private readonly values = new WeakSet<object>();
 
   /** `index` only names the message in a ValidationError; the value must not depend on it. */
   constructor(private readonly compute: (message: ChatMessage, index: number) => V) {}
+
+  /** Whether `value` is one this memo computed (and so belongs to a stored message as it is). */
+  holds(value: V): boolean {
+    return this.values.has(value as object);
+  }
 
   of(message: ChatMessage, index: number): V {
     const entry = this.entries.get(message.content);
@@ -18,6 +24,7 @@ export class MessageMemo<V> {
     if (entry !== undefined && entry.role === message.role) return entry.value;
     const value = this.compute(message, index);
     this.entries.set(message.content, { role: message.role, value });
+    if (typeof value === "object" && value !== null) this.values.add(value);
     return value;
   }
 }
