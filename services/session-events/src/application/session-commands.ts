@@ -1,4 +1,4 @@
-import { isUniqueViolation, translateDbError } from "@prefix-guard/db";
+import { isUniqueViolation, translateDbError, withSql } from "@prefix-guard/db";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "@prefix-guard/errors";
 import {
   decodeSessionEvent,
@@ -418,18 +418,23 @@ export class SessionCommands {
    */
   async readEvents(request: ReadEventsRequest): Promise<ReadEventsResponse> {
     const command = validateReadEvents(request);
+    // One statement (the session's last_seq and the page together), in plain SQL: prompt-assembly
+    // asks this before every build.
     return this.read(command.sessionId, async () => {
-      const session = await this.readSession(this.db, command.sessionId, false);
-      if (session === undefined) throw sessionNotFound(command.sessionId);
-      const rows: { payload: unknown }[] = await this.db("session_event")
-        .where("session_id", command.sessionId)
-        .andWhere("seq", ">", command.afterSeq)
-        .andWhere("seq", "<=", session.lastSeq)
-        .orderBy("seq")
-        .limit(command.limit)
-        .select("payload");
-      const events: SessionEvent[] = rows.map((row) => decodeSessionEvent(payloadBytes(row.payload)));
-      return { events, lastSeq: session.lastSeq };
+      const rows = await withSql(this.db, (sql) =>
+        sql.rows<{ last_seq: number | string; payload: unknown }>(
+          `SELECT s.last_seq, e.payload FROM session s
+             LEFT JOIN session_event e ON e.session_id = s.session_id AND e.seq > ? AND e.seq <= s.last_seq
+           WHERE s.session_id = ? ORDER BY e.seq LIMIT ?`,
+          [command.afterSeq, command.sessionId, command.limit],
+        ),
+      );
+      const first = rows[0];
+      if (first === undefined) throw sessionNotFound(command.sessionId);
+      const events: SessionEvent[] = rows
+        .filter((row) => row.payload !== null)
+        .map((row) => decodeSessionEvent(payloadBytes(row.payload)));
+      return { events, lastSeq: Number(first.last_seq) };
     });
   }
 
