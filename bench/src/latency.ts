@@ -80,6 +80,7 @@ export async function runLatencyBench(options: {
       source: { $case: "file" as const, value: { path: agentsMd } },
       compactionGeneration: 0,
       embed: false,
+      locale: "",
     });
 
     progress(
@@ -96,7 +97,12 @@ export async function runLatencyBench(options: {
       embedSkip.push(
         (
           await timed(() =>
-            callUnary(rules, rules.resolve, { sessionId, workspace: "", compactionGeneration: 0, embed: true }, call),
+            callUnary(
+              rules,
+              rules.resolve,
+              { sessionId, workspace: "", compactionGeneration: 0, embed: true, locale: "" },
+              call,
+            ),
           )
         )[0],
       );
@@ -122,6 +128,8 @@ export async function runLatencyBench(options: {
           kind: SessionKind.SESSION_KIND_MAIN,
           parentSessionId: "",
           continuedFromSessionId: "",
+          personalTerms: [],
+          locale: "",
         },
         call,
       );

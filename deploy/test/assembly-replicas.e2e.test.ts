@@ -137,6 +137,8 @@ describe("two prompt-assembly replicas serving one session", () => {
         kind: SessionKind.SESSION_KIND_MAIN,
         parentSessionId: "",
         continuedFromSessionId: "",
+        personalTerms: [],
+        locale: "",
       },
       deadline,
     );
@@ -174,7 +176,13 @@ describe("two prompt-assembly replicas serving one session", () => {
         const committed = await callUnary(
           sessions,
           sessions.commitCompaction,
-          { sessionId, expectedGeneration: 0, boundaryMessageId: boundary, summary: "前八轮讨论了压测。" },
+          {
+            sessionId,
+            expectedGeneration: 0,
+            boundaryMessageId: boundary,
+            summary: "前八轮讨论了压测。",
+            personalTerms: [],
+          },
           deadline,
         );
         seq = committed.seq;

@@ -230,6 +230,8 @@ const createSession: RpcSpec<CreateSessionRequest> = {
     kind: SessionKind.SESSION_KIND_MAIN,
     parentSessionId: "",
     continuedFromSessionId: "",
+    personalTerms: [],
+    locale: "",
   }),
 };
 const saveMessage: RpcSpec<SaveMessageRequest> = {
@@ -253,6 +255,7 @@ const commitCompaction: RpcSpec<CommitCompactionRequest> = {
     expectedGeneration: 0,
     boundaryMessageId: f.firstMessageId,
     summary: "用户在做压测重试",
+    personalTerms: [],
   }),
 };
 const deleteSession: RpcSpec<DeleteSessionRequest> = {
@@ -295,6 +298,7 @@ const resolve: RpcSpec<ResolveRequest> = {
     source: contentSource(f.rulesText),
     compactionGeneration: 0,
     embed: false,
+    locale: "",
   }),
 };
 const invalidate: RpcSpec<InvalidateRequest> = {

@@ -322,13 +322,20 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
     await callUnary(
       sessions,
       sessions.createSession,
-      { ...session, sessionId, kind: SessionKind.SESSION_KIND_MAIN },
+      { ...session, sessionId, kind: SessionKind.SESSION_KIND_MAIN, personalTerms: [], locale: "" },
       deadline,
     );
     await callUnary(
       sessions,
       sessions.createSession,
-      { ...session, sessionId: sideSessionId, kind: SessionKind.SESSION_KIND_SIDE, parentSessionId: sessionId },
+      {
+        ...session,
+        sessionId: sideSessionId,
+        kind: SessionKind.SESSION_KIND_SIDE,
+        parentSessionId: sessionId,
+        personalTerms: [],
+        locale: "",
+      },
       deadline,
     );
     const say = (role: Role, text: string) =>
@@ -349,6 +356,7 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
         source: { $case: "content", value: { text: RULES_TEXT } },
         compactionGeneration: 0,
         embed: false,
+        locale: "",
       },
       deadline,
     );
@@ -534,6 +542,8 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
         kind: SessionKind.SESSION_KIND_MAIN,
         parentSessionId: "",
         continuedFromSessionId: "",
+        personalTerms: [],
+        locale: "",
       },
       deadline,
     );
@@ -584,7 +594,13 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
     const compacted = await callUnary(
       sessions,
       sessions.commitCompaction,
-      { sessionId, expectedGeneration: 0, boundaryMessageId: userMessage.messageId, summary: `摘要 ${hostile}` },
+      {
+        sessionId,
+        expectedGeneration: 0,
+        boundaryMessageId: userMessage.messageId,
+        summary: `摘要 ${hostile}`,
+        personalTerms: [],
+      },
       deadline,
     );
     expect(compacted.summary).toContain("DROP TABLE session_event");
@@ -599,6 +615,7 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
         source: { $case: "content", value: { text: hostile } },
         compactionGeneration: compacted.generation,
         embed: false,
+        locale: "",
       },
       deadline,
     );

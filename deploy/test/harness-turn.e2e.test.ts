@@ -98,6 +98,8 @@ describe("harness turn over gRPC on real Kafka + MariaDB", () => {
         kind: SessionKind.SESSION_KIND_MAIN,
         parentSessionId: "",
         continuedFromSessionId: "",
+        personalTerms: [],
+        locale: "",
       },
       deadline,
     );
@@ -210,6 +212,7 @@ describe("harness turn over gRPC on real Kafka + MariaDB", () => {
         expectedGeneration: session.compactionGeneration,
         boundaryMessageId: s2.messageId,
         summary: "用户在做压测重试",
+        personalTerms: [],
       },
       deadline,
     );

@@ -81,6 +81,8 @@ describe("observability of one harness turn", () => {
           kind: SessionKind.SESSION_KIND_MAIN,
           parentSessionId: "",
           continuedFromSessionId: "",
+          personalTerms: [],
+          locale: "",
         },
         md,
       );

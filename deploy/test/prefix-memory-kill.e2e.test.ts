@@ -90,6 +90,8 @@ describe("prefix fingerprints survive SIGKILL of prompt-assembly for every answe
           kind: SessionKind.SESSION_KIND_MAIN,
           parentSessionId: "",
           continuedFromSessionId: "",
+          personalTerms: [],
+          locale: "",
         },
         deadline,
       );

@@ -118,6 +118,7 @@ describe("python consumer of session.events.v1 on the real Kafka broker", () => 
         parentSessionId: "",
         inheritedSummaryFrom: "",
         inheritedSummary: "",
+        locale: "",
       },
     });
     const events: SessionEvent[] = [

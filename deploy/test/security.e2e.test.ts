@@ -107,6 +107,8 @@ describe("gRPC security (TLS, mTLS, bearer tokens) and tenant checks, from the o
           kind: SessionKind.SESSION_KIND_MAIN,
           parentSessionId: "",
           continuedFromSessionId,
+          personalTerms: [],
+          locale: "",
         },
         md,
       );
@@ -125,7 +127,13 @@ describe("gRPC security (TLS, mTLS, bearer tokens) and tenant checks, from the o
     await callUnary(
       c,
       c.commitCompaction,
-      { sessionId: "full-1", expectedGeneration: 0, boundaryMessageId: saved.messageId, summary: "用户在排查压测重试" },
+      {
+        sessionId: "full-1",
+        expectedGeneration: 0,
+        boundaryMessageId: saved.messageId,
+        summary: "用户在排查压测重试",
+        personalTerms: [],
+      },
       md,
     );
     const mine = await create("cont-alice", "alice", "full-1");

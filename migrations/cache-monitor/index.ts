@@ -185,6 +185,21 @@ const collapseSectionTable: Migration = {
   },
 };
 
+/** A compaction request's observation: joined with its usage, never the session's previous build. */
+const observationCompactionRequest: Migration = {
+  name: "0007_cm_observation_compaction_request",
+  async up(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.boolean("compaction_request").notNullable().defaultTo(false);
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.dropColumn("compaction_request");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -193,4 +208,5 @@ export const cacheMonitorMigrations: Migration[] = [
   usageTable,
   collapseTable,
   collapseSectionTable,
+  observationCompactionRequest,
 ];

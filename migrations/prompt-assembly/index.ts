@@ -101,6 +101,23 @@ const fingerprintVersion: Migration = {
   },
 };
 
+/** The session's workspace and language, from SessionCreated (builds may name neither). */
+const sessionWorkspaceAndLocale: Migration = {
+  name: "0005_pa_session_workspace_locale",
+  async up(db) {
+    await db.schema.alterTable("pa_session", (t) => {
+      t.string("workspace", 1024).notNullable().defaultTo("");
+      t.string("locale", 8).notNullable().defaultTo("zh-CN");
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("pa_session", (t) => {
+      t.dropColumn("workspace");
+      t.dropColumn("locale");
+    });
+  },
+};
+
 export const promptAssemblyMigrations: Migration[] = [
   consumerPositionTable,
   outboxMessageTable,
@@ -108,4 +125,5 @@ export const promptAssemblyMigrations: Migration[] = [
   messageTable,
   prefixFingerprintTable,
   fingerprintVersion,
+  sessionWorkspaceAndLocale,
 ];

@@ -103,4 +103,19 @@ const sessionProjectionTables: Migration = {
   },
 };
 
-export const sessionEventsMigrations: Migration[] = [sessionEventTable, sessionProjectionTables];
+/** The session's language: every text prompt-assembly renders for it follows this. */
+const sessionLocale: Migration = {
+  name: "0003_session_locale",
+  async up(db) {
+    await db.schema.alterTable("session", (t) => {
+      t.string("locale", 8).notNullable().defaultTo("zh-CN");
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("session", (t) => {
+      t.dropColumn("locale");
+    });
+  },
+};
+
+export const sessionEventsMigrations: Migration[] = [sessionEventTable, sessionProjectionTables, sessionLocale];

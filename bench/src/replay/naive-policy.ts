@@ -12,6 +12,7 @@ import { type Database, translateDbError } from "@prefix-guard/db";
 import { newEventId } from "@prefix-guard/events";
 import {
   type AssemblyPortOverrides,
+  compactionObservedEvent,
   comparePrefixRecord,
   type DateAnchoring,
   type PrefixMemory,
@@ -108,6 +109,11 @@ export function forgetfulPrefixMemory(db: Database, now: () => number): PrefixMe
       const oldest = remembered.keys().next();
       if (remembered.size > NAIVE_MONITOR_CAPACITY && oldest.done !== true) remembered.delete(oldest.value);
       return comparison;
+    },
+    async observeCompactionRequest(record) {
+      const nowMs = now();
+      const event = compactionObservedEvent(record, nowMs, () => newEventId(nowMs));
+      await enqueueOutboxMessages(db, prefixOutboxEntries(record.sessionId, [event], {}, nowMs));
     },
     async close() {},
   };

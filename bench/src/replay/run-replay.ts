@@ -355,6 +355,8 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
               kind: SessionKind.SESSION_KIND_MAIN,
               parentSessionId: "",
               continuedFromSessionId: "",
+              personalTerms: [],
+              locale: "",
             },
             CALL,
           );
@@ -379,6 +381,7 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
                   source: { $case: "file", value: { path: agentsMdPath } },
                   compactionGeneration: state.generation,
                   embed: false,
+                  locale: "",
                 },
                 CALL,
               ),
@@ -471,6 +474,7 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
               expectedGeneration: state.generation,
               boundaryMessageId,
               summary: event.summary,
+              personalTerms: [],
             },
             CALL,
           );

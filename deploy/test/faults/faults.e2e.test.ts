@@ -189,6 +189,8 @@ describe("fault suite: SIGKILL, broker restart, DB drops, garbage on the bus", (
                     kind: SessionKind.SESSION_KIND_MAIN,
                     parentSessionId: "",
                     continuedFromSessionId: "",
+                    personalTerms: [],
+                    locale: "",
                   },
                   md,
                 )
@@ -286,6 +288,7 @@ describe("fault suite: SIGKILL, broker restart, DB drops, garbage on the bus", (
       source: { $case: "file" as const, value: { path: join(workspace, "AGENTS.md") } },
       compactionGeneration: 0,
       embed: false,
+      locale: "",
     });
     const resolve = () => callUnary(rules, rules.resolve, request("resolve-drop"), { deadlineMs: 5_000 });
     const first = await resolve();
@@ -351,6 +354,8 @@ describe("fault suite: SIGKILL, broker restart, DB drops, garbage on the bus", (
         kind: SessionKind.SESSION_KIND_MAIN,
         parentSessionId: "",
         continuedFromSessionId: "",
+        personalTerms: [],
+        locale: "",
       },
       { deadlineMs: 5_000 },
     );

@@ -137,6 +137,8 @@ async function runCorpus(stack: Stack): Promise<Record<string, string>> {
               kind: step.kind ?? SessionKind.SESSION_KIND_MAIN,
               parentSessionId: step.parent ?? "",
               continuedFromSessionId: step.continuedFrom ?? "",
+              personalTerms: [],
+              locale: "",
             },
             call,
           );
@@ -185,6 +187,7 @@ async function runCorpus(stack: Stack): Promise<Record<string, string>> {
               expectedGeneration: step.generation - 1,
               boundaryMessageId,
               summary: step.summary,
+              personalTerms: [],
             },
             call,
           );

@@ -112,6 +112,7 @@ class FakeBackends {
             createdAtMs: 1,
             deleted: false,
             ended: false,
+            locale: "",
           };
           this.sessions.set(sessionId, session);
           this.lastSeq.set(sessionId, 1);

@@ -9,6 +9,7 @@ import {
 import { FailedPreconditionError } from "@prefix-guard/errors";
 import { callUnary, type UnaryCallOptions } from "@prefix-guard/grpc";
 import {
+  type BuildCompactionRequestResponse,
   type BuildRequestRequest,
   type BuildRequestResponse,
   PromptAssemblyClient,
@@ -68,6 +69,10 @@ export interface CreateSessionInput {
   readonly kind?: SessionKind;
   readonly parentSessionId?: string;
   readonly continuedFromSessionId?: string;
+  /** "zh-CN" (server default) or "en": every text rendered for the session follows it. */
+  readonly locale?: string;
+  /** Names, addresses ... from the harness's own account data, scrubbed from an inherited summary. */
+  readonly personalTerms?: readonly string[];
 }
 
 export interface SaveMessageInput {
@@ -114,6 +119,8 @@ export interface CommitCompactionInput {
   readonly expectedGeneration: number;
   readonly boundaryMessageId: string;
   readonly summary: string;
+  /** Scrubbed from the summary with the ones found in the session; never stored. */
+  readonly personalTerms?: readonly string[];
 }
 
 export interface DeleteMessageInput {
@@ -137,6 +144,16 @@ export interface HarnessClient {
     options: BuildOptions,
     overrides?: CallOverrides,
   ): Promise<BuildRequestResponse>;
+  /**
+   * The summary call for a checkpoint (a build answered checkpoint_due): the body of the build for
+   * the same state plus the summary instruction, and the boundary and generation to commit with.
+   */
+  buildCompactionRequest(
+    sessionId: string,
+    minSeq: number,
+    options: BuildOptions & { readonly keepRecentTurns?: number },
+    overrides?: CallOverrides,
+  ): Promise<BuildCompactionRequestResponse>;
   recordUsage(sessionId: string, usage: UsageInput, overrides?: CallOverrides): Promise<RecordUsageResponse>;
   /** Saves the user message, then builds with min_seq = its seq (read-your-writes). */
   runTurn(
@@ -249,26 +266,28 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
       ),
     );
 
+  const buildRequestOf = (sessionId: string, minSeq: number, build: BuildOptions): BuildRequestRequest => ({
+    sessionId,
+    minSeq,
+    sections: [...(build.sections ?? [])],
+    tools: [...(build.tools ?? [])],
+    contextWindow: build.contextWindow,
+    wireFormat: build.wireFormat,
+    model: build.model,
+    workspace: build.workspace ?? "",
+    rulesSource: build.rulesSource,
+    embed: build.embed ?? false,
+    allowShellClock: build.allowShellClock,
+    locale: build.locale ?? "",
+    maxOutputTokens: build.maxOutputTokens,
+  });
+
   const buildRequest = (sessionId: string, minSeq: number, build: BuildOptions, overrides?: CallOverrides) =>
     translated("prompt-assembly", () =>
       callUnary(
         assembly,
         assembly.buildRequest,
-        {
-          sessionId,
-          minSeq,
-          sections: [...(build.sections ?? [])],
-          tools: [...(build.tools ?? [])],
-          contextWindow: build.contextWindow,
-          wireFormat: build.wireFormat,
-          model: build.model,
-          workspace: build.workspace ?? "",
-          rulesSource: build.rulesSource,
-          embed: build.embed ?? false,
-          allowShellClock: build.allowShellClock,
-          locale: build.locale ?? "",
-          maxOutputTokens: build.maxOutputTokens,
-        },
+        buildRequestOf(sessionId, minSeq, build),
         callOptions(true, buildDeadlineMs, overrides),
       ),
     );
@@ -283,6 +302,8 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
         kind: input.kind ?? SessionKind.SESSION_KIND_UNSPECIFIED,
         parentSessionId: input.parentSessionId ?? "",
         continuedFromSessionId: input.continuedFromSessionId ?? "",
+        personalTerms: [...(input.personalTerms ?? [])],
+        locale: input.locale ?? "",
       };
       // A generated id cannot be retried: a lost answer would leave an orphan and a retry a second session.
       const attempts = request.sessionId.length > 0 ? maxAttempts : 1;
@@ -304,6 +325,17 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
 
     saveMessage,
     buildRequest,
+
+    // Safe to repeat: it writes no session state (only an observation of the call).
+    buildCompactionRequest: (sessionId, minSeq, options, overrides) =>
+      translated("prompt-assembly", () =>
+        callUnary(
+          assembly,
+          assembly.buildCompactionRequest,
+          { request: buildRequestOf(sessionId, minSeq, options), keepRecentTurns: options.keepRecentTurns },
+          callOptions(true, buildDeadlineMs, overrides),
+        ),
+      ),
 
     recordUsage: (sessionId, usage, overrides) =>
       translated("cache-monitor", () =>
@@ -360,7 +392,18 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
 
     commitCompaction: (input, overrides) =>
       translated("session-events", () =>
-        callUnary(sessions, sessions.commitCompaction, { ...input }, callOptions(false, deadlineMs, overrides)),
+        callUnary(
+          sessions,
+          sessions.commitCompaction,
+          {
+            sessionId: input.sessionId,
+            expectedGeneration: input.expectedGeneration,
+            boundaryMessageId: input.boundaryMessageId,
+            summary: input.summary,
+            personalTerms: [...(input.personalTerms ?? [])],
+          },
+          callOptions(false, deadlineMs, overrides),
+        ),
       ),
 
     deleteMessage: (input, overrides) =>

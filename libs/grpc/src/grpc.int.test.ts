@@ -56,7 +56,7 @@ describe("gRPC server helper", () => {
     callUnary(
       client,
       client.resolve,
-      { sessionId, workspace: "/w", compactionGeneration: 0, embed: false },
+      { sessionId, workspace: "/w", compactionGeneration: 0, embed: false, locale: "" },
       { deadlineMs },
     );
 
@@ -96,7 +96,7 @@ describe("gRPC server helper", () => {
     const error = (await callUnary(
       dead,
       dead.resolve,
-      { sessionId: "x", workspace: "/w", compactionGeneration: 0, embed: false },
+      { sessionId: "x", workspace: "/w", compactionGeneration: 0, embed: false, locale: "" },
       { deadlineMs: 1_000, idempotent: true, maxAttempts: 2 },
     ).catch((e: unknown) => e)) as ServiceError;
     expect(error.code).toBe(status.UNAVAILABLE);

@@ -73,6 +73,7 @@ function observedEvent(sessionId: string, requestId: string, firstBuild: boolean
         estimatedTokens: 450_000,
         model: "glm-4.6",
         compactionGeneration: 0,
+        compactionRequest: false,
       },
     },
   });

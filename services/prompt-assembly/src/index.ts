@@ -3,6 +3,7 @@
 // the prefix-event helpers let it wire the seeds' "before" as its baseline.
 export type { DateAnchoring } from "./application/build-request/dates";
 export {
+  compactionObservedEvent,
   comparePrefixRecord,
   type PrefixMemory,
   type PrefixRecord,

@@ -96,7 +96,15 @@ export class FakeSessionEvents implements SessionEventsReader {
 
   async createSession(
     sessionId: string,
-    options: { atMs: number; timezone?: string; kind?: SessionKind; inheritedSummary?: string; deliver?: boolean },
+    options: {
+      atMs: number;
+      timezone?: string;
+      kind?: SessionKind;
+      inheritedSummary?: string;
+      deliver?: boolean;
+      locale?: string;
+      workspace?: string;
+    },
   ): Promise<SessionEvent> {
     const timezone = options.timezone ?? "Asia/Shanghai";
     this.zones.set(sessionId, timezone);
@@ -104,12 +112,13 @@ export class FakeSessionEvents implements SessionEventsReader {
       $case: "sessionCreated",
       value: {
         owner: "owner-1",
-        workspace: "/ws/oc_4fc3",
+        workspace: options.workspace ?? "/ws/oc_4fc3",
         timezone,
         kind: options.kind ?? SessionKind.SESSION_KIND_MAIN,
         parentSessionId: "",
         inheritedSummaryFrom: options.inheritedSummary === undefined ? "" : "previous-session",
         inheritedSummary: options.inheritedSummary ?? "",
+        locale: options.locale ?? "",
       },
     });
   }

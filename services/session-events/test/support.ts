@@ -32,6 +32,8 @@ export async function writeSessions(
         kind: 1,
         parentSessionId: "",
         continuedFromSessionId: "",
+        personalTerms: [],
+        locale: "",
       });
       for (let m = 0; m < messages; m++) {
         await commands.saveMessage({

@@ -79,6 +79,7 @@ function observed(sessionId: string, requestId: string, firstBuild = false): Val
         estimatedTokens: 450_000,
         model: "glm-4.6",
         compactionGeneration: 0,
+        compactionRequest: false,
       },
     },
   };

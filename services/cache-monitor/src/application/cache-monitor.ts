@@ -280,6 +280,7 @@ export class CacheMonitor {
                 estimatedTokens: event.payload.value.estimatedTokens,
                 model: event.payload.value.model,
                 compactionGeneration: event.payload.value.compactionGeneration,
+                compactionRequest: event.payload.value.compactionRequest,
               },
               nowMs,
             )

@@ -160,6 +160,9 @@ export function projectedEventFromProto(event: SessionEvent): ProjectedEvent {
           kind: kindFromProto(payload.value.kind, "session_created.kind"),
           timezone: payload.value.timezone,
           inheritedSummary: payload.value.inheritedSummary,
+          workspace: payload.value.workspace,
+          // Empty in events written before sessions had a locale: the default then was zh-CN.
+          locale: payload.value.locale === "en" ? "en" : "zh-CN",
         },
       };
     case "messageSaved":

@@ -53,6 +53,8 @@ class SessionWriteBuilder {
     this.session = before ?? {
       kind: "main",
       timezone: "",
+      workspace: "",
+      locale: "zh-CN",
       generation: 0,
       boundaryMessageId: null,
       summary: null,

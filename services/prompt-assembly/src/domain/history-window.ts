@@ -4,7 +4,12 @@
 
 import { FailedPreconditionError, InternalError, ValidationError } from "@prefix-guard/errors";
 import type { ChatMessage, ContentPart, Locale, SessionView, StoredMessage } from "./model";
-import { droppedTurnsMergedText, droppedTurnsNotSummarisedText, omissionMarkerText, sessionSummaryText } from "./texts";
+import {
+  droppedTurnsAfterSummaryText,
+  droppedTurnsNotSummarisedText,
+  omissionMarkerText,
+  sessionSummaryText,
+} from "./texts";
 
 /** Used when the model catalogue has no context window for the model (seed 002 §2.2, 128 k). */
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
@@ -62,6 +67,8 @@ export interface HistoryWindowStats {
   /** Unclipped characters of all post-boundary history before dropping: what a checkpoint has to cover. */
   readonly tailChars: number;
   readonly checkpointThresholdChars: number;
+  /** Turns up to the compaction boundary, which the summary covers (0 without a boundary). */
+  readonly summarisedTurns: number;
 }
 
 export interface HistoryWindow {
@@ -173,7 +180,23 @@ function clipContent(
   return clipped ? { content: result, clipped } : { content, clipped };
 }
 
-function historyAfterBoundary(session: SessionView): readonly StoredMessage[] {
+/** Turns among `messages`: one at the start and one at each user message after the first. */
+function countTurns(messages: readonly StoredMessage[]): number {
+  let turns = 0;
+  let seenUser = false;
+  messages.forEach((message, index) => {
+    const isUser = message.role === "user";
+    if (index === 0 || (isUser && seenUser)) turns += 1;
+    seenUser ||= isUser;
+  });
+  return turns;
+}
+
+/** The messages after the compaction boundary, and how many turns the summary covers before it. */
+function historyAfterBoundary(session: SessionView): {
+  readonly history: readonly StoredMessage[];
+  readonly summarisedTurns: number;
+} {
   const ordered = isInSeqOrder(session.messages)
     ? session.messages
     : [...session.messages].sort((a, b) => a.seq - b.seq);
@@ -193,7 +216,11 @@ function historyAfterBoundary(session: SessionView): readonly StoredMessage[] {
     }
     boundarySeq = boundary.seq;
   }
-  return ordered.filter((message) => !message.deleted && message.role !== "system" && message.seq > boundarySeq);
+  const sent = ordered.filter((message) => !message.deleted && message.role !== "system");
+  return {
+    history: sent.filter((message) => message.seq > boundarySeq),
+    summarisedTurns: countTurns(sent.filter((message) => message.seq <= boundarySeq)),
+  };
 }
 
 function isInSeqOrder(messages: readonly StoredMessage[]): boolean {
@@ -203,14 +230,19 @@ function isInSeqOrder(messages: readonly StoredMessage[]): boolean {
   return true;
 }
 
-function composeSummaryText(summary: string | null, droppedTurns: number, locale: Locale): string | null {
+function composeSummaryText(
+  summary: string | null,
+  summarisedTurns: number,
+  droppedTurns: number,
+  locale: Locale,
+): string | null {
   const trimmed = summary?.trim() ?? "";
   const parts: string[] = [];
   if (trimmed !== "") parts.push(sessionSummaryText(trimmed, locale));
   if (droppedTurns > 0) {
     parts.push(
       trimmed !== ""
-        ? droppedTurnsMergedText(droppedTurns, locale)
+        ? droppedTurnsAfterSummaryText(summarisedTurns, droppedTurns, locale)
         : droppedTurnsNotSummarisedText(droppedTurns, locale),
     );
   }
@@ -240,7 +272,7 @@ export function buildHistoryWindow(
   assertCheckpointThresholdBelowBudget(options.contextWindow);
   const capChars = messageCapChars(budgetChars);
 
-  const history = historyAfterBoundary(session);
+  const { history, summarisedTurns } = historyAfterBoundary(session);
   let tailChars = 0;
   let firstUser = -1;
   const sizes: number[] = new Array<number>(history.length);
@@ -289,7 +321,7 @@ export function buildHistoryWindow(
   }
   return {
     messages,
-    summaryText: composeSummaryText(session.summary, droppedTurns, options.locale),
+    summaryText: composeSummaryText(session.summary, summarisedTurns, droppedTurns, options.locale),
     stats: {
       keptMessages: messages.length,
       droppedTurns,
@@ -297,6 +329,7 @@ export function buildHistoryWindow(
       budgetChars,
       tailChars,
       checkpointThresholdChars: thresholdChars,
+      summarisedTurns,
     },
     checkpointDue: tailChars > thresholdChars,
   };
@@ -334,4 +367,42 @@ export function attachSummary(
     localDate: "",
   };
   return [synthetic, ...messages];
+}
+
+export interface CompactionPlan {
+  /** The last message the summary covers: CommitCompaction's boundary_message_id. */
+  readonly boundaryMessageId: string;
+  /** Turns covered once committed: those the current summary covers and the new ones. */
+  readonly turnsToSummarise: number;
+}
+
+/**
+ * Where a compaction requested now would put the boundary: after the newest message, or before
+ * the newest `keepRecentTurns` turns, which then stay in the window after the summary.
+ *
+ * @throws FailedPreconditionError (nothing_to_compact) when no message after the current boundary
+ * would be covered.
+ */
+export function planCompaction(session: SessionView, keepRecentTurns: number): CompactionPlan {
+  const { history } = historyAfterBoundary(session);
+  const turnStarts: number[] = [];
+  let seenUser = false;
+  history.forEach((message, index) => {
+    const isUser = message.role === "user";
+    if (index === 0 || (isUser && seenUser)) turnStarts.push(index);
+    seenUser ||= isUser;
+  });
+  const keptFrom = keepRecentTurns === 0 ? history.length : (turnStarts[turnStarts.length - keepRecentTurns] ?? 0);
+  const boundary = history[keptFrom - 1];
+  if (boundary === undefined) {
+    throw new FailedPreconditionError(
+      `session ${session.sessionId} has nothing to compact: no message after the current boundary${keepRecentTurns > 0 ? ` outside the newest ${keepRecentTurns} turns` : ""}`,
+      { reason: "nothing_to_compact", context: { sessionId: session.sessionId } },
+    );
+  }
+  const sent = session.messages.filter((message) => !message.deleted && message.role !== "system");
+  return {
+    boundaryMessageId: boundary.messageId,
+    turnsToSummarise: countTurns(sent.filter((message) => message.seq <= boundary.seq)),
+  };
 }

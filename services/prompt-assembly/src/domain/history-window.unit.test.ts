@@ -240,7 +240,7 @@ describe("buildHistoryWindow: clipping one over-long message", () => {
     });
     const part = result.messages[0]?.content[0];
     expect(part).toEqual(text("甲".repeat(cap) + omissionMarkerText(5_000 - cap, "zh-CN")));
-    expect(part?.type === "text" && part.text.endsWith("……（以下省略 3000 字，结论已并入会话摘要）")).toBe(true);
+    expect(part?.type === "text" && part.text.endsWith("……（以下省略 3000 字）")).toBe(true);
     expect(result.messages[1]?.content).toEqual([text("ok")]);
     expect(result.stats.clippedMessages).toBe(1);
     expect(result.stats.tailChars).toBe(5_002);
@@ -379,12 +379,12 @@ describe("buildHistoryWindow: dropping whole turns", () => {
 
 describe("buildHistoryWindow: the summary slot (seed 002 §5.1)", () => {
   function announcedCount(summaryText: string | null): number | null {
-    const match = summaryText?.match(/更早的 (\d+) 轮|(\d+) earlier turn|earlier (\d+) turn/);
+    const match = summaryText?.match(/更早的 (\d+) 轮|其后的 (\d+) 轮|(\d+) earlier turn|the (\d+) turns? after/);
     if (!match) return null;
-    return Number(match[1] ?? match[2] ?? match[3]);
+    return Number(match[1] ?? match[2] ?? match[3] ?? match[4]);
   }
 
-  it("announces exactly droppedTurns, as merged into the summary above when a summary exists", () => {
+  it("after an inherited summary, announces exactly droppedTurns as not summarised", () => {
     const view = session(conversation(10, 500), {
       summary: "  用户在排查缓存。  ",
     });
@@ -393,9 +393,32 @@ describe("buildHistoryWindow: the summary slot (seed 002 §5.1)", () => {
       locale: "zh-CN",
     });
     expect(result.stats.droppedTurns).toBeGreaterThan(0);
+    expect(result.stats.summarisedTurns).toBe(0);
     expect(announcedCount(result.summaryText)).toBe(result.stats.droppedTurns);
     expect(result.summaryText?.startsWith(sessionSummaryText("用户在排查缓存。", "zh-CN"))).toBe(true);
-    expect(result.summaryText).toContain("已并入上面的会话摘要");
+    expect(result.summaryText).toContain("上面的会话摘要来自之前的会话");
+    expect(result.summaryText).not.toContain("已并入");
+  });
+
+  it("after a compaction, says how many turns the summary covers and how many dropped ones it does not", () => {
+    // 5 turns compacted (boundary on the 5th turn's reply), then 20 turns that overflow a 32k window.
+    const before = conversation(5, 100);
+    const after = conversation(20, 800, before.length + 1);
+    const boundary = before.at(-1)?.messageId ?? "";
+    for (const locale of ["zh-CN", "en"] as const) {
+      const result = buildHistoryWindow(
+        session([...before, ...after], { summary: "前五轮讨论了压测。", boundaryMessageId: boundary, generation: 1 }),
+        { contextWindow: 32_000, locale },
+      );
+      expect(result.stats.summarisedTurns).toBe(5);
+      expect(result.stats.droppedTurns).toBeGreaterThan(0);
+      expect(announcedCount(result.summaryText)).toBe(result.stats.droppedTurns);
+      expect(result.summaryText).toContain(
+        locale === "zh-CN" ? "涵盖本会话最早的 5 轮对话" : "covers the first 5 turns",
+      );
+      expect(result.summaryText).not.toMatch(/已并入|been merged/);
+      expect(result.summaryText).toMatch(/没有并入摘要|NOT been summarised/);
+    }
   });
 
   it("says honestly that dropped turns were NOT summarised when there is no summary", () => {

@@ -5,7 +5,7 @@
 // disagree about what a session looks like after an event.
 
 import { ValidationError } from "@prefix-guard/errors";
-import type { ContentPart, Role, SessionView, StoredMessage } from "./model";
+import type { ContentPart, Locale, Role, SessionView, StoredMessage } from "./model";
 
 /** session-events' CreateSession default; used only when an event carries no zone at all. */
 export const DEFAULT_SESSION_TIMEZONE = "Asia/Shanghai";
@@ -23,6 +23,8 @@ export interface ProjectedEvent {
         readonly kind: SessionKindName;
         readonly timezone: string;
         readonly inheritedSummary: string;
+        readonly workspace: string;
+        readonly locale: Locale;
       }
     | {
         readonly type: "messageSaved";
@@ -46,6 +48,10 @@ export interface ProjectedEvent {
 export interface ProjectedSession {
   readonly kind: SessionKindName;
   readonly timezone: string;
+  /** The workspace the session was created in: the rules source's workspace when a build names none. */
+  readonly workspace: string;
+  /** Language of every text rendered for the session, unless a build asks for another. */
+  readonly locale: Locale;
   readonly generation: number;
   readonly boundaryMessageId: string | null;
   readonly summary: string | null;
@@ -84,6 +90,8 @@ export function planProjectionStep(before: ProjectedSession | null, event: Proje
       session: {
         kind: payload.kind,
         timezone: payload.timezone.length > 0 ? payload.timezone : DEFAULT_SESSION_TIMEZONE,
+        workspace: payload.workspace,
+        locale: payload.locale,
         generation: 0,
         boundaryMessageId: null,
         summary: nonEmptyOrNull(payload.inheritedSummary.trim()),
@@ -139,6 +147,8 @@ export function planProjectionStep(before: ProjectedSession | null, event: Proje
 /** A session as the builder reads it: its row and every message in seq order (deleted ones flagged). */
 export interface ProjectedSessionView extends SessionView {
   readonly timezone: string;
+  readonly workspace: string;
+  readonly locale: Locale;
   readonly deleted: boolean;
   readonly ended: boolean;
 }
@@ -173,6 +183,8 @@ export function sessionOf(view: ProjectedSessionView): ProjectedSession {
   return {
     kind: view.kind,
     timezone: view.timezone,
+    workspace: view.workspace,
+    locale: view.locale,
     generation: view.generation,
     boundaryMessageId: view.boundaryMessageId,
     summary: view.summary,

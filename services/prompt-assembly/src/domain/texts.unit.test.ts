@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   currentDateSectionText,
   dateChangeNoticeText,
-  droppedTurnsMergedText,
+  droppedTurnsAfterSummaryText,
   droppedTurnsNotSummarisedText,
   formatDateWithWeekday,
   formatWeekday,
@@ -91,19 +91,29 @@ describe("<date-change> notice", () => {
 });
 
 describe("history texts", () => {
-  it("omission marker follows seed 002's wording and carries the count", () => {
-    expect(omissionMarkerText(1234, "zh-CN")).toBe("……（以下省略 1234 字，结论已并入会话摘要）");
-    expect(omissionMarkerText(1234, "en")).toContain("1234 more characters omitted");
+  it("omission marker says what was cut and claims nothing about a summary", () => {
+    expect(omissionMarkerText(1234, "zh-CN")).toBe("……（以下省略 1234 字）");
+    expect(omissionMarkerText(1234, "en")).toBe("…(1234 more characters omitted)");
+    for (const locale of ["zh-CN", "en"] as const) {
+      expect(omissionMarkerText(7, locale)).not.toMatch(/摘要|summary/);
+    }
   });
 
-  it("dropped-turns announcements carry the count and differ on whether a summary exists", () => {
-    expect(droppedTurnsMergedText(3, "zh-CN")).toBe("（更早的 3 轮对话已并入上面的会话摘要）");
+  it("dropped-turns announcements carry both exact counts and never call dropped turns summarised", () => {
+    expect(droppedTurnsAfterSummaryText(4, 3, "zh-CN")).toBe(
+      "（上面的会话摘要涵盖本会话最早的 4 轮对话；其后的 3 轮对话因篇幅限制未带上，也没有并入摘要；如需其中的内容，请让用户重新提供）",
+    );
+    expect(droppedTurnsAfterSummaryText(0, 2, "zh-CN")).toContain("上面的会话摘要来自之前的会话；其后的 2 轮对话");
+    expect(droppedTurnsAfterSummaryText(1, 1, "en")).toBe(
+      "(The session summary above covers the first 1 turn of this session; the 1 turn after them was left out for length and has NOT been summarised; if you need what was said there, ask the user to provide it again.)",
+    );
+    expect(droppedTurnsAfterSummaryText(5, 2, "en")).toContain("covers the first 5 turns");
+    expect(droppedTurnsAfterSummaryText(5, 2, "en")).toContain("the 2 turns after them were left out");
+    for (const locale of ["zh-CN", "en"] as const) {
+      expect(droppedTurnsAfterSummaryText(3, 2, locale)).not.toMatch(/已并入|been merged/);
+    }
     expect(droppedTurnsNotSummarisedText(3, "zh-CN")).toContain("3 轮");
     expect(droppedTurnsNotSummarisedText(3, "zh-CN")).toContain("没有并入任何摘要");
-    expect(droppedTurnsNotSummarisedText(3, "zh-CN")).not.toContain("已并入");
-    expect(droppedTurnsMergedText(1, "en")).toBe(
-      "(The earlier 1 turn has been merged into the session summary above.)",
-    );
     expect(droppedTurnsNotSummarisedText(2, "en")).toContain("2 earlier turns were left out");
     expect(droppedTurnsNotSummarisedText(2, "en")).toContain("NOT been summarised");
   });

@@ -110,6 +110,7 @@ function fileRequest(
     source: { $case: "file", value: { path: ws.agentsMd } },
     compactionGeneration,
     embed: false,
+    locale: "",
   };
 }
 
@@ -356,6 +357,7 @@ function suite(name: string, open: () => Promise<Backend>) {
         source: { $case: "content", value: { text: "local rules" } },
         compactionGeneration: 0,
         embed: false,
+        locale: "",
       });
       expect(response.decision).toBe(Decision.DECISION_PINNED);
       expect(await service.getSnapshot(session)).toMatchObject({
@@ -473,10 +475,41 @@ function suite(name: string, open: () => Promise<Backend>) {
         workspace: "",
         compactionGeneration: 0,
         embed: true,
+        locale: "",
       });
       expect(response).toMatchObject({ sectionText: "", decision: Decision.DECISION_SKIPPED_EMBED });
       expect(reads).toEqual([]);
       expect(await countRows(db, session)).toBe(0);
+    });
+
+    it("reads a request without a source as nothing reported: kept when pinned, no section when not", async () => {
+      const session = sid("no-source");
+      const ws = await workspace(session, "# Rules\n- pnpm\n");
+      const { service } = harness(db);
+      const unpinned = await service.resolveWorkspaceRules({ ...fileRequest(session, ws), source: undefined });
+      expect(unpinned).toMatchObject({ sectionText: "", decision: Decision.DECISION_EMPTY_NOT_PINNED });
+      const pinned = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(pinned.decision).toBe(Decision.DECISION_PINNED);
+      const omitted = await service.resolveWorkspaceRules({ ...fileRequest(session, ws), source: undefined });
+      expect(omitted).toMatchObject({
+        sectionText: pinned.sectionText,
+        decision: Decision.DECISION_RETAINED_DISK_EMPTY,
+      });
+    });
+
+    it("renders a new snapshot's heading in the request's locale, and keeps a pinned one as pinned", async () => {
+      const session = sid("locale");
+      const ws = await workspace(session, "- use pnpm\n");
+      const { service } = harness(db);
+      const en = await service.resolveWorkspaceRules({ ...fileRequest(session, ws), locale: "en" });
+      expect(en.sectionText.startsWith("## Workspace rules\n")).toBe(true);
+      const zh = await service.resolveWorkspaceRules({ ...fileRequest(session, ws), locale: "zh-CN" });
+      expect(zh.sectionText).toBe(en.sectionText);
+      const other = sid("locale-zh");
+      const wsZh = await workspace(other, "- use pnpm\n");
+      expect(
+        (await service.resolveWorkspaceRules(fileRequest(other, wsZh))).sectionText.startsWith("## 工作区规则\n"),
+      ).toBe(true);
     });
 
     it("rejects malformed requests with the offending field", async () => {
@@ -490,7 +523,7 @@ function suite(name: string, open: () => Promise<Backend>) {
       expect(await fieldOf({ ...fileRequest("", ws) })).toBe("session_id");
       expect(await fieldOf({ ...fileRequest("x".repeat(129), ws) })).toBe("session_id");
       expect(await fieldOf({ ...fileRequest(sid("invalid"), ws), workspace: "" })).toBe("workspace");
-      expect(await fieldOf({ ...fileRequest(sid("invalid"), ws), source: undefined })).toBe("source");
+      expect(await fieldOf({ ...fileRequest(sid("invalid"), ws), locale: "fr" })).toBe("locale");
       expect(
         await fieldOf({
           ...fileRequest(sid("invalid"), ws),

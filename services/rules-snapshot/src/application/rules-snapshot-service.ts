@@ -57,8 +57,20 @@ export interface RulesSnapshotServiceDeps {
 
 export type ResolveRequest = Pick<
   ProtoResolveRequest,
-  "sessionId" | "workspace" | "source" | "compactionGeneration" | "embed"
+  "sessionId" | "workspace" | "source" | "compactionGeneration" | "embed" | "locale"
 >;
+
+/** The section's language: the session's, as the request says, else the server's default. */
+function requireLocale(locale: string, fallback: Locale): Locale {
+  if (locale === "") return fallback;
+  if (locale !== "zh-CN" && locale !== "en") {
+    throw new ValidationError(
+      "locale",
+      `must be "zh-CN" or "en" (or empty for the default), got ${JSON.stringify(locale)}`,
+    );
+  }
+  return locale;
+}
 export type ResolveResponse = Omit<ProtoResolveResponse, "_unknownFields">;
 
 export type SessionEventOutcome =
@@ -101,8 +113,11 @@ type RulesSource = NonNullable<ResolveRequest["source"]>;
 
 const MAX_GENERATION = 2_147_483_647;
 
+/** No source in a request means nothing was reported (seed 001 §3.4: the desktop that omits agentsMdContent). */
+const NOTHING_REPORTED: RulesSource = { $case: "content", value: { text: "" } };
+
 function requireSource(source: ResolveRequest["source"]): RulesSource {
-  if (source === undefined) throw new ValidationError("source", "file or content is required unless embed");
+  if (source === undefined) return NOTHING_REPORTED;
   if (source.$case === "file") {
     const path = requireAbsoluteSourcePath(source.value.path);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: a path with control characters is never a real file
@@ -131,8 +146,11 @@ function safeReason(error: unknown): string {
 
 export class RulesSnapshotService {
   private readonly locale: Locale;
-  /** The rendered section and its hash per read: a cached reader answers the same object for an unchanged file. */
-  private readonly rendered = new WeakMap<AgentsMdRead, RawRules>();
+  /**
+   * The rendered section and its hash per read and locale: a cached reader answers the same object
+   * for an unchanged file.
+   */
+  private readonly rendered = new WeakMap<AgentsMdRead, Map<Locale, RawRules>>();
 
   constructor(private readonly deps: RulesSnapshotServiceDeps) {
     this.locale = deps.locale ?? "zh-CN";
@@ -157,7 +175,7 @@ export class RulesSnapshotService {
     if (codePointLength(workspace) > MAX_WORKSPACE_CHARS)
       throw new ValidationError("workspace", `must be at most ${MAX_WORKSPACE_CHARS} characters`);
     const source = requireSource(request.source);
-    const raw = await this.readRaw(sessionId, source);
+    const raw = await this.readRaw(sessionId, source, requireLocale(request.locale, this.locale));
     try {
       return await withDbTimeout(
         this.resolveAgainstStore(sessionId, workspace, raw, callerGeneration),
@@ -230,15 +248,20 @@ export class RulesSnapshotService {
     return { kind: "applied", removed };
   }
 
-  private async readRaw(sessionId: string, source: RulesSource): Promise<RawRules> {
-    if (source.$case === "content") return this.render(source.value.text, null, null, false);
+  private async readRaw(sessionId: string, source: RulesSource, locale: Locale): Promise<RawRules> {
+    if (source.$case === "content") return this.render(source.value.text, null, null, false, locale);
     const sourcePath = source.value.path;
     try {
       const read = await this.deps.readFile(sourcePath);
-      const known = this.rendered.get(read);
+      let byLocale = this.rendered.get(read);
+      if (byLocale === undefined) {
+        byLocale = new Map();
+        this.rendered.set(read, byLocale);
+      }
+      const known = byLocale.get(locale);
       if (known !== undefined) return known;
-      const raw = this.render(read.text, sourcePath, read.mtimeMs, read.truncated);
-      this.rendered.set(read, raw);
+      const raw = this.render(read.text, sourcePath, read.mtimeMs, read.truncated, locale);
+      byLocale.set(locale, raw);
       return raw;
     } catch (error) {
       if (error instanceof ValidationError) throw error;
@@ -248,7 +271,7 @@ export class RulesSnapshotService {
         { sessionId, path: sourcePath, err: errorMessage(error) },
         `workspace rules source unreadable, treated as empty session=${sessionId} path=${sourcePath}`,
       );
-      return this.render("", sourcePath, null, false);
+      return this.render("", sourcePath, null, false, locale);
     }
   }
 
@@ -257,8 +280,9 @@ export class RulesSnapshotService {
     sourcePath: string | null,
     sourceMtimeMs: number | null,
     sourceTruncated: boolean,
+    locale: Locale,
   ): RawRules {
-    const sectionText = renderWorkspaceRulesSection(text, this.locale, { sourceTruncated });
+    const sectionText = renderWorkspaceRulesSection(text, locale, { sourceTruncated });
     return { sectionText, sourcePath, sourceMtimeMs, rawHash: this.deps.sha256(sectionText) };
   }
 

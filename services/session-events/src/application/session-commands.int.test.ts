@@ -63,6 +63,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(await runMigrations(db, sessionEventsMigrations)).toEqual([
         "0001_session_event",
         "0002_session_projections",
+        "0003_session_locale",
       ]);
       expect(await runMigrations(db, sessionEventsMigrations)).toEqual([]);
       commands = new SessionCommands(deps());

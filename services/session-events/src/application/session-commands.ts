@@ -92,6 +92,7 @@ interface SessionRow {
   created_at_ms: number | string;
   deleted: number | boolean;
   ended: number | boolean;
+  locale: string;
 }
 
 interface MessageRow {
@@ -168,6 +169,7 @@ function toSession(row: SessionRow): Session {
     createdAtMs: Number(row.created_at_ms),
     deleted: flag(row.deleted),
     ended: flag(row.ended),
+    locale: row.locale,
   };
 }
 
@@ -230,10 +232,15 @@ export class SessionCommands {
           command.owner,
         );
       }
-      const inherited =
+      const source =
         command.continuedFromSessionId === undefined
           ? undefined
           : decideInheritance(await this.readSession(trx, command.continuedFromSessionId, false), command.owner);
+      // Stored summaries were scrubbed when committed; terms the harness knows now are removed too.
+      const inherited =
+        source === undefined || command.personalTerms.length === 0
+          ? source
+          : { ...source, summary: scrubSummary(source.summary, command.personalTerms) };
       const now = this.deps.now();
       const row: SessionRow = {
         session_id: sessionId,
@@ -253,6 +260,7 @@ export class SessionCommands {
         created_at_ms: now,
         deleted: false,
         ended: false,
+        locale: command.locale,
       };
       await trx("session").insert(row);
       await this.appendEvent(trx, sessionId, 1, now, {
@@ -265,6 +273,7 @@ export class SessionCommands {
           parentSessionId: command.parentSessionId ?? "",
           inheritedSummaryFrom: inherited?.from ?? "",
           inheritedSummary: inherited?.summary ?? "",
+          locale: command.locale,
         },
       });
       return { session: toSession(row), seq: 1 };
@@ -364,7 +373,7 @@ export class SessionCommands {
       const personalTerms = extractPersonalTerms(
         userRows.map((row) => ({ role: Role.ROLE_USER, content: parseStoredContent(row.content_json) })),
       );
-      const summary = scrubSummary(command.summary, personalTerms);
+      const summary = scrubSummary(command.summary, [...personalTerms, ...command.personalTerms]);
       const now = this.deps.now();
       const seq = session.lastSeq + 1;
       await this.appendEvent(trx, sessionId, seq, now, {

@@ -20,9 +20,15 @@ export function requireWritableSession(session: SessionState | undefined, sessio
 
 /** Exists and is not deleted; ended side tasks still count (they may be deleted). */
 export function requireLiveSession(session: SessionState | undefined, sessionId: string): SessionState {
-  if (session === undefined || session.deleted) {
+  if (session === undefined) {
     throw new NotFoundError(`session ${sessionId} not found`, {
       reason: "session_not_found",
+      context: { session_id: sessionId },
+    });
+  }
+  if (session.deleted) {
+    throw new NotFoundError(`session ${sessionId} is deleted`, {
+      reason: "session_deleted",
       context: { session_id: sessionId },
     });
   }

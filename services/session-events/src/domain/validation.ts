@@ -41,6 +41,39 @@ export interface CreateSessionCommand {
   readonly kind: SessionKindName;
   readonly parentSessionId: string | undefined;
   readonly continuedFromSessionId: string | undefined;
+  readonly locale: SessionLocale;
+  /** Never stored: scrubbed from an inherited summary. */
+  readonly personalTerms: readonly string[];
+}
+
+export type SessionLocale = "zh-CN" | "en";
+
+const LOCALES: ReadonlySet<string> = new Set<SessionLocale>(["zh-CN", "en"]);
+/** Bounds on what a harness passes as personal terms: a name or an address each, a handful per user. */
+const MAX_PERSONAL_TERMS = 100;
+const MAX_PERSONAL_TERM_CHARS = 200;
+
+function validateLocale(locale: string): SessionLocale {
+  const value = locale.length === 0 ? "zh-CN" : locale;
+  if (!LOCALES.has(value))
+    throw new ValidationError("locale", `must be "zh-CN" or "en", got ${JSON.stringify(locale)}`);
+  return value as SessionLocale;
+}
+
+function validatePersonalTerms(terms: readonly string[]): string[] {
+  if (terms.length > MAX_PERSONAL_TERMS) {
+    throw new ValidationError("personal_terms", `must hold at most ${MAX_PERSONAL_TERMS} terms`);
+  }
+  return terms.map((term, index) => {
+    const field = `personal_terms[${index}]`;
+    requireText(term, field);
+    const trimmed = term.trim();
+    if (trimmed.length === 0) throw new ValidationError(field, "must not be blank");
+    if (codePointLength(trimmed) > MAX_PERSONAL_TERM_CHARS) {
+      throw new ValidationError(field, `must be at most ${MAX_PERSONAL_TERM_CHARS} characters`);
+    }
+    return trimmed;
+  });
 }
 
 export interface SaveMessageCommand {
@@ -67,6 +100,8 @@ export interface CommitCompactionCommand {
   readonly boundaryMessageId: string;
   /** As submitted; the application scrubs it with the session's personal terms before storing. */
   readonly summary: string;
+  /** From the harness's account data; scrubbed with the ones found in the session, never stored. */
+  readonly personalTerms: readonly string[];
 }
 
 export interface SessionIdCommand {
@@ -146,7 +181,17 @@ export function validateCreateSession(request: CreateSessionRequest): CreateSess
   const continuedFromSessionId = optionalId(request.continuedFromSessionId, "continued_from_session_id");
   if (sessionId !== undefined && parentSessionId === sessionId)
     throw new ValidationError("parent_session_id", "must differ from session_id");
-  return { sessionId, owner, workspace: request.workspace, timezone, kind, parentSessionId, continuedFromSessionId };
+  return {
+    sessionId,
+    owner,
+    workspace: request.workspace,
+    timezone,
+    kind,
+    parentSessionId,
+    continuedFromSessionId,
+    locale: validateLocale(request.locale),
+    personalTerms: validatePersonalTerms(request.personalTerms),
+  };
 }
 
 function validateContentPart(part: ContentPart, path: string): ContentPart {
@@ -280,7 +325,13 @@ export function validateCommitCompaction(request: CommitCompactionRequest): Comm
   if (codePointLength(request.summary) > MAX_SUMMARY_INPUT_CHARS) {
     throw new ValidationError("summary", `must be at most ${MAX_SUMMARY_INPUT_CHARS} characters before scrubbing`);
   }
-  return { sessionId, expectedGeneration: request.expectedGeneration, boundaryMessageId, summary: request.summary };
+  return {
+    sessionId,
+    expectedGeneration: request.expectedGeneration,
+    boundaryMessageId,
+    summary: request.summary,
+    personalTerms: validatePersonalTerms(request.personalTerms),
+  };
 }
 
 export function validateDeleteSession(request: DeleteSessionRequest): SessionIdCommand {

@@ -34,8 +34,10 @@ function observation(
   eventId: string,
   occurredAtMs: number,
   firstBuild = false,
+  compactionRequest = false,
 ): StoredObservation {
   return {
+    compactionRequest,
     eventId,
     sessionId,
     requestId,
@@ -245,6 +247,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await store.withSessionLock(session, T0, async (trx) => {
         await store.insertObservation(trx, observation(session, "r0", "evt-f0", T0, true), T0);
         await store.insertObservation(trx, observation(session, "r1", "evt-f1", T0 + 10), T0);
+        // A compaction request between them is not the prefix the next build continues.
+        await store.insertObservation(trx, observation(session, "rc", "evt-fc", T0 + 15, false, true), T0);
         await store.insertObservation(trx, rereadRules, T0);
       });
       // The session's real first build has nothing before it.

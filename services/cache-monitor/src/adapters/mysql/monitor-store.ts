@@ -65,6 +65,8 @@ export interface StoredObservation {
   readonly estimatedTokens: number;
   readonly model: string;
   readonly compactionGeneration: number;
+  /** A BuildCompactionRequest, not a turn. */
+  readonly compactionRequest: boolean;
 }
 
 export interface StoredChange extends PrefixChange {
@@ -195,6 +197,7 @@ function toObservation(row: Row): StoredObservation {
     estimatedTokens: num(row.estimated_tokens),
     model: str(row.model),
     compactionGeneration: num(row.compaction_generation),
+    compactionRequest: bool(row.compaction_request),
   };
 }
 
@@ -344,7 +347,8 @@ export class MonitorStore {
     // is what it should have been compared with.
     const current = toObservation(observed);
     const previous = (await executor("cm_prefix_observation")
-      .where({ session_id: sessionId })
+      // A compaction request is not the prefix the next turn continues.
+      .where({ session_id: sessionId, compaction_request: false })
       .andWhere((query) =>
         query
           .where("occurred_at_ms", "<", current.occurredAtMs)
@@ -384,6 +388,7 @@ export class MonitorStore {
       estimated_tokens: observation.estimatedTokens,
       model: observation.model,
       compaction_generation: observation.compactionGeneration,
+      compaction_request: observation.compactionRequest,
       received_at_ms: receivedAtMs,
     });
     return true;

@@ -1,6 +1,7 @@
 import { requireId } from "@prefix-guard/events/ids";
 import type { ServiceRegistration } from "@prefix-guard/grpc";
 import {
+  type BuildCompactionRequestRequest,
   type BuildRequestRequest,
   type BuildRequestResponse,
   PromptAssemblyService,
@@ -27,6 +28,7 @@ export function promptAssemblyRegistration(deps: {
         deps.afterBuild(request, response);
         return response;
       },
+      buildCompactionRequest: (request: BuildCompactionRequestRequest) => deps.builder.buildCompactionRequest(request),
       rebuildProjection: async (request: RebuildProjectionRequest): Promise<RebuildProjectionResponse> => {
         requireId(request.sessionId, "session_id");
         const rebuilt = await deps.projection.rebuildSession(request.sessionId, deps.sessions);

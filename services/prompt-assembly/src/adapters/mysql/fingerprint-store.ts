@@ -103,6 +103,13 @@ export class FingerprintStore {
     });
   }
 
+  /** PrefixEvents that change no row (a compaction request's observation). */
+  async publish(events: readonly OutboxEntry[]): Promise<void> {
+    if (events.length === 0) return;
+    const insert = outboxInsert(events);
+    await withSql(this.db, (sql) => sql.run(insert.sql, insert.values));
+  }
+
   /** For tests and operators: the stored fingerprint JSON of a session, or null. */
   async storedFingerprint(sessionId: string): Promise<string | null> {
     try {

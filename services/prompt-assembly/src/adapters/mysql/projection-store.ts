@@ -25,6 +25,8 @@ const SESSION_KINDS: ReadonlySet<string> = new Set(["main", "side", "embed"]);
 interface SessionRow {
   kind: string;
   timezone: string;
+  workspace: string;
+  locale: string;
   generation: number | string;
   boundary_message_id: string | null;
   summary: string | null;
@@ -52,6 +54,8 @@ function toSession(row: SessionRow, where: string): ProjectedSession {
   return {
     kind: row.kind as SessionKindName,
     timezone: row.timezone,
+    workspace: row.workspace,
+    locale: row.locale === "en" ? "en" : "zh-CN",
     generation: Number(row.generation),
     boundaryMessageId: row.boundary_message_id,
     summary: row.summary,
@@ -105,6 +109,8 @@ export class ProjectionStore {
         .select(
           "s.kind",
           "s.timezone",
+          "s.workspace",
+          "s.locale",
           "s.generation",
           "s.boundary_message_id",
           "s.summary",
@@ -195,6 +201,8 @@ async function readSessions(
       "session_id",
       "kind",
       "timezone",
+      "workspace",
+      "locale",
       "generation",
       "boundary_message_id",
       "summary",
@@ -238,6 +246,8 @@ async function writeSessions(trx: Knex.Transaction, writes: readonly SessionWrit
     session_id: write.sessionId,
     kind: write.session.kind,
     timezone: write.session.timezone,
+    workspace: write.session.workspace,
+    locale: write.session.locale,
     generation: write.session.generation,
     boundary_message_id: write.session.boundaryMessageId,
     summary: write.session.summary,

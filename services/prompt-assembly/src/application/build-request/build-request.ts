@@ -14,23 +14,28 @@
 // the same bytes and the same id.
 
 import type {
+  BuildCompactionRequestRequest,
+  BuildCompactionRequestResponse,
   BuildRequestRequest,
   BuildRequestResponse,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { assembleChatRequest } from "../../domain/assemble-request";
+import { type AssembledRequest, assembleChatRequest } from "../../domain/assemble-request";
 import { cacheMinimumTokensFor, parseCacheMinimums } from "../../domain/cache-minimums";
 import { canonicalJson } from "../../domain/canonical-json";
-import { fingerprintRequest } from "../../domain/fingerprint";
+import { fingerprintRequest, type PrefixFingerprint } from "../../domain/fingerprint";
+import { planCompaction } from "../../domain/history-window";
+import type { ChatMessage } from "../../domain/model";
 import { formatPrefixChangedLog } from "../../domain/prefix-monitor";
 import type { ProjectedSessionView } from "../../domain/session-projection";
+import { compactionInstructionText } from "../../domain/texts";
 import { estimateTokens } from "../../domain/tokens";
 import { orderTools } from "../../domain/tool-order";
 import { wireFormatPlugin } from "../../domain/wire-formats/registry";
 import { type DateAnchoring, localDateIn } from "./dates";
-import type { PrefixMemory } from "./prefix-memory";
+import type { PrefixMemory, PrefixRecord } from "./prefix-memory";
 import type { ResolvedRules, WorkspaceRulesSource } from "./rules";
 import type { SessionViews } from "./session-views";
-import { type ValidatedBuildRequest, validateBuildRequest } from "./validate";
+import { type ValidatedBuildRequest, validateBuildRequest, validateCompactionRequest } from "./validate";
 
 /** The part of a logger the builder uses (pino's Logger satisfies it). */
 export interface BuilderLogger {
@@ -114,60 +119,14 @@ export class PromptBuilder {
   async buildRequest(request: BuildRequestRequest): Promise<BuildRequestResponse> {
     const { deps, observe } = this;
     const input = timedSync("validate", observe, () => validateBuildRequest(request));
-    const { view, rules } = await this.loadViewAndRules(input);
-    const embed = input.embed || view.kind === "embed";
-
-    const today = localDateIn(deps.now(), view.timezone);
-    const anchorDate = deps.dates.anchorDate(view.messages, today);
-    const assembled = timedSync("assemble", observe, () =>
-      assembleChatRequest(view, {
-        sessionId: input.sessionId,
-        model: input.model,
-        sections: input.sections,
-        // Sorted before fingerprinting, so a harness that lists the same tools in another order
-        // changes neither the bytes nor the fingerprint.
-        tools: orderTools(input.tools, { canonicalToolOrder: this.canonicalToolOrder }),
-        maxOutputTokens: input.maxOutputTokens,
-        contextWindow: input.contextWindow,
-        locale: input.locale,
-        embed,
-        allowShellClock: input.allowShellClock,
-        currentDatePosition: this.currentDatePosition,
-        rulesSectionText: rules.sectionText,
-        anchorDate,
-        announceDayChanges: deps.dates.announceDayChanges,
-      }),
-    );
+    const prepared = await this.prepare(input);
+    const { view, rules, anchorDate, assembled } = prepared;
     const { chatRequest, window } = assembled;
-
-    const serialized = timedSync("serialize", observe, () => {
-      const bodyJson = wireFormatPlugin(input.wireFormat).serializeJson(chatRequest, {
-        cacheMinimumTokens: cacheMinimumTokensFor(input.model, this.anthropicCacheMinimums),
-        summaryHead: window.summaryText !== null,
-      });
-      return {
-        bodyJson,
-        requestId: deps.sha256(canonicalJson([input.sessionId, bodyJson], "request_id")),
-        estimatedTokens: estimateTokens(bodyJson),
-      };
-    });
+    const serialized = timedSync("serialize", observe, () => this.serialize(input, prepared));
     const fingerprint = timedSync("fingerprint", observe, () => fingerprintRequest(chatRequest, deps.sha256));
 
     const comparison = await timed("record", observe, () =>
-      deps.prefixMemory.record({
-        sessionId: input.sessionId,
-        requestId: serialized.requestId,
-        fingerprint,
-        chatRequest,
-        generation: view.generation,
-        rulesDecision: rules.causeName,
-        droppedTurns: window.stats.droppedTurns,
-        anchorDate,
-        dateNotices: assembled.noticeDates,
-        estimatedTokens: serialized.estimatedTokens,
-        model: input.model,
-        ...(deps.dates.dateSource === undefined ? {} : { dateSource: deps.dates.dateSource }),
-      }),
+      deps.prefixMemory.record(this.prefixRecord(input, prepared, serialized, fingerprint)),
     );
     if (comparison.changed) {
       deps.logger.warn(
@@ -200,6 +159,126 @@ export class PromptBuilder {
   }
 
   /**
+   * BuildCompactionRequest: the body BuildRequest gives for the same state, byte for byte, with the
+   * summary instruction appended as its own user message, and where the summary's boundary goes.
+   * Not a turn: the prefix fingerprint is left alone; the build is published as a compaction
+   * request so its usage can be recorded against its request id.
+   */
+  async buildCompactionRequest(request: BuildCompactionRequestRequest): Promise<BuildCompactionRequestResponse> {
+    const { deps, observe } = this;
+    const { input, keepRecentTurns } = timedSync("validate", observe, () => validateCompactionRequest(request));
+    const prepared = await this.prepare(input);
+    const { view, rules, anchorDate, assembled, locale } = prepared;
+    const plan = planCompaction(view, keepRecentTurns);
+    const instruction: ChatMessage = {
+      role: "user",
+      content: [{ type: "text", text: compactionInstructionText(locale, view.summary !== null) }],
+    };
+    const serialized = timedSync("serialize", observe, () => this.serialize(input, prepared, instruction));
+    const fingerprint = timedSync("fingerprint", observe, () =>
+      fingerprintRequest(
+        { ...assembled.chatRequest, messages: [...assembled.chatRequest.messages, instruction] },
+        deps.sha256,
+      ),
+    );
+    await timed("record", observe, () =>
+      deps.prefixMemory.observeCompactionRequest(this.prefixRecord(input, prepared, serialized, fingerprint)),
+    );
+    return {
+      requestId: serialized.requestId,
+      bodyJson: serialized.bodyJson,
+      boundaryMessageId: plan.boundaryMessageId,
+      expectedGeneration: view.generation,
+      history: { ...assembled.window.stats },
+      estimatedTokens: serialized.estimatedTokens,
+      rulesDecision: rules.decision,
+      anchorDate,
+      dateNotices: [...assembled.noticeDates],
+      projectionSeq: view.lastSeq,
+      turnsToSummarise: plan.turnsToSummarise,
+    };
+  }
+
+  /** Everything a body is made from: the view, the rules, the date and the assembled request. */
+  private async prepare(input: ValidatedBuildRequest) {
+    const { deps, observe } = this;
+    const { view, rules } = await this.loadViewAndRules(input);
+    const embed = input.embed || view.kind === "embed";
+    const locale = input.locale ?? view.locale;
+    const today = localDateIn(deps.now(), view.timezone);
+    const anchorDate = deps.dates.anchorDate(view.messages, today);
+    const assembled = timedSync("assemble", observe, () =>
+      assembleChatRequest(view, {
+        sessionId: input.sessionId,
+        model: input.model,
+        sections: input.sections,
+        // Sorted before fingerprinting, so a harness that lists the same tools in another order
+        // changes neither the bytes nor the fingerprint.
+        tools: orderTools(input.tools, { canonicalToolOrder: this.canonicalToolOrder }),
+        maxOutputTokens: input.maxOutputTokens,
+        contextWindow: input.contextWindow,
+        locale,
+        embed,
+        allowShellClock: input.allowShellClock,
+        currentDatePosition: this.currentDatePosition,
+        rulesSectionText: rules.sectionText,
+        anchorDate,
+        announceDayChanges: deps.dates.announceDayChanges,
+      }),
+    );
+    return { view, rules, locale, anchorDate, assembled };
+  }
+
+  private serialize(
+    input: ValidatedBuildRequest,
+    prepared: { readonly assembled: AssembledRequest },
+    tail?: ChatMessage,
+  ): { bodyJson: string; requestId: string; estimatedTokens: number } {
+    const { chatRequest, window } = prepared.assembled;
+    const bodyJson = wireFormatPlugin(input.wireFormat).serializeJson(
+      chatRequest,
+      {
+        cacheMinimumTokens: cacheMinimumTokensFor(input.model, this.anthropicCacheMinimums),
+        summaryHead: window.summaryText !== null,
+      },
+      tail,
+    );
+    return {
+      bodyJson,
+      requestId: this.deps.sha256(canonicalJson([input.sessionId, bodyJson], "request_id")),
+      estimatedTokens: estimateTokens(bodyJson),
+    };
+  }
+
+  private prefixRecord(
+    input: ValidatedBuildRequest,
+    prepared: {
+      readonly view: ProjectedSessionView;
+      readonly rules: ResolvedRules;
+      readonly anchorDate: string;
+      readonly assembled: AssembledRequest;
+    },
+    serialized: { readonly requestId: string; readonly estimatedTokens: number },
+    fingerprint: PrefixFingerprint,
+  ): PrefixRecord {
+    const { deps } = this;
+    return {
+      sessionId: input.sessionId,
+      requestId: serialized.requestId,
+      fingerprint,
+      chatRequest: prepared.assembled.chatRequest,
+      generation: prepared.view.generation,
+      rulesDecision: prepared.rules.causeName,
+      droppedTurns: prepared.assembled.window.stats.droppedTurns,
+      anchorDate: prepared.anchorDate,
+      dateNotices: prepared.assembled.noticeDates,
+      estimatedTokens: serialized.estimatedTokens,
+      model: input.model,
+      ...(deps.dates.dateSource === undefined ? {} : { dateSource: deps.dates.dateSource }),
+    };
+  }
+
+  /**
    * The view at min_seq and the rules for it. With a view already in memory, Resolve is sent at
    * the same time as the view's read, with the generation and kind that view had; a view that
    * comes back under another generation or kind is resolved again. A failed view read wins over a
@@ -209,13 +288,14 @@ export class PromptBuilder {
     input: ValidatedBuildRequest,
   ): Promise<{ view: ProjectedSessionView; rules: ResolvedRules }> {
     const { deps, observe } = this;
-    const lookup = (view: Pick<ProjectedSessionView, "generation" | "kind">) => ({
+    const lookup = (view: Pick<ProjectedSessionView, "generation" | "kind" | "workspace" | "locale">) => ({
       sessionId: input.sessionId,
-      workspace: input.workspace,
+      // An empty workspace or locale in the request means the session's own (issue 14 §4).
+      workspace: input.workspace.length > 0 ? input.workspace : view.workspace,
       source: input.rulesSource,
       generation: view.generation,
       embed: input.embed || view.kind === "embed",
-      locale: input.locale,
+      locale: input.locale ?? view.locale,
     });
     const known = deps.views.peek(input.sessionId);
     const loading = timed("load_view", observe, () => deps.views.load(input.sessionId, input.minSeq));
@@ -227,9 +307,14 @@ export class PromptBuilder {
     const [viewResult, rulesResult] = await Promise.allSettled([loading, early]);
     if (viewResult.status === "rejected") throw viewResult.reason;
     const view = viewResult.value;
-    const stillValid = view.generation === known.generation && (view.kind === "embed") === (known.kind === "embed");
+    const stillValid = lookupKey(lookup(view)) === lookupKey(lookup(known));
     if (stillValid && rulesResult.status === "fulfilled") return { view, rules: rulesResult.value };
     if (stillValid && rulesResult.status === "rejected") throw rulesResult.reason;
     return { view, rules: await timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view))) };
   }
+}
+
+/** What a Resolve depends on besides the request itself, to tell whether an early one still holds. */
+function lookupKey(lookup: { generation: number; embed: boolean; workspace: string; locale: string }): string {
+  return `${lookup.generation}\u0000${lookup.embed}\u0000${lookup.workspace}\u0000${lookup.locale}`;
 }

@@ -47,6 +47,11 @@ export interface PrefixRecord {
 /** The port: the product's durable memory, or a benchmark baseline's. */
 export interface PrefixMemory {
   record(record: PrefixRecord): Promise<PrefixComparison>;
+  /**
+   * A compaction request: published as observed (so its usage can be joined by request id) but
+   * never remembered as the session's prefix, which the next turn is compared with.
+   */
+  observeCompactionRequest(record: PrefixRecord): Promise<void>;
   /** Records what is queued and stops taking more. */
   close(): Promise<void>;
 }
@@ -72,6 +77,25 @@ export function comparePrefixRecord(previous: PreviousPrefix | null, record: Pre
     ...(record.dateSource === undefined ? {} : { dateSource: record.dateSource }),
   });
 }
+
+/** The FingerprintObserved of a compaction request (no comparison: it is not a turn). */
+export function compactionObservedEvent(record: PrefixRecord, nowMs: number, newEventId: () => string): PrefixEvent {
+  const [observed] = prefixEvents(record, NOT_COMPARED, null, nowMs, newEventId);
+  if (observed?.payload?.$case !== "observed") throw new Error("FingerprintObserved expected");
+  return { ...observed, payload: { $case: "observed", value: { ...observed.payload.value, compactionRequest: true } } };
+}
+
+const NOT_COMPARED: PrefixComparison = {
+  firstBuild: false,
+  changed: false,
+  modelChanged: false,
+  changedSections: [],
+  toolsChanged: false,
+  toolsChangeKind: "none",
+  historyRewritten: false,
+  firstChangedMessageIndex: null,
+  cause: "compaction request",
+};
 
 /** FingerprintObserved for every build, plus PrefixChanged when the prefix moved. */
 export function prefixEvents(
@@ -102,6 +126,7 @@ export function prefixEvents(
           estimatedTokens: record.estimatedTokens,
           model: record.model,
           compactionGeneration: record.generation,
+          compactionRequest: false,
         },
       },
     },
@@ -196,6 +221,18 @@ export class DurablePrefixMemory implements PrefixMemory {
   async close(): Promise<void> {
     this.closed = true;
     await this.flushing;
+  }
+
+  async observeCompactionRequest(record: PrefixRecord): Promise<void> {
+    const nowMs = this.options.now();
+    const event = compactionObservedEvent(record, nowMs, this.options.newEventId);
+    try {
+      await this.options.store.publish(
+        prefixOutboxEntries(record.sessionId, [event], this.options.traceHeaders(), nowMs),
+      );
+    } catch (error) {
+      throw translateDbError(error, { session_id: record.sessionId });
+    }
   }
 
   private async drain(): Promise<void> {

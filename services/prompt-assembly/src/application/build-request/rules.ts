@@ -2,7 +2,7 @@
 // rules-snapshot, which freezes the section per session (seed 001); a benchmark baseline can read
 // the file on every build through the same port.
 
-import { isPrefixGuardError, UnavailableError } from "@prefix-guard/errors";
+import { isPrefixGuardError, UnavailableError, ValidationError } from "@prefix-guard/errors";
 import {
   Decision,
   decisionToJSON,
@@ -41,6 +41,26 @@ export interface WorkspaceRulesSource {
  */
 export interface RulesResolver {
   resolve(request: ResolveRequest, timeoutMs: number): Promise<ResolveResponse>;
+}
+
+/** rules-snapshot names Resolve's fields; the harness sent BuildRequest's (issue 14 §4). */
+const BUILD_REQUEST_FIELDS: ReadonlyArray<readonly [string, string]> = [
+  ["source.file.", "rules_file."],
+  ["source.content.", "rules_content."],
+  ["source", "rules_source"],
+];
+
+function asBuildRequestField(error: ValidationError): ValidationError {
+  const field = error.field;
+  const renamed = BUILD_REQUEST_FIELDS.find(([from]) => field.startsWith(from));
+  if (renamed === undefined) return error;
+  const [from, to] = renamed;
+  const named = `${to}${field.slice(from.length)}`;
+  const message = error.message.startsWith(`${field}: `) ? error.message.slice(field.length + 2) : error.message;
+  return new ValidationError(named, message, {
+    cause: error,
+    ...(error.reason === undefined ? {} : { reason: error.reason }),
+  });
 }
 
 /** "PINNED" for DECISION_PINNED: the form CauseHints uses. */
@@ -83,16 +103,15 @@ export function snapshotRulesSource(
             source: lookup.source,
             compactionGeneration: lookup.generation,
             embed: false,
+            locale: lookup.locale,
           },
           options.timeoutMs,
         );
       } catch (error) {
         // The caller's own mistakes (bad path, workspace) are reported as such; anything else is an
         // outage the harness should retry.
-        if (
-          isPrefixGuardError(error) &&
-          ["invalid_argument", "permission_denied", "failed_precondition"].includes(error.code)
-        ) {
+        if (error instanceof ValidationError) throw asBuildRequestField(error);
+        if (isPrefixGuardError(error) && ["permission_denied", "failed_precondition"].includes(error.code)) {
           throw error;
         }
         throw new UnavailableError("rules-snapshot unavailable", {

@@ -3,7 +3,10 @@
 
 import { ValidationError } from "@prefix-guard/errors";
 import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
-import type { BuildRequestRequest } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import type {
+  BuildCompactionRequestRequest,
+  BuildRequestRequest,
+} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { parseJsonStrict } from "../../domain/canonical-json";
 import { CURRENT_DATE_SECTION_KEY } from "../../domain/date-anchor";
@@ -27,11 +30,13 @@ export interface ValidatedBuildRequest {
   readonly contextWindow: number | null;
   readonly wireFormat: WireFormat;
   readonly model: string;
-  readonly workspace: string;
   readonly rulesSource: ResolveRequest["source"];
   readonly embed: boolean;
   readonly allowShellClock: boolean | undefined;
-  readonly locale: Locale;
+  /** null: the session's own locale (set on CreateSession); a build may still ask for another. */
+  readonly locale: Locale | null;
+  /** "": the session's own workspace. */
+  readonly workspace: string;
   readonly maxOutputTokens: number | undefined;
 }
 
@@ -122,9 +127,12 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
   ) {
     throw new ValidationError("max_output_tokens", `must be > 0 when set, got ${String(request.maxOutputTokens)}`);
   }
-  const locale = request.locale === "" ? "zh-CN" : request.locale;
-  if (locale !== "zh-CN" && locale !== "en") {
-    throw new ValidationError("locale", `must be "zh-CN" or "en", got ${JSON.stringify(request.locale)}`);
+  const locale = request.locale === "" ? null : request.locale;
+  if (locale !== null && locale !== "zh-CN" && locale !== "en") {
+    throw new ValidationError(
+      "locale",
+      `must be "zh-CN" or "en" (or empty for the session's), got ${JSON.stringify(request.locale)}`,
+    );
   }
 
   let rulesSource: ResolveRequest["source"];
@@ -148,4 +156,34 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
     locale,
     maxOutputTokens: request.maxOutputTokens,
   };
+}
+
+/** Turns a compaction request may keep out of the summary at most. */
+const MAX_KEEP_RECENT_TURNS = 1_000;
+
+/**
+ * BuildCompactionRequest's fields: its inner request is checked like a BuildRequest, with errors
+ * naming the field as sent (`request.sections[0].key`).
+ */
+export function validateCompactionRequest(request: BuildCompactionRequestRequest): {
+  readonly input: ValidatedBuildRequest;
+  readonly keepRecentTurns: number;
+} {
+  if (request.request === undefined)
+    throw new ValidationError("request", "is required: the BuildRequest of this state");
+  let input: ValidatedBuildRequest;
+  try {
+    input = validateBuildRequest(request.request);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const message = error.message.startsWith(`${error.field}: `)
+      ? error.message.slice(error.field.length + 2)
+      : error.message;
+    throw new ValidationError(`request.${error.field}`, message, { cause: error });
+  }
+  const keepRecentTurns = request.keepRecentTurns ?? 0;
+  if (!Number.isInteger(keepRecentTurns) || keepRecentTurns < 0 || keepRecentTurns > MAX_KEEP_RECENT_TURNS) {
+    throw new ValidationError("keep_recent_turns", `must be an integer from 0 to ${MAX_KEEP_RECENT_TURNS}`);
+  }
+  return { input, keepRecentTurns };
 }

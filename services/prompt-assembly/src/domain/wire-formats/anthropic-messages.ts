@@ -112,8 +112,9 @@ function anthropicBody(
   turnOf: (message: ChatMessage, index: number) => Turn,
   render: (block: Block) => AnthropicContentBlock | JsonFragment,
   reusable: (turn: Turn) => boolean,
+  tail: ChatMessage | undefined,
 ) {
-  assertMessagesWellFormed(request.messages);
+  assertMessagesWellFormed(tail === undefined ? request.messages : [...request.messages, tail]);
   const minimumTokens = requireMinimumTokens(options.cacheMinimumTokens ?? 0);
   const system = request.system
     .filter((section) => section.text.length > 0)
@@ -135,31 +136,44 @@ function anthropicBody(
     max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
     ...(system.length > 0 ? { system: markLastIf(system, chosen.systemEnd) } : {}),
     ...(tools.length > 0 ? { tools: markLastIf(tools, chosen.toolsEnd) } : {}),
-    messages: merged.map((turn, turnIndex) => {
-      const marked = turn.blocks.some((_block, blockIndex) => chosen.blocks.has(`${turnIndex}:${blockIndex}`));
-      if (!marked && reusable(turn)) return turnFragment(turn);
-      return {
-        role: turn.role,
-        content: turn.blocks.map((block, blockIndex) =>
-          chosen.blocks.has(`${turnIndex}:${blockIndex}`) ? { ...block.wire, cache_control: EPHEMERAL } : render(block),
-        ),
-      };
-    }),
+    messages: [
+      ...merged.map((turn, turnIndex) => {
+        const marked = turn.blocks.some((_block, blockIndex) => chosen.blocks.has(`${turnIndex}:${blockIndex}`));
+        if (!marked && reusable(turn)) return turnFragment(turn);
+        return {
+          role: turn.role,
+          content: turn.blocks.map((block, blockIndex) =>
+            chosen.blocks.has(`${turnIndex}:${blockIndex}`)
+              ? { ...block.wire, cache_control: EPHEMERAL }
+              : render(block),
+          ),
+        };
+      }),
+      // Its own message after the placed ones: Anthropic joins consecutive user turns itself, and
+      // joining it here would rewrite the bytes of the last turn and move no marker onto it.
+      ...(tail === undefined ? [] : [anthropicTail(tail, request.messages.length)]),
+    ],
   };
+}
+
+function anthropicTail(tail: ChatMessage, index: number): AnthropicMessage {
+  const turn = blocksOf(tail, index);
+  return { role: turn.role, content: turn.blocks.map((block) => block.wire) };
 }
 
 export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
   id: "anthropic_messages",
   protoValue: 2,
-  serialize: (request, options) =>
+  serialize: (request, options, tail) =>
     anthropicBody(
       request,
       options,
       blocksOf,
       (block) => block.wire,
       () => false,
+      tail,
     ) as AnthropicMessagesBody,
-  serializeJson: (request, options) =>
+  serializeJson: (request, options, tail) =>
     canonicalJson(
       anthropicBody(
         request,
@@ -167,6 +181,7 @@ export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
         (message, index) => converted.of(message, index),
         (block) => block.json,
         (turn) => converted.holds(turn),
+        tail,
       ),
     ),
 };

@@ -48,13 +48,18 @@ export interface OpenAiChatBody {
   readonly prompt_cache_key?: string;
 }
 
-function chatBody<M>(request: ChatRequest, wireMessages: (message: ChatMessage, index: number) => readonly M[]) {
-  assertMessagesWellFormed(request.messages);
+function chatBody<M>(
+  request: ChatRequest,
+  wireMessages: (message: ChatMessage, index: number) => readonly M[],
+  tail: ChatMessage | undefined,
+) {
+  assertMessagesWellFormed(tail === undefined ? request.messages : [...request.messages, tail]);
   const system = systemText(request.system);
   const messages: (OpenAiChatMessage | M)[] = system.length > 0 ? [{ role: "system", content: system }] : [];
   request.messages.forEach((message, index) => {
     messages.push(...wireMessages(message, index));
   });
+  if (tail !== undefined) messages.push(...openAiChatMessages(tail));
   return {
     model: request.model,
     messages,
@@ -71,8 +76,9 @@ const written = new MessageMemo((message, index) =>
 export const openAiChat: WireFormatPlugin<OpenAiChatBody> = {
   id: "openai_chat",
   protoValue: 1,
-  serialize: (request) => chatBody(request, openAiChatMessages),
-  serializeJson: (request) => canonicalJson(chatBody(request, (message, index) => written.of(message, index))),
+  serialize: (request, _options, tail) => chatBody(request, openAiChatMessages, tail),
+  serializeJson: (request, _options, tail) =>
+    canonicalJson(chatBody(request, (message, index) => written.of(message, index), tail)),
 };
 
 function openAiChatTool(tool: ToolDefinition): OpenAiChatTool {

@@ -33,13 +33,19 @@ export interface OpenAiResponsesBody {
   readonly prompt_cache_key?: string;
 }
 
-function responsesBody<I>(request: ChatRequest, items: (message: ChatMessage, index: number) => readonly I[]) {
-  assertMessagesWellFormed(request.messages);
+function responsesBody<I>(
+  request: ChatRequest,
+  items: (message: ChatMessage, index: number) => readonly I[],
+  tail: ChatMessage | undefined,
+) {
+  assertMessagesWellFormed(tail === undefined ? request.messages : [...request.messages, tail]);
   const instructions = systemText(request.system);
+  const input: (I | OpenAiResponsesItem)[] = request.messages.flatMap(items);
+  if (tail !== undefined) input.push(...responsesItems(tail));
   return {
     model: request.model,
     ...(instructions.length > 0 ? { instructions } : {}),
-    input: request.messages.flatMap(items),
+    input,
     ...(request.tools.length > 0 ? { tools: request.tools.map(responsesTool) } : {}),
     ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
     ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
@@ -53,8 +59,9 @@ const written = new MessageMemo((message, index) =>
 export const openAiResponses: WireFormatPlugin<OpenAiResponsesBody> = {
   id: "openai_responses",
   protoValue: 3,
-  serialize: (request) => responsesBody(request, (message) => responsesItems(message)),
-  serializeJson: (request) => canonicalJson(responsesBody(request, (message, index) => written.of(message, index))),
+  serialize: (request, _options, tail) => responsesBody(request, (message) => responsesItems(message), tail),
+  serializeJson: (request, _options, tail) =>
+    canonicalJson(responsesBody(request, (message, index) => written.of(message, index), tail)),
 };
 
 function responsesTool(tool: ToolDefinition): OpenAiResponsesTool {

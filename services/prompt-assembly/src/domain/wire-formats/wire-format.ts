@@ -34,13 +34,17 @@ export interface WireFormatPlugin<Body = unknown> {
   readonly id: string;
   /** Its value in prefixguard.assembly.v1.WireFormat (the proto enum), so the contract maps to it. */
   readonly protoValue: number;
-  /** The body as plain data, for readers and tests. */
-  serialize(request: ChatRequest, options: SerializeOptions): Body;
   /**
-   * canonicalJson(serialize(request, options)), byte for byte. Messages whose content the format
-   * has written before (the stored history, unchanged from build to build) are not written again.
+   * The body as plain data, for readers and tests. A `tail` message goes after the request's
+   * messages as its own message: never merged into the last one, never carrying a cache marker, so
+   * everything before it is byte for byte the body without it (a compaction request).
    */
-  serializeJson(request: ChatRequest, options: SerializeOptions): string;
+  serialize(request: ChatRequest, options: SerializeOptions, tail?: ChatMessage): Body;
+  /**
+   * canonicalJson(serialize(request, options, tail)), byte for byte. Messages whose content the
+   * format has written before (the stored history, unchanged from build to build) are not written again.
+   */
+  serializeJson(request: ChatRequest, options: SerializeOptions, tail?: ChatMessage): string;
 }
 
 export const SYSTEM_SECTION_SEPARATOR = "\n\n";

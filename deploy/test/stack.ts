@@ -1,0 +1,169 @@
+// One way for tests to start the system in this process: session-events, rules-snapshot,
+// prompt-assembly and (optionally) cache-monitor, each on its own database (SQLite files or fresh
+// MariaDB databases), on the embedded transport or on real Kafka, with one injectable clock, and
+// gRPC clients for each. Everything started is stopped, and every database made is dropped.
+
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { credentials } from "@grpc/grpc-js";
+import { createKafkaBus, type MessageBus } from "@prefix-guard/bus";
+import { testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
+import { loadCacheMonitorConfig, startCacheMonitor } from "@prefix-guard/cache-monitor";
+import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { silentLogger } from "@prefix-guard/logging";
+import {
+  type AssemblyPortOverrides,
+  loadPromptAssemblyConfig,
+  type RunningPromptAssembly,
+  startPromptAssembly,
+} from "@prefix-guard/prompt-assembly";
+import { PromptAssemblyClient } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { CacheMonitorClient } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
+import { defaultTopicSpecs, openBus } from "@prefix-guard/runtime";
+import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
+
+export interface StackOptions {
+  /** Where each service keeps its data; default SQLite. */
+  readonly store?: "sqlite" | "mariadb";
+  /** default "embedded" (its log on the store above); "kafka" uses the test broker with unique groups. */
+  readonly transport?: "embedded" | "kafka";
+  readonly now?: () => number;
+  readonly cacheMonitor?: boolean;
+  /** Extra environment for every service (e.g. PEER_AUTH_TOKEN). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Extra environment per service. */
+  readonly serviceEnv?: Partial<Record<ServiceName, Readonly<Record<string, string>>>>;
+  readonly assemblyPorts?: AssemblyPortOverrides;
+}
+
+export type ServiceName = "session-events" | "rules-snapshot" | "prompt-assembly" | "cache-monitor";
+
+export interface Stack {
+  readonly addresses: Readonly<Record<ServiceName, string>>;
+  readonly sessions: SessionEventsClient;
+  readonly rules: RulesSnapshotClient;
+  assembly(): PromptAssemblyClient;
+  readonly monitor: CacheMonitorClient | undefined;
+  promptAssembly(): RunningPromptAssembly;
+  /** The URL of a service's database (MariaDB or SQLite). */
+  databaseUrl(service: ServiceName): string;
+  /** Stops prompt-assembly and starts a new one on the same database: nothing in memory survives. */
+  restartAssembly(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const logger = silentLogger();
+  const dataDir = mkdtempSync(join(tmpdir(), "pg-stack-"));
+  const databases: TestDatabase[] = [];
+  const urls = new Map<string, string>();
+  const databaseUrl = async (name: string): Promise<string> => {
+    let url: string;
+    if (options.store === "mariadb") {
+      const db = await createTestDatabase(`stack_${name.replace(/-/g, "_")}`);
+      databases.push(db);
+      url = db.url;
+    } else {
+      url = `sqlite:${dataDir}/${name}.sqlite`;
+    }
+    urls.set(name, url);
+    return url;
+  };
+  const runId = uniqueName("stack");
+  const transportEnv: Record<string, string> =
+    options.transport === "kafka"
+      ? { TRANSPORT: "kafka", KAFKA_BROKERS: testKafkaBrokers.join(",") }
+      : { TRANSPORT: "embedded", BUS_DATABASE_URL: await databaseUrl("bus") };
+  const env = { ...transportEnv, GRPC_PORT: "0", LOG_LEVEL: "silent", ...options.env };
+  const envFor = (service: ServiceName, extra: Record<string, string>) => ({
+    ...env,
+    ...(options.transport === "kafka" ? { CONSUMER_GROUP: `${runId}-${service}` } : {}),
+    ...extra,
+    ...options.serviceEnv?.[service],
+  });
+  const now = options.now ?? Date.now;
+  let bus: MessageBus;
+  let closeBus: () => Promise<void>;
+  if (options.transport === "kafka") {
+    bus = createKafkaBus({ brokers: testKafkaBrokers, clientId: runId, logger });
+    await bus.ensureTopics(defaultTopicSpecs());
+    closeBus = () => bus.close();
+  } else {
+    const handle = await openBus(loadSessionEventsConfig(env), runId, defaultTopicSpecs(), logger);
+    bus = handle.bus;
+    closeBus = () => handle.close();
+  }
+  const sessionEvents = await startSessionEvents(
+    loadSessionEventsConfig(envFor("session-events", { DATABASE_URL: await databaseUrl("session-events") })),
+    { bus, logger, now },
+  );
+  const rulesSnapshot = await startRulesSnapshot(
+    loadRulesSnapshotConfig(envFor("rules-snapshot", { DATABASE_URL: await databaseUrl("rules-snapshot") })),
+    { bus, logger, now },
+  );
+  const assemblyConfig = loadPromptAssemblyConfig(
+    envFor("prompt-assembly", {
+      DATABASE_URL: await databaseUrl("prompt-assembly"),
+      SESSION_EVENTS_ADDRESS: sessionEvents.address,
+      RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
+    }),
+  );
+  const startAssembly = () =>
+    startPromptAssembly(assemblyConfig, {
+      bus,
+      logger,
+      now,
+      ...(options.assemblyPorts === undefined ? {} : { ports: options.assemblyPorts }),
+    });
+  let promptAssembly = await startAssembly();
+  const cacheMonitor =
+    options.cacheMonitor === true
+      ? await startCacheMonitor(
+          loadCacheMonitorConfig(envFor("cache-monitor", { DATABASE_URL: await databaseUrl("cache-monitor") })),
+          { bus, logger, now },
+        )
+      : undefined;
+  const insecure = credentials.createInsecure();
+  const sessions = new SessionEventsClient(sessionEvents.address, insecure);
+  const rules = new RulesSnapshotClient(rulesSnapshot.address, insecure);
+  let assembly = new PromptAssemblyClient(promptAssembly.address, insecure);
+  const monitor = cacheMonitor === undefined ? undefined : new CacheMonitorClient(cacheMonitor.address, insecure);
+  return {
+    get addresses() {
+      return {
+        "session-events": sessionEvents.address,
+        "rules-snapshot": rulesSnapshot.address,
+        "prompt-assembly": promptAssembly.address,
+        "cache-monitor": cacheMonitor?.address ?? "",
+      };
+    },
+    sessions,
+    rules,
+    assembly: () => assembly,
+    monitor,
+    promptAssembly: () => promptAssembly,
+    databaseUrl: (service) => urls.get(service) ?? "",
+    async restartAssembly() {
+      assembly.close();
+      await promptAssembly.stop();
+      promptAssembly = await startAssembly();
+      assembly = new PromptAssemblyClient(promptAssembly.address, insecure);
+    },
+    async stop() {
+      sessions.close();
+      rules.close();
+      assembly.close();
+      monitor?.close();
+      await cacheMonitor?.stop();
+      await promptAssembly.stop();
+      await rulesSnapshot.stop();
+      await sessionEvents.stop();
+      await closeBus();
+      for (const db of databases) await db.drop();
+    },
+  };
+}
