@@ -1,11 +1,14 @@
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { Role } from "@prefix-guard/proto/common/v1/common";
+import { COMPOUND_SURNAMES, FUNCTION_SURNAMES, NON_NAME_WORDS, SINGLE_SURNAMES } from "./chinese-surnames";
 import { SUMMARY_MAX_CHARS } from "./limits";
 import { truncateCodePoints } from "./text";
 
 /**
- * Summary scrubbing (seed 002 §4.4): a stored summary must not carry birth dates, birth times, birth
- * places, names or contact data, because it is copied into later prompts and into continued sessions.
+ * Summary scrubbing (seed 002 §4.4, issue 14 §3): a stored summary must not carry birth dates, birth
+ * times, birth places, names or contact data, because it is copied into later prompts and into continued
+ * sessions. A harness writes the summary, so nothing marks the names in it: these are heuristics, tuned
+ * to lose a word now and then rather than keep a name, but not to blank ordinary text.
  *
  * Heuristics, in the order applied (each hit becomes SCRUB_MARKER; adjacent markers collapse):
  * 1. emails;
@@ -19,9 +22,55 @@ import { truncateCodePoints } from "./text";
  *    clock times (14:30, 2pm, 下午两点, 14点30分), 时辰 (子时 … 亥时), year-months (1990年5月), years
  *    (1990年) and month-days (5月12日);
  * 5. the place or name after a birth-place / name phrase in the summary itself: 出生于/出生在/
- *    出生地：/生于/籍贯：/姓名：/名字是/名叫/用户叫/我叫, "born in", "birthplace:", "name is", "named";
- * 6. every personal term found in the session's user messages (extractPersonalTerms); terms with
- *    Latin letters only match as whole words, case-insensitively; CJK terms match as substrings.
+ *    出生地：/生于/籍贯：/姓名：/名字是/名叫/用户叫/我叫, "born in", "birthplace:", "name is", "named".
+ *    After a name phrase, a run that reads as surname + given name (6) is cut there (我叫王伟想咨询 →
+ *    王伟); any other run is cut at common function words (CJK_STOP_WORDS);
+ * 6. Chinese names (scrubChineseNames). A name is a listed surname (chinese-surnames.ts, compound ones
+ *    first) plus 1–2 given-name characters, and is only looked for where a name is expected:
+ *    a. after a lead: a role or relationship word (NAME_ROLES: 用户, 客户, 同事, 父亲, 经理 …) or a naming
+ *       word (NAME_INTRODUCERS: 叫, 叫做, 名为, 自称 …), optionally followed by spaces or a colon. The name
+ *       must then end at a boundary: the end of the text, any non-Han character (punctuation, space,
+ *       Latin, digits), a title or role word (先生, 女士 …), a verb or adverb that typically follows a
+ *       subject (NAME_END_WORDS: 希望, 反馈, 正在, 排查 …) or a particle (的 说 要 问 是 在 … ). The given
+ *       name must not contain such a particle and must not contain the start of such a word, so
+ *       用户王伟正在排查 is 王伟 and not 王伟正; a few characters that end a name but also begin given
+ *       names (和 向 为 有 正 可 …) may only be its first character (张和平, but 王伟和李娜 is 王伟). Of the
+ *       one- and two-character given names that fit, the longer wins; when none ends at a boundary
+ *       (用户王伟怀揣… with an unlisted verb) nothing is scrubbed, as the brief's boundary rule asks, and
+ *       the personal terms (8) are the net. A lead followed by a surname character and a title
+ *       (用户王先生) loses the surname.
+ *       Names listed right after the first (同事王伟、李娜和张敏) go too.
+ *       This is why 用户反馈, 客户端, 同事们, 朋友圈 and 用户要求生成报告 survive: no surname follows.
+ *       用户马上要…, 客户的余额, 用户高性能需求 survive because a surname character inside an ordinary
+ *       word (NON_NAME_WORDS, wherever the word starts) never begins a name, and 用户高性能需求 also
+ *       because 高性 is followed by 能, which is no boundary. FUNCTION_SURNAMES (于 向 曾 何 万) are never
+ *       read as a surname after a lead (用户于周一…, 用户向客服…);
+ *    b. before a title (NAME_TITLES: 先生, 女士, 老师, 经理, 总 …): surname + 0–2 given-name characters
+ *       directly followed by the title, so 王伟先生 and 李老师 lose the name and keep the title, while
+ *       历史老师, 江苏医生, 高级经理 survive through NON_NAME_WORDS. 总 is a title only when it does not
+ *       start a word (总结, 总体, 总是 …);
+ *    c. 姓X and X姓 where X is a surname (用户姓王, 王姓用户), but not in 百姓, 姓名, 姓氏.
+ *    Place names are not names: 江苏 or 张家界 stay unless they follow a birth-place phrase (5); but
+ *    名叫 in (5) takes its whole run, so 一款名叫王者荣耀的游戏 loses the game's name (名叫 introduces a
+ *    person far more often). Nicknames (老王, 小李) and Latin names after a Chinese role word (用户 Alice)
+ *    are not recognised: the first reads like 老 + surname in ordinary text, the second like 用户 SDK.
+ *    A one-character Han personal term (a surname the harness knows) is read as one more surname here,
+ *    with the same false positives a listed surname would have (文 → 用户文档的… loses 文档).
+ * 7. English names: 1–3 capitalised words (initials allowed, all-caps words like API are not names) after
+ *    an honorific (Mr, Mrs, Ms, Mx, Miss, Dr, Prof, Sir, Madam, with or without a period), after
+ *    "I am called", "I'm called", "call me", in "this is <Name> speaking", and after a relationship word
+ *    (wife, son, friend, colleague, boss …). "Prof. reviewed" has no capitalised word and stays. A few
+ *    fixed brand and title names that only look like an honorific and a surname (Dr. Oetker, Dr Pepper,
+ *    Dr. Martens, Mr. Robot, Mr. Bean) stay too: they are products and shows, not people, and naming
+ *    them exactly keeps every other "Dr. <Name>" scrubbed;
+ * 8. every personal term: those found in the session's user messages (extractPersonalTerms) and those
+ *    the harness passes from its account data. Terms with Han characters match as substrings; a term
+ *    that starts or ends with a Latin letter or digit must not continue a Latin word there ("Ann" is not
+ *    in "annual", but is in "Ann说"); all terms match case-insensitively, with any run of whitespace
+ *    where the term has one. A term that is a phone number (5–15 digits, nothing but digits, spaces and
+ *    + ( ) . -) matches its digits with any separators, and a CN mobile with or without +86/0086.
+ *    Multi-word terms are not split: "Alice Chen" does not scrub a lone "Alice", because parts of names
+ *    are ordinary words too often (Will, May, Grace); the harness passes each form it wants removed.
  * Finally the text is capped at SUMMARY_MAX_CHARS code points, without leaving half a marker.
  */
 export const SCRUB_MARKER = "[已移除]";
@@ -93,9 +142,14 @@ const ZH_SUMMARY_PHRASE = new RegExp(
 const EN_SUMMARY_PHRASE =
   /(\b(?:born in|birthplace(?:\s*:|\s+is)?|name is|named|lives? in))\s+([A-Za-z][A-Za-z'’-]*(?:\s+[A-Za-z][A-Za-z'’-]*){0,3})/giu;
 
+// The leads after which the run is a person's name, so a surname-based cut (6) applies before the
+// function-word cut; the others lead to places.
+const ZH_NAME_LEAD = /^(?:姓名|名字|名叫|用户叫|我叫)/;
+
 /**
  * Removes personal data from a summary and caps it; see the heuristics above. `personalTerms` are the
- * names and places the user stated about themselves in this session.
+ * names, places and contact data known to belong to the user: what they stated about themselves in this
+ * session and what the harness knows from its own account data.
  */
 export function scrubSummary(summary: string, personalTerms: readonly string[]): string {
   let text = summary.replace(EMAIL, SCRUB_MARKER);
@@ -104,21 +158,30 @@ export function scrubSummary(summary: string, personalTerms: readonly string[]):
   text = text.replace(SENTENCE, (sentence) =>
     BIRTH_CONTEXT.test(sentence) ? sentence.replace(BIRTH_CLAUSE_FRAGMENTS, SCRUB_MARKER) : sentence,
   );
-  text = text.replace(
-    ZH_SUMMARY_PHRASE,
-    (_match, lead: string, run: string) => `${lead}${SCRUB_MARKER}${run.slice(cutAtStopWords(run).length)}`,
-  );
+  text = text.replace(ZH_SUMMARY_PHRASE, (_match, lead: string, run: string) => {
+    const term = ZH_NAME_LEAD.test(lead) ? cutAtName(run) : cutAtStopWords(run);
+    return `${lead}${SCRUB_MARKER}${run.slice(term.length)}`;
+  });
   text = text.replace(EN_SUMMARY_PHRASE, (match, lead: string, run: string) => {
     const term = englishTerm(run);
     return term === undefined ? match : `${lead} ${SCRUB_MARKER}${run.slice(term.length)}`;
   });
-  for (const term of [...new Set(personalTerms.map((t) => t.trim()).filter((t) => t.length > 0))].sort(
-    (a, b) => b.length - a.length,
-  )) {
-    text = text.replace(termPattern(term), SCRUB_MARKER);
+  const terms = [...new Set(personalTerms.map((t) => t.trim()).filter((t) => t.length > 0))];
+  // A lone surname as a substring would blank every 王 in 王者荣耀; it is only looked for where names are.
+  const extraSurnames = new Set(terms.filter((t) => /^\p{Script=Han}$/u.test(t)));
+  text = outsideMarkers(text, (segment) => scrubChineseNames(segment, extraSurnames));
+  text = outsideMarkers(text, scrubEnglishNames);
+  for (const term of terms.filter((t) => !extraSurnames.has(t)).sort((a, b) => b.length - a.length)) {
+    const pattern = termPattern(term);
+    text = outsideMarkers(text, (segment) => segment.replace(pattern, SCRUB_MARKER));
   }
   text = text.replace(/\[已移除\](?:\s*\[已移除\])+/g, SCRUB_MARKER);
   return capSummary(text);
+}
+
+/** Applies `scrub` to the text between markers, so a term or a name rule never rewrites a marker's own 已移除. */
+function outsideMarkers(text: string, scrub: (segment: string) => string): string {
+  return text.split(SCRUB_MARKER).map(scrub).join(SCRUB_MARKER);
 }
 
 function isPhoneDigitCount(match: string): boolean {
@@ -130,12 +193,36 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+const PHONE_TERM = /^[+\d\s().-]+$/;
+const LATIN_OR_DIGIT_START = /^[\p{Script=Latin}\p{N}]/u;
+const LATIN_OR_DIGIT_END = /[\p{Script=Latin}\p{N}]$/u;
+const HAN_START = /^\p{Script=Han}/u;
+const HAN_END = /\p{Script=Han}$/u;
+
 function termPattern(term: string): RegExp {
-  const escaped = escapeRegExp(term);
-  // Latin names must not eat parts of other words ("Ann" in "Annual"); CJK has no word boundaries.
-  return /^[\p{Script=Latin}\s'’.-]+$/u.test(term)
-    ? new RegExp(`(?<![\\p{L}\\p{N}])${escaped}(?![\\p{L}\\p{N}])`, "giu")
-    : new RegExp(escaped, "gu");
+  const digits = term.replace(/\D/g, "");
+  if (PHONE_TERM.test(term) && digits.length >= 5 && digits.length <= 15) return phoneTermPattern(digits);
+  const words = term.split(/\s+/);
+  let body = escapeRegExp(words[0] ?? "");
+  for (let i = 1; i < words.length; i++) {
+    const word = words[i] ?? "";
+    // Chinese is written without spaces, so a space the term has between Han characters is optional.
+    const gap = HAN_END.test(words[i - 1] ?? "") && HAN_START.test(word) ? "\\s*" : "\\s+";
+    body += `${gap}${escapeRegExp(word)}`;
+  }
+  // Latin names must not eat parts of other words ("Ann" in "Annual"); CJK has no word boundaries, and a
+  // Han character right after a Latin name ("Ann说") is no continuation of it.
+  const before = LATIN_OR_DIGIT_START.test(term) ? "(?<![\\p{Script=Latin}\\p{N}_])" : "";
+  const after = LATIN_OR_DIGIT_END.test(term) ? "(?![\\p{Script=Latin}\\p{N}_])" : "";
+  return new RegExp(`${before}${body}${after}`, "giu");
+}
+
+/** The harness stores a number one way and the model writes it another: 13812345678, 138-1234-5678, +86 138…. */
+function phoneTermPattern(digits: string): RegExp {
+  const national = /^(?:0086|86)1[3-9]\d{9}$/.test(digits) ? digits.replace(/^(?:00)?86/, "") : digits;
+  const separators = String.raw`[\s().-]*`;
+  const countryCode = /^1[3-9]\d{9}$/.test(national) ? String.raw`(?:(?:\+|00)?86${separators})?` : "";
+  return new RegExp(String.raw`(?<!\d)${countryCode}${[...national].join(separators)}(?!\d)`, "g");
 }
 
 /** Caps at SUMMARY_MAX_CHARS code points; a marker cut in half is dropped rather than left as "[已移". */
@@ -218,8 +305,289 @@ function cutAtStopWords(run: string): string {
   return run.slice(0, end);
 }
 
+/** After a name phrase: the surname + given name if the run reads as one, else the function-word cut. */
+function cutAtName(run: string): string {
+  const length = chineseNameAt(run, 0, lexiconMask(run), new Set(), true);
+  return length === undefined ? cutAtStopWords(run) : run.slice(0, length);
+}
+
+const wordList = (list: string): string[] => list.split(/\s+/).filter((word) => word.length > 0);
+
+// Role and relationship words a harness puts before a person's name (用户王伟, 客户张敏, 父亲刘建国).
+// English-style "user"/"client" leads are not listed for Latin names: 用户 Dashboard is as likely as 用户 Alice.
+const NAME_ROLES = wordList(`
+  用户 客户 顾客 访客 来访者 咨询者 求助者 患者 病人 病患 学生 学员 员工 职员 同事 同学 朋友 好友 网友 室友 舍友
+  邻居 先生 女士 小姐 老师 老师傅 师傅 教授 医生 大夫 护士 律师 经理 总经理 总监 主管 主任 老板 老板娘 老总 领导
+  上司 上级 下属 店长 组长 顾问 工程师 负责人 联系人 对接人 当事人 申请人 候选人 面试官 合伙人 房东 租客 本人
+  父亲 母亲 爸爸 妈妈 父母 妻子 丈夫 老公 老婆 爱人 伴侣 男友 女友 男朋友 女朋友 未婚夫 未婚妻 前妻 前夫 儿子 女儿
+  孩子 哥哥 姐姐 弟弟 妹妹 兄弟 姐妹 爷爷 奶奶 外公 外婆 姥姥 姥爷 叔叔 阿姨 舅舅 舅妈 姑姑 姨妈 表哥 表姐 表弟
+  表妹 堂哥 堂姐 堂弟 堂妹 岳父 岳母 公公 婆婆 女婿 儿媳 亲戚 家人 家长 会员 成员 买家 卖家 乘客 司机 客服 作者
+  嘉宾 主播 教练 选手 队员 高管 业主 搭档
+`);
+// Words that introduce a name; 名叫/我叫 are also handled with the rest of their run by ZH_SUMMARY_PHRASE.
+const NAME_INTRODUCERS = wordList("叫 叫做 名为 自称 化名 署名 昵称 网名 真名 本名 全名");
+// Titles that follow a name (王伟先生, 李老师, 张总). 总 alone is checked against TITLE_总_WORDS.
+const NAME_TITLES = wordList(`
+  先生 女士 小姐 老师 老师傅 师傅 教授 医生 大夫 护士 律师 经理 总经理 总监 主任 主管 老板 总裁 董事长 总 同学
+  阿姨 叔叔 博士 工程师 校长 院长 局长 处长 科长 部长 书记 警官 法官 队长 组长 班长 店长 行长
+`);
+// 总 starts these words, so 马总结, 对方总是 and 周总体 hold no title (and 对方/周… no name).
+const TITLE_总_WORDS = /^总[结体共计数量额部线价值览账表决裁是归算括会之]/;
+// Verbs, adverbs and time words that typically follow the subject of a summary sentence: a name ends
+// right before them. A given name may not contain the start of one (王伟正在 is 王伟 + 正在).
+const NAME_END_WORDS = wordList(`
+  希望 认为 表示 提出 提到 提及 提供 提交 提问 反馈 负责 需要 觉得 担心 关心 关注 咨询 询问 请求 计划 打算 准备 目前
+  最近 今年 今天 昨天 明天 此前 之前 之后 因为 自己 确认 发现 遇到 使用 正在 一直 同意 建议 指出 投诉 抱怨 感觉 决定
+  选择 购买 申请 报告 预约 取消 收到 登录 注册 联系 来自 去年 明年 刚刚 刚才 现在 后来 随后 接着 坚持 喜欢 尝试 试图
+  无法 不能 没有 一起 经常 通常 总是 上传 下载 回复 回答 解释 说明 描述 介绍 分享 强调 补充 承认 否认 追问 更新 修改
+  完成 开始 继续 停止 结束 想要 发来 发送 年龄 身份 出生 生于 住在 居住 主导 参与 带领 管理 处理 排查 调试 开发 测试
+  部署 编写 实现 设计 优化 重构 复现 定位 分析 评估 审核 审查 批准 要求 表达 透露 告诉 通知 邀请 安排 推荐 报名 下单
+  支付 退款 投资 来电 留言 签约 签署 签字 特别 非常 十分 比较 有点 有些 有关 有问题 有兴趣 有意 可以 可能 能否 应该
+  必须 主要 其实 确实 本来 原本 已经 曾经 现任 担任 作为 负责人 毕业 就职 就读 任职 所在 家住 老家 名下 账号 手机
+  怀孕 生病 住院 退休 上班 下班 工作 入职 离职 去世 过世 生日 结婚 离婚 出差 加班 休假 请假 回家 失业 考试 考研
+  留学 搬家 买房 装修 看病 手术 康复 身体 性格 脾气 修复 查看 查询 调用 调整 配置 上线 下线 发布 回滚 合并 升级
+  迁移 接入 对接 维护 搭建 编译 运行 重启 扩容 压测 监控 写了 改了 问了 看了 做了 拿到 得到 收集 整理 汇总 跟进
+`);
+// Particles and pronouns that never occur in a given name and end one (用户王伟在…, 同事李娜的…).
+const NOT_GIVEN = new Set([
+  ..."的地得了着过吗呢吧啊呀嘛哦说讲问要想是在与及跟同也都就还又再已将会把被让给对从由因等们这那哪其之所并而或却则我你他她它您咱不没很最太更叫称各每该今昨岁个次位些仍便即虽但只到去来用做写看找听买卖曾",
+]);
+// Characters that end a name but also begin given names (张和平, 王向阳, 李可, 李有才): allowed as the
+// first given-name character only, so 王伟和 is 王伟 + 和.
+const END_OR_FIRST_GIVEN = new Set([..."和向为以于自非有正可能"]);
+// Further names after the first (同事王伟、李娜和张敏).
+const NAME_LIST_JOINERS = wordList("、 和 与 及 以及 跟 或 同 还有");
+
+function indexByFirstChar(list: readonly string[]): ReadonlyMap<string, readonly string[]> {
+  const index = new Map<string, string[]>();
+  for (const word of [...new Set(list)].sort((a, b) => b.length - a.length)) {
+    const first = word[0] ?? "";
+    index.set(first, [...(index.get(first) ?? []), word]);
+  }
+  return index;
+}
+
+const LEAD_INDEX = indexByFirstChar([...NAME_ROLES, ...NAME_INTRODUCERS]);
+const TITLE_INDEX = indexByFirstChar(NAME_TITLES);
+const NAME_END_INDEX = indexByFirstChar([...NAME_END_WORDS, ...NAME_TITLES, ...NAME_ROLES]);
+const JOINER_INDEX = indexByFirstChar(NAME_LIST_JOINERS);
+const LEXICON_INDEX = indexByFirstChar(NON_NAME_WORDS);
+
+/** The longest word of `index` that starts at `at`. */
+function wordAt(text: string, at: number, index: ReadonlyMap<string, readonly string[]>): string | undefined {
+  return index.get(text[at] ?? "")?.find((word) => text.startsWith(word, at));
+}
+
+function titleAt(text: string, at: number): string | undefined {
+  const title = wordAt(text, at, TITLE_INDEX);
+  return title === "总" && TITLE_总_WORDS.test(text.slice(at, at + 2)) ? undefined : title;
+}
+
+const HAN_CHAR = /^\p{Script=Han}$/u;
+const isHan = (char: string | undefined): boolean => char !== undefined && HAN_CHAR.test(char);
+
+/** 1 for every position inside an ordinary word that contains a surname character (NON_NAME_WORDS). */
+function lexiconMask(text: string): Uint8Array {
+  const mask = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const word = wordAt(text, i, LEXICON_INDEX);
+    if (word !== undefined) mask.fill(1, i, i + word.length);
+  }
+  return mask;
+}
+
+function surnameAt(text: string, at: number, extraSurnames: ReadonlySet<string>): string | undefined {
+  const compound = COMPOUND_SURNAMES.find((surname) => text.startsWith(surname, at));
+  if (compound !== undefined) return compound;
+  const char = text[at];
+  return char !== undefined && (SINGLE_SURNAMES.has(char) || extraSurnames.has(char)) ? char : undefined;
+}
+
+/** Whether text[from, from + length) can be a given name: Han, no particle, no start of a title or end word. */
+function givenNameFits(text: string, from: number, length: number): boolean {
+  for (let k = 0; k < length; k++) {
+    const char = text[from + k];
+    if (!isHan(char) || char === undefined || NOT_GIVEN.has(char)) return false;
+    if (k > 0 && END_OR_FIRST_GIVEN.has(char)) return false;
+    if (wordAt(text, from + k, NAME_END_INDEX) !== undefined) return false;
+  }
+  return true;
+}
+
+function endsName(text: string, at: number): boolean {
+  const char = text[at];
+  if (char === undefined || !isHan(char)) return true;
+  return NOT_GIVEN.has(char) || END_OR_FIRST_GIVEN.has(char) || wordAt(text, at, NAME_END_INDEX) !== undefined;
+}
+
+/**
+ * The length of the surname + given name at `at` that ends at a boundary, or undefined. `named` is for
+ * places where the text says a name follows (我叫…): there a preposition-like surname (于谦) is a surname.
+ * A surname directly followed by a title counts alone (用户王先生 → 王).
+ */
+function chineseNameAt(
+  text: string,
+  at: number,
+  mask: Uint8Array,
+  extraSurnames: ReadonlySet<string>,
+  named: boolean,
+): number | undefined {
+  const surname = surnameAt(text, at, extraSurnames);
+  if (surname === undefined || mask[at] === 1) return undefined;
+  if (!named && FUNCTION_SURNAMES.has(surname) && !extraSurnames.has(surname)) return undefined;
+  const given = at + surname.length;
+  if (titleAt(text, given) !== undefined) return surname.length;
+  for (const length of [2, 1]) {
+    if (givenNameFits(text, given, length) && endsName(text, given + length)) return surname.length + length;
+  }
+  return undefined;
+}
+
+/** The length of a surname + 0–2 given-name characters directly followed by a title (王伟先生, 李老师). */
+function nameBeforeTitleAt(
+  text: string,
+  at: number,
+  mask: Uint8Array,
+  extraSurnames: ReadonlySet<string>,
+): number | undefined {
+  const surname = surnameAt(text, at, extraSurnames);
+  if (surname === undefined || mask[at] === 1) return undefined;
+  const given = at + surname.length;
+  const prepositionLike = FUNCTION_SURNAMES.has(surname) && !extraSurnames.has(surname);
+  // 向王老师请教: 向 is the preposition when a surname follows it.
+  if (prepositionLike && surnameAt(text, given, extraSurnames) !== undefined) return undefined;
+  for (const length of [0, 1, 2]) {
+    if (length > 0 && !givenNameFits(text, given, length)) return undefined;
+    if (length === 0 && prepositionLike) continue;
+    if (titleAt(text, given + length) !== undefined) return surname.length + length;
+  }
+  return undefined;
+}
+
+/** Chinese names after a lead, before a title, and in 姓X / X姓 (heuristic 6 of the header). */
+function scrubChineseNames(text: string, extraSurnames: ReadonlySet<string>): string {
+  const mask = lexiconMask(text);
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    const lead = wordAt(text, i, LEAD_INDEX);
+    if (lead !== undefined) {
+      let at = i + lead.length;
+      while (text[at] === " " || text[at] === ":" || text[at] === "：") at++;
+      let name = chineseNameAt(text, at, mask, extraSurnames, false);
+      if (name === undefined) {
+        out += lead;
+        i += lead.length;
+        continue;
+      }
+      out += text.slice(i, at) + SCRUB_MARKER;
+      i = at + name;
+      for (;;) {
+        const joiner = wordAt(text, i, JOINER_INDEX);
+        if (joiner === undefined) break;
+        name = chineseNameAt(text, i + joiner.length, mask, extraSurnames, false);
+        if (name === undefined) break;
+        out += joiner + SCRUB_MARKER;
+        i += joiner.length + name;
+      }
+      continue;
+    }
+    if (text[i] === "姓" && text[i - 1] !== "百") {
+      const surname = surnameAt(text, i + 1, extraSurnames);
+      if (surname !== undefined) {
+        out += `姓${SCRUB_MARKER}`;
+        i += 1 + surname.length;
+        continue;
+      }
+    }
+    const surname = surnameAt(text, i, extraSurnames);
+    if (surname !== undefined && mask[i] !== 1) {
+      const after = i + surname.length;
+      if (text[after] === "姓" && text[after + 1] !== "名" && text[after + 1] !== "氏") {
+        out += SCRUB_MARKER;
+        i = after;
+        continue;
+      }
+      const titled = nameBeforeTitleAt(text, i, mask, extraSurnames);
+      if (titled !== undefined) {
+        out += SCRUB_MARKER;
+        i += titled;
+        continue;
+      }
+    }
+    out += text[i];
+    i++;
+  }
+  return out;
+}
+
+const EN_NAME_WORD = String.raw`\p{Lu}\.|\p{Lu}[\p{Script=Latin}\p{M}]*(?:[-'’]\p{Lu}[\p{Script=Latin}\p{M}]*)*`;
+const EN_NAME_RUN = String.raw`(?:${EN_NAME_WORD})(?:[ \t]+(?:${EN_NAME_WORD})){0,2}`;
+// Case-sensitive on purpose: with the i flag \p{Lu} would match lowercase words too.
+const EN_HONORIFIC = new RegExp(
+  String.raw`(?<![\p{L}\p{N}])(Mrs|Mr|Ms|Mx|Miss|Dr|Prof|Sir|Madam)(\.[ \t]*|[ \t]+)(${EN_NAME_RUN})`,
+  "gu",
+);
+const EN_INTRODUCTION = new RegExp(
+  String.raw`(?<![\p{L}])([Ii] am called|[Ii]['’]m called|[Cc]all me)([ \t]+)(${EN_NAME_RUN})`,
+  "gu",
+);
+const EN_SPEAKING = new RegExp(String.raw`(?<![\p{L}])([Tt]his is)([ \t]+)(${EN_NAME_RUN})(?=[ \t]+speaking\b)`, "gu");
+const EN_RELATIONS = wordList(`
+  wife husband son daughter father mother dad mom mum brother sister friend colleague coworker co-worker boss fiancé
+  fiancée fiance fiancee boyfriend girlfriend spouse grandmother grandfather grandma grandpa uncle aunt cousin nephew
+  niece roommate neighbor neighbour
+`);
+const EN_RELATION = new RegExp(
+  String.raw`(?<![\p{L}-])(${EN_RELATIONS.sort((a, b) => b.length - a.length)
+    .map((word) => `[${word[0]}${word[0]?.toUpperCase()}]${escapeRegExp(word.slice(1))}`)
+    .join("|")})(?![\p{L}-])([ \t]+)(${EN_NAME_RUN})`,
+  "gu",
+);
+// Products and shows that read as an honorific and a surname; anything else after an honorific goes.
+const EN_NOT_PEOPLE = new Set(["Dr Oetker", "Dr Pepper", "Dr Martens", "Mr Robot", "Mr Bean"]);
+const EN_WEEKDAYS = /^(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)$/i;
+
+/** How many leading words of a capitalised run are a name: not a function word, month, day or acronym. */
+function englishNameWords(run: string): { name: string; rest: string } | undefined {
+  const parts = run.split(/([ \t]+)/);
+  let count = 0;
+  for (let k = 0; k < parts.length; k += 2) {
+    const word = parts[k] ?? "";
+    const bare = word.replace(/\.$/, "");
+    const notName =
+      EN_STOP_WORDS.has(bare.toLowerCase()) ||
+      bare === "I" ||
+      EN_MONTHS.test(bare) ||
+      EN_WEEKDAYS.test(bare) ||
+      /^\p{Lu}{2,}$/u.test(bare);
+    if (notName) break;
+    count++;
+  }
+  if (count === 0) return undefined;
+  const cut = 2 * count - 1;
+  return { name: parts.slice(0, cut).join(""), rest: parts.slice(cut).join("") };
+}
+
+/** English names after honorifics, self-introductions and relationship words (heuristic 7 of the header). */
+function scrubEnglishNames(text: string): string {
+  const replace = (match: string, lead: string, gap: string, run: string) => {
+    const name = englishNameWords(run);
+    return name === undefined ? match : `${lead}${gap}${SCRUB_MARKER}${name.rest}`;
+  };
+  return text
+    .replace(EN_HONORIFIC, (match, honorific: string, gap: string, run: string) => {
+      const firstWord = run.split(/[ \t]/)[0] ?? "";
+      return EN_NOT_PEOPLE.has(`${honorific} ${firstWord}`) ? match : replace(match, honorific, gap, run);
+    })
+    .replace(EN_INTRODUCTION, replace)
+    .replace(EN_SPEAKING, replace)
+    .replace(EN_RELATION, replace);
+}
+
 const ZH_SELF_STATEMENTS =
-  /(?:我叫|我的名字是|我的名字叫|姓名\s*[:：]|出生(?:于|在)|出生地\s*[:：]|我住在)\s*([\p{Script=Han}\p{L}·]{1,40})/gu;
+  /(我叫|我的名字是|我的名字叫|姓名\s*[:：]|出生(?:于|在)|出生地\s*[:：]|我住在)\s*([\p{Script=Han}\p{L}·]{1,40})/gu;
+const ZH_SELF_NAME_LEAD = /^(?:我叫|我的名字|姓名)/;
 const EN_SELF_STATEMENTS =
   /\b(?:my name is|i was born in|birthplace\s*:?|i live in)\s+([A-Za-z][A-Za-z'’-]*(?:\s+[A-Za-z][A-Za-z'’-]*){0,3})/giu;
 
@@ -232,7 +600,8 @@ export interface MessageForTerms {
  * Names and places the user stated about themselves, from the text parts of USER messages only
  * (assistant, tool and system text is not the user's self-description).
  * zh: 我叫X, 我的名字是X, 姓名[:：]X, 出生(于|在)X, 出生地[:：]X, 我住在X — X is the following run of
- * letters/CJK (up to punctuation, digits or a space), cut at common function words (CJK_STOP_WORDS).
+ * letters/CJK (up to punctuation, digits or a space); a name is cut after surname + given name when it
+ * reads as one (我叫王伟想咨询 → 王伟), anything else at common function words (CJK_STOP_WORDS).
  * en: "my name is X", "I was born in X", "birthplace: X", "I live in X" — X is the next word plus
  * up to three following capitalized words ("New York City"); a first word that is a function word
  * ("in a small town") or a month ("born in May") yields nothing.
@@ -249,7 +618,9 @@ export function extractPersonalTerms(messages: readonly MessageForTerms[]): stri
     for (const { part } of message.content) {
       if (part?.$case !== "text") continue;
       const text = part.value.text;
-      for (const match of text.matchAll(ZH_SELF_STATEMENTS)) add(cutAtStopWords(match[1] ?? ""));
+      for (const [, lead = "", run = ""] of text.matchAll(ZH_SELF_STATEMENTS)) {
+        add(ZH_SELF_NAME_LEAD.test(lead) ? cutAtName(run) : cutAtStopWords(run));
+      }
       for (const match of text.matchAll(EN_SELF_STATEMENTS)) {
         const term = englishTerm(match[1] ?? "");
         if (term !== undefined) add(term);

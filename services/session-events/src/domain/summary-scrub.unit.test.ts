@@ -63,6 +63,166 @@ describe("scrubSummary", () => {
   });
 });
 
+describe("scrubSummary: names in realistic summaries (issue 14 §3)", () => {
+  const M = SCRUB_MARKER;
+  // [summary as a harness writes it, the exact stored text]
+  const scrubbed: [string, string][] = [
+    [
+      "用户王伟在排查 dc-pts 压测重试的超时，怀疑连接池太小。",
+      `用户${M}在排查 dc-pts 压测重试的超时，怀疑连接池太小。`,
+    ],
+    ["客户张敏女士要求本周五前给出报价，并确认发票抬头。", `客户${M}女士要求本周五前给出报价，并确认发票抬头。`],
+    ["用户李娜说要在下周上线新版本，担心回滚方案不完整。", `用户${M}说要在下周上线新版本，担心回滚方案不完整。`],
+    ["同事刘洋负责数据库迁移，朋友赵磊提供了压测脚本。", `同事${M}负责数据库迁移，朋友${M}提供了压测脚本。`],
+    ["同事王伟、李娜和张敏参与了评审，结论是先灰度 10%。", `同事${M}、${M}和${M}参与了评审，结论是先灰度 10%。`],
+    [
+      "用户的父亲张建国今年退休，母亲陈静仍在医院工作，用户想换到离家近的城市。",
+      `用户的父亲${M}今年退休，母亲${M}仍在医院工作，用户想换到离家近的城市。`,
+    ],
+    ["用户王伟正在排查内存泄漏，已定位到缓存未释放。", `用户${M}正在排查内存泄漏，已定位到缓存未释放。`],
+    ["经理孙丽丽表示同意延期两周。", `经理${M}表示同意延期两周。`],
+    ["会上提到王伟先生和欧阳娜娜女士都会参加下周的评审。", `会上提到${M}先生和${M}女士都会参加下周的评审。`],
+    ["请转告李老师和王总：方案已更新到 v3。", `请转告${M}老师和${M}总：方案已更新到 v3。`],
+    ["用户姓王，在江苏工作，关心社保转移。", `用户姓${M}，在江苏工作，关心社保转移。`],
+    ["王姓用户反馈登录失败，错误码 401。", `${M}姓用户反馈登录失败，错误码 401。`],
+    ["用户自称叫做周杰，想咨询职业方向。", `用户自称叫做${M}，想咨询职业方向。`],
+    ["我叫王伟想咨询跳槽的事。", `我叫${M}想咨询跳槽的事。`],
+    ["用户的妻子王丽怀孕了，儿子王小明今年上小学。", `用户的妻子${M}怀孕了，儿子${M}今年上小学。`],
+    ["负责人：张三，联系人 李四，周一前交付。", `负责人：${M}，联系人 ${M}，周一前交付。`],
+    ["赵总监和周总同意了预算，曾志伟先生也在场。", `${M}总监和${M}总同意了预算，${M}先生也在场。`],
+    ["用户说领导司马懿要求所有服务接入链路追踪。", `用户说领导${M}要求所有服务接入链路追踪。`],
+    ["用户张和平说可以接受方案二。", `用户${M}说可以接受方案二。`],
+    ["用户李明确认了方案，并提出两个问题。", `用户${M}确认了方案，并提出两个问题。`],
+    ["客户黄金会员张敏的订单一直未发货。", `客户黄金会员${M}的订单一直未发货。`],
+    ["名为李四的员工提交了离职申请。", `名为${M}的员工提交了离职申请。`],
+    ["用户王先生希望退款，客服已受理。", `用户${M}先生希望退款，客服已受理。`],
+    ["用户姓欧阳，复姓，在上海工作。", `用户姓${M}，复姓，在上海工作。`],
+    [
+      "用户王伟（13812345678，wang.wei@example.com）出生于1990-05-12，想改签。",
+      `用户${M}（${M}，${M}）出生于${M}，想改签。`,
+    ],
+    [
+      "The user, Mr. John Smith, asked about retry budgets for dc-pts.",
+      `The user, Mr. ${M}, asked about retry budgets for dc-pts.`,
+    ],
+    ["My name is Alice Chen and I work on the billing team.", `My name is ${M} and I work on the billing team.`],
+    ["Prof. reviewed the draft; Dr. Li approved it.", `Prof. reviewed the draft; Dr. ${M} approved it.`],
+    [
+      "User: call me Ishmael. Please call me ASAP when the build breaks.",
+      `User: call me ${M}. Please call me ASAP when the build breaks.`,
+    ],
+    [
+      "This is Bob Lee speaking: the outage started at the gateway.",
+      `This is ${M} speaking: the outage started at the gateway.`,
+    ],
+    [
+      "Her colleague Maria García-López wrote the patch and Ms. O'Brien's team reviewed it.",
+      `Her colleague ${M} wrote the patch and Ms. ${M}'s team reviewed it.`,
+    ],
+    [
+      "I'm called Tom and my wife Anna is a nurse; they ask about night-shift schedules.",
+      `I'm called ${M} and my wife ${M} is a nurse; they ask about night-shift schedules.`,
+    ],
+    [
+      "Dr. J. R. Tolkien and Sir Alex Ferguson were mentioned as examples.",
+      `Dr. ${M} and Sir ${M} were mentioned as examples.`,
+    ],
+    ["用户 Mr. Zhang 反馈了 gRPC 超时。", `用户 Mr. ${M} 反馈了 gRPC 超时。`],
+    ["Mrs.Chen and Mx Taylor joined the call.", `Mrs.${M} and Mx ${M} joined the call.`],
+  ];
+  // Product names, places that are not birth places, and ordinary words that start with a surname
+  // character or follow a role word: stored exactly as written.
+  const unchanged: string[] = [
+    "用户反馈客户端在朋友圈分享时崩溃，同事们建议先回滚。",
+    "用户要求生成报告，并把客户的订单加入白名单。",
+    "用户整理了张家界旅游攻略，周末和家人去看王者荣耀线下赛。",
+    "用户马上要提交高性能方案，金额由钱包支付。",
+    "黄金价格上涨，林业和石油板块下跌，用户在写周报。",
+    "程序员调高了温度阈值，方案已在江苏机房上线。",
+    "用户高度关注数据安全，用户于周一提交了申请，向客服投诉过两次。",
+    "客户余额不足，客户方要求退款。",
+    "用户曾多次反馈卡顿，何时修复尚未确定。",
+    "历史老师和编程老师都推荐了这本书，高级经理批准了预算。",
+    "对方总是迟到；周总结已发出。",
+    "Dr. Oetker and Dr Pepper are brands; the user binge-watched Mr. Robot.",
+    "用户任何时候都可以退订，万一失败需要回滚。",
+    "用户在杭州工作，客户在江苏南京，孩子今年上高中。",
+    "The customer asked us to call me back later; the team lead reviewed the PR.",
+    "用户量在周末翻倍，用户数超过 10 万，用户体验组建议改成白色主题。",
+    "我方律师和对方律师都同意了，老板娘说店里忙。",
+    "同事建议用 Redis 做缓存，朋友推荐了 Kafka，领导同意了。",
+  ];
+
+  it("has the table the issue asks for", () => {
+    expect(scrubbed.length + unchanged.length).toBeGreaterThanOrEqual(40);
+    expect(unchanged.length).toBeGreaterThanOrEqual(12);
+  });
+
+  for (const [summary, expected] of scrubbed) {
+    it(`scrubs ${JSON.stringify(summary)}`, () => {
+      expect(scrubSummary(summary, [])).toBe(expected);
+    });
+  }
+
+  for (const summary of unchanged) {
+    it(`keeps ${JSON.stringify(summary)}`, () => {
+      expect(scrubSummary(summary, [])).toBe(summary);
+    });
+  }
+});
+
+describe("scrubSummary: personal terms (from the session and from the harness's account data)", () => {
+  const M = SCRUB_MARKER;
+
+  it("matches a Latin name as whole words, in any case and spacing, also right before Han text", () => {
+    expect(
+      scrubSummary("Alice Chen asked; ALICE CHEN again; alice\n chen later; Alice Chenko stays; 用户Alice Chen说好", [
+        "Alice Chen",
+      ]),
+    ).toBe(`${M} asked; ${M} again; ${M} later; Alice Chenko stays; 用户${M}说好`);
+  });
+
+  it("does not split a multi-word term into its words", () => {
+    expect(scrubSummary("Alice wants tabs.", ["Alice Chen"])).toBe("Alice wants tabs.");
+  });
+
+  it("matches a Han name as a substring, with or without the space the term has", () => {
+    expect(scrubSummary("项目由王伟牵头，王 伟的方案通过了", ["王 伟"])).toBe(`项目由${M}牵头，${M}的方案通过了`);
+  });
+
+  it("matches an email the generic pattern misses, case-insensitively", () => {
+    expect(scrubSummary("日志里出现 root@localhost 和 ROOT@LOCALHOST", ["root@localhost"])).toBe(
+      `日志里出现 ${M} 和 ${M}`,
+    );
+  });
+
+  it("matches a phone number written with other separators or country code, never inside a longer number", () => {
+    expect(
+      scrubSummary("电话 6543-2100 或 6543 2100；手机 8613812345678；订单号 1653432100999", [
+        "65432100",
+        "+86 138 1234 5678",
+      ]),
+    ).toBe(`电话 ${M} 或 ${M}；手机 ${M}；订单号 1653432100999`);
+  });
+
+  it("reads a one-character Han term as a surname, only where names are", () => {
+    expect(scrubSummary("用户文静说想换工作；文先生也同意；中文界面已上线", ["文"])).toBe(
+      `用户${M}说想换工作；${M}先生也同意；中文界面已上线`,
+    );
+  });
+
+  it("never rewrites a marker", () => {
+    expect(scrubSummary("用户王伟说已移除旧节点", ["移除"])).toBe(`用户${M}说已${M}旧节点`);
+  });
+
+  it("combines the terms the user stated with the harness's own", () => {
+    const terms = [...extractPersonalTerms([user("我叫王伟想咨询跳槽")]), "wang.wei@corp.example", "Wei Wang"];
+    expect(scrubSummary("王伟想跳槽，英文名 Wei Wang，邮箱 wang.wei@corp.example", terms)).toBe(
+      `${M}想跳槽，英文名 ${M}，邮箱 ${M}`,
+    );
+  });
+});
+
 describe("extractPersonalTerms", () => {
   it("finds names and places the user stated, cut at function words", () => {
     const terms = extractPersonalTerms([
@@ -92,6 +252,14 @@ describe("extractPersonalTerms", () => {
         },
       ]),
     ).toEqual([]);
+  });
+
+  it("cuts a stated name after surname + given name", () => {
+    expect(extractPersonalTerms([user("我叫王伟想咨询跳槽"), user("我叫于谦，出生在天津")])).toEqual([
+      "王伟",
+      "于谦",
+      "天津",
+    ]);
   });
 
   it("drops runs longer than 20 characters", () => {
