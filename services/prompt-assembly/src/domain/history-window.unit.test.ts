@@ -12,6 +12,7 @@ import {
   historyBudgetChars,
   IMAGE_PART_CHARS,
   messageCapChars,
+  planCompaction,
   SUMMARY_MESSAGE_ID,
   type WindowMessage,
 } from "./history-window";
@@ -545,5 +546,38 @@ describe("append-only: one more same-day turn under budget leaves the earlier me
     expect(before[0]?.content).toHaveLength(3); // summary, <date-change> for 10-12, the user text
     expect(JSON.stringify(after.slice(0, before.length))).toBe(JSON.stringify(before));
     expect(after).toHaveLength(before.length + 2);
+  });
+});
+
+describe("planCompaction", () => {
+  it("covers everything up to the newest message, or stops before the newest turns kept", () => {
+    const messages = conversation(4, 10);
+    expect(planCompaction(session(messages), 0)).toEqual({
+      boundaryMessageId: messages.at(-1)?.messageId,
+      turnsToSummarise: 4,
+    });
+    expect(planCompaction(session(messages), 1)).toEqual({
+      boundaryMessageId: messages[5]?.messageId,
+      turnsToSummarise: 3,
+    });
+  });
+
+  it("counts the turns an earlier summary already covers, and skips deleted and system messages", () => {
+    const messages = [...conversation(2, 10), ...conversation(2, 10, 5)];
+    const boundary = messages[3]?.messageId ?? null;
+    const deletedLast = messages.map((message, index) =>
+      index === messages.length - 1 ? { ...message, deleted: true } : message,
+    );
+    const plan = planCompaction(session(deletedLast, { boundaryMessageId: boundary, summary: "s", generation: 1 }), 0);
+    expect(plan).toEqual({ boundaryMessageId: messages[6]?.messageId, turnsToSummarise: 4 });
+  });
+
+  it("refuses when nothing after the current boundary would be covered", () => {
+    const messages = conversation(2, 10);
+    const compacted = session(messages, { boundaryMessageId: messages.at(-1)?.messageId ?? null, summary: "s" });
+    expect(() => planCompaction(compacted, 0)).toThrow(expect.objectContaining({ reason: "nothing_to_compact" }));
+    expect(() => planCompaction(session(messages), 2)).toThrow(
+      expect.objectContaining({ reason: "nothing_to_compact" }),
+    );
   });
 });

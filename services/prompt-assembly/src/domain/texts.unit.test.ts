@@ -1,6 +1,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
 import {
+  compactionInstructionText,
   currentDateSectionText,
   dateChangeNoticeText,
   droppedTurnsAfterSummaryText,
@@ -125,4 +126,29 @@ describe("history texts", () => {
     expect(zh.endsWith("</session-summary>")).toBe(true);
     expect(sessionSummaryText("x", "en")).toContain("not by the user");
   });
+});
+
+describe("compaction instruction", () => {
+  it.each(["zh-CN", "en"] as const)(
+    "%s: asks for a bounded rolling summary, user words only, no personal data, no notices",
+    (locale) => {
+      const extending = compactionInstructionText(locale, true);
+      const fresh = compactionInstructionText(locale, false);
+      for (const text of [extending, fresh]) {
+        expect(text.startsWith("<compaction-request>")).toBe(true);
+        expect(text).toContain("800");
+        expect(text).toContain("<date-change>");
+        expect(text).toMatch(
+          locale === "zh-CN"
+            ? /姓名.*出生日期.*出生时间.*出生地.*邮箱.*电话/
+            : /name.*date of birth.*time of birth.*place of birth.*e-mail.*phone/,
+        );
+        expect(text).toMatch(locale === "zh-CN" ? /不是用户说的话/ : /not from the user/);
+      }
+      expect(extending).not.toBe(fresh);
+      expect(extending).toMatch(
+        locale === "zh-CN" ? /会话摘要基础上延续/ : /Extend and update the session summary above/,
+      );
+    },
+  );
 });
