@@ -25,7 +25,10 @@ export async function startSessionEvents(
 ): Promise<RunningSessionEvents> {
   const logger = deps.logger;
   const now = deps.now ?? Date.now;
-  const db = await openServiceDatabase(config.DATABASE_URL, sessionEventsMigrations, logger);
+  // Several statements per query: SaveMessage commits in two round trips.
+  const db = await openServiceDatabase(config.DATABASE_URL, sessionEventsMigrations, logger, {
+    multipleStatements: true,
+  });
   const commands = new SessionCommands({
     db,
     now,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type Database, runMigrations } from "@prefix-guard/db";
+import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
 import { createMemoryDatabase, createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import {
   AlreadyExistsError,
@@ -476,7 +476,15 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 let mariadb: TestDatabase;
 suite("session commands on real MariaDB", async () => {
   mariadb = await createTestDatabase("session_events");
-  return { db: mariadb.db, close: () => mariadb.drop() };
+  // As the service opens it: hot writes send several statements per round trip.
+  const db = createDatabase(mariadb.url, { multipleStatements: true });
+  return {
+    db,
+    close: async () => {
+      await db.destroy();
+      await mariadb.drop();
+    },
+  };
 });
 suite("session commands on SQLite", async () => {
   const db = createMemoryDatabase();

@@ -29,6 +29,7 @@ import type {
   WriteResponse,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import type { Knex } from "knex";
+import { appendMessage } from "../adapters/mysql/message-append";
 import {
   checkExpectedSeq,
   decideCompaction,
@@ -283,43 +284,49 @@ export class SessionCommands {
   async saveMessage(request: SaveMessageRequest): Promise<SaveMessageResponse> {
     const command = validateSaveMessage(request);
     const { sessionId } = command;
-    return this.write({ sessionId, retryOnSeqConflict: command.expectedSeq === undefined }, async (trx) => {
-      const session = requireWritableSession(await this.readSession(trx, sessionId, true), sessionId);
-      checkExpectedSeq(command.expectedSeq, session.lastSeq);
-      const usage = decideMessageCapacity(session, command, this.limits);
-      const now = this.deps.now();
-      const seq = session.lastSeq + 1;
-      const messageId = this.deps.newId();
-      const localDate = localDateOf(now, session.timezone);
-      await this.appendEvent(trx, sessionId, seq, now, {
-        $case: "messageSaved",
-        value: {
-          messageId,
-          role: roleFromName(command.role),
-          content: [...command.content],
-          thinkingChars: command.thinkingChars,
-          localDate,
-        },
-      });
-      await trx("message").insert({
-        message_id: messageId,
-        session_id: sessionId,
-        seq,
-        role: command.role,
-        content_json: storedContentJson(command.content),
-        thinking_text: command.thinkingText,
-        thinking_chars: command.thinkingChars,
-        content_chars: command.contentChars,
-        created_at_ms: now,
-        local_date: localDate,
-        deleted: false,
-      });
-      await this.advanceSession(trx, session, seq, {
-        content_chars: usage.contentChars,
-        serialized_bytes: usage.serializedBytes,
-      });
-      return { seq, messageId, createdAtMs: now, localDate };
-    });
+    const retryOnSeqConflict = command.expectedSeq === undefined;
+    return this.attempt({ sessionId, retryOnSeqConflict }, () =>
+      appendMessage(this.db, sessionId, (row) => {
+        const session = requireWritableSession(
+          row === undefined ? undefined : toSessionState(row as unknown as SessionRow),
+          sessionId,
+        );
+        checkExpectedSeq(command.expectedSeq, session.lastSeq);
+        const usage = decideMessageCapacity(session, command, this.limits);
+        const now = this.deps.now();
+        const seq = session.lastSeq + 1;
+        const messageId = this.deps.newId();
+        const localDate = localDateOf(now, session.timezone);
+        const event = this.eventRow(sessionId, seq, now, {
+          $case: "messageSaved",
+          value: {
+            messageId,
+            role: roleFromName(command.role),
+            content: [...command.content],
+            thinkingChars: command.thinkingChars,
+            localDate,
+          },
+        });
+        return {
+          event,
+          message: {
+            messageId,
+            role: command.role,
+            contentJson: storedContentJson(command.content),
+            thinkingText: command.thinkingText,
+            thinkingChars: command.thinkingChars,
+            contentChars: command.contentChars,
+            localDate,
+          },
+          session: {
+            contentChars: usage.contentChars,
+            serializedBytes: usage.serializedBytes,
+            lastSeq: session.lastSeq,
+          },
+          result: { seq, messageId, createdAtMs: now, localDate },
+        };
+      }),
+    );
   }
 
   async deleteMessage(request: DeleteMessageRequest): Promise<WriteResponse> {
@@ -473,9 +480,17 @@ export class SessionCommands {
     options: { sessionId: string; retryOnSeqConflict: boolean; onUniqueViolation?: () => Error },
     work: (trx: Knex.Transaction) => Promise<T>,
   ): Promise<T> {
+    return this.attempt(options, () => this.db.transaction(work));
+  }
+
+  /** Runs a write transaction, once more when it lost a race it can simply rerun. */
+  private async attempt<T>(
+    options: { sessionId: string; retryOnSeqConflict: boolean; onUniqueViolation?: () => Error },
+    run: () => Promise<T>,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction(work);
+        return await run();
       } catch (error) {
         // A lost race rolled everything back; rerunning re-reads the session and decides again.
         const retriable =
@@ -517,6 +532,21 @@ export class SessionCommands {
     occurredAtMs: number,
     payload: SessionEventPayload,
   ): Promise<void> {
+    const event = this.eventRow(sessionId, seq, occurredAtMs, payload);
+    await trx("session_event").insert({
+      event_id: event.eventId,
+      session_id: sessionId,
+      seq,
+      type: event.type,
+      payload: Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength),
+      occurred_at_ms: occurredAtMs,
+      traceparent: event.traceparent,
+      published_at_ms: null,
+    });
+  }
+
+  /** The event row: the encoded envelope with its id, type and the active trace. */
+  private eventRow(sessionId: string, seq: number, occurredAtMs: number, payload: SessionEventPayload) {
     const event: SessionEvent = {
       eventId: this.deps.newEventId(),
       sessionId,
@@ -526,19 +556,16 @@ export class SessionCommands {
       type: sessionEventType(payload),
       payload,
     };
-    const bytes = encodeSessionEvent(event);
     const traceparent = this.deps.traceparent();
-    await trx("session_event").insert({
-      event_id: event.eventId,
-      session_id: sessionId,
+    return {
+      eventId: event.eventId,
       seq,
       type: event.type,
-      payload: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-      occurred_at_ms: occurredAtMs,
+      payload: encodeSessionEvent(event),
+      occurredAtMs,
       // The column holds a version-00 traceparent (55 chars); anything else is not worth a failed write.
       traceparent: traceparent !== undefined && traceparent.length <= 55 ? traceparent : null,
-      published_at_ms: null,
-    });
+    };
   }
 
   /** Moves last_seq forward, guarded by the seq the decision was based on. */
