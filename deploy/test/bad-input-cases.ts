@@ -983,7 +983,7 @@ function rulesSnapshotCases(): BadInputCase[] {
   const sql = SQL_METACHARACTERS;
   return [
     typed(resolve, "empty", "workspace empty (not embed)", (b) => ({ ...b, workspace: "" }), invalid("workspace")),
-    typed(resolve, "empty", "no source (not embed)", (b) => ({ ...b, source: undefined }), invalid("source")),
+    // No source is not bad input: it means nothing was reported (seed 001 §3.4), answered from the snapshot.
     typed(
       resolve,
       "empty",

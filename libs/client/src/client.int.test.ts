@@ -18,6 +18,8 @@ import {
   startGrpcServer,
 } from "@prefix-guard/grpc";
 import {
+  type BuildCompactionRequestRequest,
+  type BuildCompactionRequestResponse,
   type BuildRequestRequest,
   type BuildRequestResponse,
   PromptAssemblyService,
@@ -50,6 +52,7 @@ class FakeBackends {
   readonly lastSeq = new Map<string, number>();
   readonly saves: SaveMessageRequest[] = [];
   readonly builds: BuildRequestRequest[] = [];
+  readonly compactions: BuildCompactionRequestRequest[] = [];
   readonly usages: RecordUsageRequest[] = [];
   readonly calls = new Map<string, number>();
   readonly peers: string[] = [];
@@ -77,7 +80,8 @@ class FakeBackends {
   }
 
   reset(): void {
-    for (const list of [this.saves, this.builds, this.usages, this.peers, this.authorizations]) list.length = 0;
+    for (const list of [this.saves, this.builds, this.compactions, this.usages, this.peers, this.authorizations])
+      list.length = 0;
     this.calls.clear();
     this.failNext.clear();
   }
@@ -173,6 +177,27 @@ class FakeBackends {
             projectionSeq: request.minSeq,
           };
         },
+        buildCompactionRequest: async (
+          request: BuildCompactionRequestRequest,
+          call: AnyCall,
+        ): Promise<BuildCompactionRequestResponse> => {
+          const build = request.request;
+          this.count("buildCompactionRequest", build?.sessionId ?? "", call);
+          this.compactions.push(request);
+          return {
+            requestId: `compact-${build?.sessionId}-${build?.minSeq}`,
+            bodyJson: JSON.stringify({ model: build?.model }),
+            boundaryMessageId: "m-40",
+            expectedGeneration: 0,
+            history: undefined,
+            estimatedTokens: 10,
+            rulesDecision: Decision.DECISION_PINNED,
+            anchorDate: "2026-10-12",
+            dateNotices: [],
+            projectionSeq: build?.minSeq ?? 0,
+            turnsToSummarise: 20,
+          };
+        },
         rebuildProjection: this.notUsed,
       },
     };
@@ -245,6 +270,17 @@ describe("harness client over real gRPC (three servers)", () => {
     expect(second.saved.seq).toBe(first.saved.seq + 1);
     expect(second.build.projectionSeq).toBe(second.saved.seq);
     expect(fakes.builds[0]).toMatchObject({ model: "claude-test", workspace: "/w", embed: false, locale: "" });
+  });
+
+  it("buildCompactionRequest sends the build options with keep_recent_turns and retries on UNAVAILABLE", async () => {
+    fakes.failNext.set("buildCompactionRequest:811", 1);
+    const response = await client.buildCompactionRequest("811", 42, { ...build, keepRecentTurns: 4 });
+    expect(response).toMatchObject({ requestId: "compact-811-42", boundaryMessageId: "m-40", turnsToSummarise: 20 });
+    expect(fakes.callsOf("buildCompactionRequest", "811")).toBe(2);
+    expect(fakes.compactions.at(-1)).toMatchObject({
+      keepRecentTurns: 4,
+      request: { sessionId: "811", minSeq: 42, model: "claude-test", workspace: "/w" },
+    });
   });
 
   it("retries BuildRequest on UNAVAILABLE until it succeeds, and gives up after maxAttempts", async () => {

@@ -125,6 +125,9 @@ export async function startFakeServices(): Promise<FakeServices> {
           buildRequest: async () => {
             throw new Error("not used by prefixctl");
           },
+          buildCompactionRequest: async () => {
+            throw new Error("not used by prefixctl");
+          },
           rebuildProjection: async (request: RebuildProjectionRequest) => {
             note("RebuildProjection", request);
             return { projectionSeq: 621, eventsApplied: 621 };

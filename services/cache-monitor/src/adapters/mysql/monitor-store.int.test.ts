@@ -121,6 +121,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0004_cm_usage",
         "0005_cm_collapse",
         "0006_cm_collapse_section",
+        "0007_cm_observation_compaction_request",
       ]);
       store = new MonitorStore(db);
     });
