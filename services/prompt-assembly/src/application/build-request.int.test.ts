@@ -340,7 +340,8 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       const second = await pa.build(harnessRequest(sessionId, { wireFormat, maxOutputTokens: 2048 }));
       expect(second.bodyJson).toBe(first.bodyJson);
       expect(second.requestId).toBe(first.requestId);
-      expect(second.requestId).toBe(sha256(canonicalJson([sessionId, first.bodyJson])));
+      // The id is the hash of the session id (length-prefixed) and the body: nothing else enters it.
+      expect(second.requestId).toBe(sha256(`${sessionId.length}:${sessionId}\n${first.bodyJson}`));
       expect(second.prefix).toMatchObject({ changed: false, firstBuild: false });
       expect(first.estimatedTokens).toBeGreaterThan(0);
     }

@@ -21,7 +21,6 @@ import type {
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { type AssembledRequest, assembleChatRequest } from "../../domain/assemble-request";
 import { cacheMinimumTokensFor, parseCacheMinimums } from "../../domain/cache-minimums";
-import { canonicalJson } from "../../domain/canonical-json";
 import { fingerprintRequest, type PrefixFingerprint } from "../../domain/fingerprint";
 import { planCompaction } from "../../domain/history-window";
 import type { ChatMessage } from "../../domain/model";
@@ -245,7 +244,9 @@ export class PromptBuilder {
     );
     return {
       bodyJson,
-      requestId: this.deps.sha256(canonicalJson([input.sessionId, bodyJson], "request_id")),
+      // Length-prefixed instead of a JSON array of both: escaping a whole body again cost more than
+      // its sha256, and the prefix keeps (session, body) pairs unambiguous all the same.
+      requestId: this.deps.sha256(`${input.sessionId.length}:${input.sessionId}\n${bodyJson}`),
       estimatedTokens: estimateTokens(bodyJson),
     };
   }
