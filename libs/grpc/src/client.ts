@@ -22,7 +22,7 @@ import {
 } from "@prefix-guard/errors";
 import { injectTraceMetadata } from "./trace-metadata";
 
-type UnaryMethod<Req, Res> = (
+export type UnaryMethod<Req, Res> = (
   request: Req,
   metadata: Metadata,
   options: Partial<CallOptions>,

@@ -1,5 +1,4 @@
-import type { ChannelCredentials, Metadata } from "@grpc/grpc-js";
-import { callUnary, translatePeerError } from "@prefix-guard/grpc";
+import { createPeerClient, type PeerChannel } from "@prefix-guard/grpc";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
   type ResolveRequest,
@@ -9,49 +8,41 @@ import {
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 
 /** Resolve over gRPC. Idempotent for the caller (same inputs, same snapshot), so UNAVAILABLE is retried. */
-export function grpcRulesResolver(address: string, security: { credentials: ChannelCredentials; metadata: Metadata }) {
-  const client = new RulesSnapshotClient(address, security.credentials);
+export function grpcRulesResolver(address: string, channel: PeerChannel) {
+  const peer = createPeerClient(
+    "rules-snapshot",
+    (target, credentials) => new RulesSnapshotClient(target, credentials),
+    address,
+    channel,
+  );
   return {
-    async resolve(request: ResolveRequest, timeoutMs: number): Promise<ResolveResponse> {
-      try {
-        return await callUnary(client, client.resolve, request, {
-          deadlineMs: timeoutMs,
-          idempotent: true,
-          maxAttempts: 2,
-        });
-      } catch (error) {
-        throw translatePeerError(error, "rules-snapshot");
-      }
-    },
-    close: () => client.close(),
+    resolve: (request: ResolveRequest, timeoutMs: number): Promise<ResolveResponse> =>
+      peer.call((client) => client.resolve, request, { deadlineMs: timeoutMs, idempotent: true, maxAttempts: 2 }),
+    close: () => peer.close(),
   };
 }
 
-/** ReadEvents over gRPC, for catch-up when the projection lags behind min_seq. */
-export function grpcSessionEventsReader(
-  address: string,
-  deadlineMs: number,
-  security: { credentials: ChannelCredentials; metadata: Metadata },
-) {
-  const client = new SessionEventsClient(address, security.credentials);
+/** ReadEvents over gRPC: a build's view is brought up to date from session-events' log. */
+export function grpcSessionEventsReader(address: string, deadlineMs: number, channel: PeerChannel) {
+  const peer = createPeerClient(
+    "session-events",
+    (target, credentials) => new SessionEventsClient(target, credentials),
+    address,
+    channel,
+  );
   return {
     async readEvents(
       sessionId: string,
       afterSeq: number,
       limit: number,
     ): Promise<{ events: SessionEvent[]; lastSeq: number }> {
-      try {
-        const response = await callUnary(
-          client,
-          client.readEvents,
-          { sessionId, afterSeq, limit },
-          { deadlineMs, idempotent: true, metadata: security.metadata },
-        );
-        return { events: response.events, lastSeq: response.lastSeq };
-      } catch (error) {
-        throw translatePeerError(error, "session-events");
-      }
+      const response = await peer.call(
+        (client) => client.readEvents,
+        { sessionId, afterSeq, limit },
+        { deadlineMs, idempotent: true },
+      );
+      return { events: response.events, lastSeq: response.lastSeq };
     },
-    close: () => client.close(),
+    close: () => peer.close(),
   };
 }
