@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConflictError, isPrefixGuardError, ValidationError } from "./index";
+import { ConflictError, InternalError, isPrefixGuardError, unhandledCase, ValidationError } from "./index";
 
 describe("typed errors", () => {
   it("carry a stable code, the field and the cause", () => {
@@ -19,5 +19,14 @@ describe("typed errors", () => {
     expect(error.reason).toBe("seq_mismatch");
     expect(error.context).toEqual({ expected: 3, actual: 4 });
     expect(isPrefixGuardError(new Error("x"))).toBe(false);
+  });
+});
+
+describe("unhandledCase", () => {
+  it("fails loudly with what was not handled, instead of returning undefined", () => {
+    const step = { kind: "fromTheFuture" } as never;
+    expect(() => unhandledCase(step, "projection step")).toThrow(
+      new InternalError('unhandled projection step: {"kind":"fromTheFuture"}'),
+    );
   });
 });

@@ -89,3 +89,12 @@ export function isPrefixGuardError(error: unknown): error is PrefixGuardError {
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * The default branch of a switch that must cover every case: it does not compile while a case is
+ * missing, and at run time (data from a newer producer) it fails loudly instead of returning undefined.
+ */
+export function unhandledCase(value: never, what: string): never {
+  const shown = typeof value === "object" && value !== null ? JSON.stringify(value).slice(0, 200) : String(value);
+  throw new InternalError(`unhandled ${what}: ${shown}`);
+}

@@ -2,7 +2,7 @@
 // and between the domain content and its stored JSON. Kept apart from the projection so the rules
 // of "what a part becomes" are in one place and testable without a database.
 
-import { InternalError, ValidationError } from "@prefix-guard/errors";
+import { InternalError, unhandledCase, ValidationError } from "@prefix-guard/errors";
 import { type ContentPart as ProtoContentPart, Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { canonicalJson } from "../domain/canonical-json";
@@ -192,5 +192,7 @@ export function projectedEventFromProto(event: SessionEvent): ProjectedEvent {
       return { ...envelope, payload: { type: "sessionDeleted" } };
     case "sideTaskPromoted":
       return { ...envelope, payload: { type: "sideTaskPromoted" } };
+    default:
+      return unhandledCase(payload, "session event payload");
   }
 }

@@ -12,8 +12,8 @@ const CURRENT_DATE_SECTION_KEY = "current-date";
 export interface CauseHints {
   readonly compactionGenerationBefore: number | null;
   readonly compactionGenerationNow: number;
-  /** Decision of the rules-snapshot resolve for this build: "PINNED", "REPINNED_STALE_GENERATION", "RETAINED", "DEGRADED_RAW", ... */
-  readonly rulesDecision: string;
+  /** Decision of the rules-snapshot resolve for this build. */
+  readonly rulesDecision: RulesDecisionName;
   readonly droppedTurnsBefore: number | null;
   readonly droppedTurnsNow: number;
   readonly anchorDateBefore: string | null;
@@ -44,12 +44,27 @@ export interface PrefixComparison {
   readonly cause: string;
 }
 
-export const DECISION_PINNED = "PINNED";
-export const DECISION_REPINNED_STALE_GENERATION = "REPINNED_STALE_GENERATION";
-export const DECISION_RETAINED = "RETAINED";
-export const DECISION_DEGRADED_RAW = "DEGRADED_RAW";
+/**
+ * rules-snapshot's Resolve decisions by name (the proto enum without its DECISION_ prefix, as the
+ * events carry them), plus REREAD: the naive baseline's, with no Resolve at all.
+ */
+export type RulesDecisionName =
+  | "UNSPECIFIED"
+  | "PINNED"
+  | "RETAINED"
+  | "RETAINED_DISK_CHANGED"
+  | "RETAINED_DISK_EMPTY"
+  | "REPINNED_WORKSPACE_MISMATCH"
+  | "REPINNED_STALE_GENERATION"
+  | "EMPTY_NOT_PINNED"
+  | "DEGRADED_RAW"
+  | "SKIPPED_EMBED"
+  | "REREAD";
+
+export const DECISION_PINNED: RulesDecisionName = "PINNED";
+export const DECISION_RETAINED: RulesDecisionName = "RETAINED";
 /** Naive baseline only: no Resolve, AGENTS.md read from the workspace on every build. */
-export const DECISION_REREAD = "REREAD";
+export const DECISION_REREAD: RulesDecisionName = "REREAD";
 
 export function comparePrefix(
   previous: PrefixFingerprint | null,
@@ -151,27 +166,41 @@ function explainSection(key: string, kind: SectionChangeKind, hints: CauseHints)
   return `harness section \`${key}\` ${kind}`;
 }
 
-function explainWorkspaceRules(kind: SectionChangeKind, hints: CauseHints): string {
-  if (kind === "removed") return `workspace-rules section removed (rulesDecision=${hints.rulesDecision})`;
-  if (hints.rulesDecision === DECISION_DEGRADED_RAW) {
-    return "workspace-rules degraded to raw text (snapshot store unavailable)";
-  }
-  if (hints.rulesDecision === DECISION_REREAD) {
-    return kind === "added"
-      ? "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)"
-      : "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's";
-  }
-  const generationMoved = compactionMoved(hints);
-  if (hints.rulesDecision === DECISION_REPINNED_STALE_GENERATION || (generationMoved && isPin(hints))) {
-    return `new workspace-rules snapshot after compaction generation ${hints.compactionGenerationNow}`;
-  }
-  if (hints.rulesDecision === DECISION_PINNED) {
+type RulesChangeExplanation = (kind: "added" | "changed", hints: CauseHints) => string;
+
+// A snapshot kept by rules-snapshot should give identical bytes; naming the decision points at it.
+const unexpectedChange: RulesChangeExplanation = (kind, hints) =>
+  `workspace-rules ${kind} (rulesDecision=${hints.rulesDecision})`;
+const afterCompaction: RulesChangeExplanation = (_kind, hints) =>
+  `new workspace-rules snapshot after compaction generation ${hints.compactionGenerationNow}`;
+
+/** Every decision is explained: a new one does not compile until it has its sentence here. */
+const WORKSPACE_RULES_CHANGE: Record<RulesDecisionName, RulesChangeExplanation> = {
+  PINNED: (kind, hints) => {
+    if (compactionMoved(hints)) return afterCompaction(kind, hints);
     return kind === "added"
       ? "new workspace-rules snapshot pinned (rules first appeared)"
       : "new workspace-rules snapshot pinned";
-  }
-  // A retained snapshot should give identical bytes; saying so points at the snapshot service.
-  return `workspace-rules ${kind} (rulesDecision=${hints.rulesDecision})`;
+  },
+  REPINNED_STALE_GENERATION: afterCompaction,
+  REPINNED_WORKSPACE_MISMATCH: () =>
+    "new workspace-rules snapshot pinned for another workspace (the snapshot held was of a different workspace)",
+  DEGRADED_RAW: () => "workspace-rules degraded to raw text (snapshot store unavailable)",
+  REREAD: (kind) =>
+    kind === "added"
+      ? "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)"
+      : "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's",
+  RETAINED: unexpectedChange,
+  RETAINED_DISK_CHANGED: unexpectedChange,
+  RETAINED_DISK_EMPTY: unexpectedChange,
+  EMPTY_NOT_PINNED: unexpectedChange,
+  SKIPPED_EMBED: unexpectedChange,
+  UNSPECIFIED: unexpectedChange,
+};
+
+function explainWorkspaceRules(kind: SectionChangeKind, hints: CauseHints): string {
+  if (kind === "removed") return `workspace-rules section removed (rulesDecision=${hints.rulesDecision})`;
+  return WORKSPACE_RULES_CHANGE[hints.rulesDecision](kind, hints);
 }
 
 function explainHistory(index: number, hints: CauseHints): string {
@@ -187,10 +216,6 @@ function explainHistory(index: number, hints: CauseHints): string {
     return `history rewritten: dropped turns ${droppedBefore}→${hints.droppedTurnsNow}`;
   }
   return `history rewritten at message ${index} (message edited or deleted)`;
-}
-
-function isPin(hints: CauseHints): boolean {
-  return hints.rulesDecision === DECISION_PINNED || hints.rulesDecision === DECISION_REPINNED_STALE_GENERATION;
 }
 
 function compactionMoved(hints: CauseHints): boolean {

@@ -44,6 +44,29 @@ const steady: CauseHints = {
 };
 
 describe("comparePrefix", () => {
+  it.each([
+    ["PINNED", 2, "new workspace-rules snapshot pinned"],
+    ["PINNED", 3, "new workspace-rules snapshot after compaction generation 3"],
+    ["REPINNED_STALE_GENERATION", 3, "new workspace-rules snapshot after compaction generation 3"],
+    [
+      "REPINNED_WORKSPACE_MISMATCH",
+      2,
+      "new workspace-rules snapshot pinned for another workspace (the snapshot held was of a different workspace)",
+    ],
+    ["DEGRADED_RAW", 2, "workspace-rules degraded to raw text (snapshot store unavailable)"],
+    ["RETAINED_DISK_CHANGED", 2, "workspace-rules changed (rulesDecision=RETAINED_DISK_CHANGED)"],
+  ] as const)(
+    "explains a changed workspace-rules section under %s (generation %i) in its own words",
+    (decision, generation, cause) => {
+      const comparison = comparePrefix(
+        fingerprint(),
+        fingerprint({ system: replaceSection("workspace-rules", "rules v2") }),
+        { ...steady, rulesDecision: decision, compactionGenerationNow: generation },
+      );
+      expect(comparison.cause).toBe(cause);
+    },
+  );
+
   it("reports a first build without calling it a change", () => {
     const comparison = comparePrefix(null, fingerprint(), steady);
     expect(comparison).toMatchObject({

@@ -4,7 +4,7 @@
 // the events it is missing straight from session-events). One decision, so the two can never
 // disagree about what a session looks like after an event.
 
-import { ValidationError } from "@prefix-guard/errors";
+import { unhandledCase, ValidationError } from "@prefix-guard/errors";
 import type { ContentPart, Locale, Role, SessionView, StoredMessage } from "./model";
 
 /** session-events' CreateSession default; used only when an event carries no zone at all. */
@@ -141,6 +141,8 @@ export function planProjectionStep(before: ProjectedSession | null, event: Proje
       return { kind: "dropMessages", session: { ...moved, deleted: true } };
     case "sideTaskPromoted":
       return { kind: "dropMessages", session: { ...moved, ended: true } };
+    default:
+      return unhandledCase(payload, "session event");
   }
 }
 
@@ -158,7 +160,11 @@ export function viewOf(sessionId: string, session: ProjectedSession, messages: r
 }
 
 /** The view after one step; a new object, the input is shared with earlier builds and never touched. */
-export function evolveSessionView(view: ProjectedSessionView | null, sessionId: string, step: ProjectionStep) {
+export function evolveSessionView(
+  view: ProjectedSessionView | null,
+  sessionId: string,
+  step: ProjectionStep,
+): ProjectedSessionView {
   switch (step.kind) {
     case "reset":
     case "dropMessages":
@@ -175,6 +181,8 @@ export function evolveSessionView(view: ProjectedSessionView | null, sessionId: 
       );
     case "updateSession":
       return viewOf(sessionId, step.session, view?.messages ?? []);
+    default:
+      return unhandledCase(step, "projection step");
   }
 }
 

@@ -2,6 +2,7 @@
 // The consumer only cleans up: resolve already fences stale snapshots by generation, so a late or
 // missing CompactionCommitted never makes an old snapshot visible.
 
+import { unhandledCase } from "@prefix-guard/errors";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { deletedLogLine, invalidatedLogLine } from "./log-lines";
 import type { RulesEventPayload } from "./model";
@@ -48,5 +49,7 @@ export function planSessionEventCleanup(event: Pick<SessionEvent, "sessionId" | 
     case "messageSaved":
     case "messageDeleted":
       return null;
+    default:
+      return unhandledCase(payload, "session event payload");
   }
 }

@@ -22,7 +22,12 @@ import type { PrefixFingerprint } from "../../domain/fingerprint";
 import { parseStoredFingerprint } from "../../domain/fingerprint";
 import type { ChatRequest } from "../../domain/model";
 import { costAfterBreak } from "../../domain/prefix-cost";
-import { type CauseHints, comparePrefix, type PrefixComparison } from "../../domain/prefix-monitor";
+import {
+  type CauseHints,
+  comparePrefix,
+  type PrefixComparison,
+  type RulesDecisionName,
+} from "../../domain/prefix-monitor";
 
 export const PREFIX_EVENT_SCHEMA_VERSION = 1;
 
@@ -34,7 +39,7 @@ export interface PrefixRecord {
   readonly chatRequest: ChatRequest;
   readonly generation: number;
   /** CauseHints name of the rules decision ("PINNED", "RETAINED", "REREAD" ...). */
-  readonly rulesDecision: string;
+  readonly rulesDecision: RulesDecisionName;
   readonly droppedTurns: number;
   readonly anchorDate: string;
   readonly dateNotices: readonly string[];

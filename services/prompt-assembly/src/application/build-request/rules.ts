@@ -5,11 +5,11 @@
 import { isPrefixGuardError, UnavailableError, ValidationError } from "@prefix-guard/errors";
 import {
   Decision,
-  decisionToJSON,
   type ResolveRequest,
   type ResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { Locale } from "../../domain/model";
+import type { RulesDecisionName } from "../../domain/prefix-monitor";
 
 export interface RulesLookup {
   readonly sessionId: string;
@@ -27,7 +27,7 @@ export interface ResolvedRules {
   /** What the response reports. */
   readonly decision: Decision;
   /** How the prefix explanation names the decision ("PINNED", "RETAINED", "REREAD" ...). */
-  readonly causeName: string;
+  readonly causeName: RulesDecisionName;
 }
 
 /** The port. */
@@ -63,9 +63,24 @@ function asBuildRequestField(error: ValidationError): ValidationError {
   });
 }
 
-/** "PINNED" for DECISION_PINNED: the form CauseHints uses. */
-export function decisionName(decision: Decision): string {
-  return decisionToJSON(decision).replace(/^DECISION_/, "");
+/** Over the whole proto enum, so a decision added there does not compile until it is named. */
+const DECISION_NAMES: Record<Decision, RulesDecisionName> = {
+  [Decision.DECISION_UNSPECIFIED]: "UNSPECIFIED",
+  [Decision.DECISION_PINNED]: "PINNED",
+  [Decision.DECISION_RETAINED]: "RETAINED",
+  [Decision.DECISION_RETAINED_DISK_CHANGED]: "RETAINED_DISK_CHANGED",
+  [Decision.DECISION_RETAINED_DISK_EMPTY]: "RETAINED_DISK_EMPTY",
+  [Decision.DECISION_REPINNED_WORKSPACE_MISMATCH]: "REPINNED_WORKSPACE_MISMATCH",
+  [Decision.DECISION_REPINNED_STALE_GENERATION]: "REPINNED_STALE_GENERATION",
+  [Decision.DECISION_EMPTY_NOT_PINNED]: "EMPTY_NOT_PINNED",
+  [Decision.DECISION_DEGRADED_RAW]: "DEGRADED_RAW",
+  [Decision.DECISION_SKIPPED_EMBED]: "SKIPPED_EMBED",
+  [Decision.UNRECOGNIZED]: "UNSPECIFIED",
+};
+
+/** "PINNED" for DECISION_PINNED: the form the events and CauseHints use. */
+export function decisionName(decision: Decision): RulesDecisionName {
+  return DECISION_NAMES[decision];
 }
 
 export const SKIPPED_EMBED: ResolvedRules = {
