@@ -531,10 +531,40 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
       // When the consumer gets there, the next build says the same bytes: no change.
       await pa.projection.applySessionEvent(saved);
+      // A view that has reached min_seq serves the build with no call at all.
       const again = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
-      expect(pa.events.readsAfter.at(-1)).toBe(saved.seq);
+      expect(pa.events.readCalls).toBe(readsBefore + 1);
       expect(again.bodyJson).toBe(response.bodyJson);
       expect(again.prefix?.changed).toBe(false);
+      // min_seq 0 means "the latest": session-events is asked for what came after the view.
+      const latest = await pa.build(harnessRequest(sessionId, { minSeq: 0 }));
+      expect(pa.events.readCalls).toBe(readsBefore + 2);
+      expect(pa.events.readsAfter.at(-1)).toBe(saved.seq);
+      expect(latest.bodyJson).toBe(response.bodyJson);
+    });
+
+    it("serves min_seq from the view in memory, and sees a later write only when min_seq or 0 asks for it", async () => {
+      const pa = service();
+      const sessionId = nextSessionId();
+      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
+      const first = await pa.events.saveMessage(sessionId, {
+        atMs: shanghai("2026-10-12", "09:01"),
+        role: "user",
+        content: "第一条",
+      });
+      await pa.build(harnessRequest(sessionId, { minSeq: first.seq }));
+      const second = await pa.events.saveMessage(sessionId, {
+        atMs: shanghai("2026-10-12", "09:02"),
+        role: "user",
+        content: "第二条",
+        deliver: false,
+      });
+      const held = await pa.build(harnessRequest(sessionId, { minSeq: first.seq }));
+      expect(held.projectionSeq).toBe(first.seq);
+      expect(held.bodyJson).not.toContain("第二条");
+      const asked = await pa.build(harnessRequest(sessionId, { minSeq: second.seq }));
+      expect(asked.projectionSeq).toBe(second.seq);
+      expect(asked.bodyJson).toContain("第二条");
     });
 
     it("after a restart starts from the stored projection and reads only the events after it", async () => {

@@ -1,9 +1,11 @@
-// The "load the session view" stage. Each session's view is kept in memory between builds and
-// brought up to date by asking session-events, the source of truth, for the events after it
-// (ReadEvents; usually none or the one message just saved). They are applied to the view with the
-// projection's own decision (domain/session-projection.ts). So a build sees every write that
-// session-events acknowledged before it, with min_seq or without: a message saved a moment ago is
-// there, a session deleted a moment ago is NOT_FOUND. Nothing waits for Kafka.
+// The "load the session view" stage. Each session's view is kept in memory between builds. A build
+// whose min_seq the held view has already reached is served from it with no I/O at all: min_seq is
+// the harness saying which writes it needs (the seq of its last SaveMessage, DeleteMessage,
+// CommitCompaction ...). Otherwise (min_seq beyond the view, or 0: "the latest") the view is brought
+// up to date by asking session-events, the source of truth, for the events after it (ReadEvents;
+// usually the one message just saved). They are applied with the projection's own decision
+// (domain/session-projection.ts). So a build sees every write up to min_seq, and with min_seq 0
+// every write session-events acknowledged before it. Nothing waits for Kafka.
 //
 // The stored projection (fed from Kafka by whichever replica consumes the session's partition) is
 // what a view starts from when none is in memory (a restart, an evicted session), so a long
@@ -80,6 +82,10 @@ export class SessionViews {
    */
   async load(sessionId: string, minSeq: number): Promise<ProjectedSessionView> {
     const cached = this.cache.get(sessionId) ?? null;
+    if (cached !== null && minSeq > 0 && cached.view.lastSeq >= minSeq) {
+      this.remember(sessionId, cached);
+      return requireBuildable(cached.view);
+    }
     let entry = cached ?? (await this.readStored(sessionId));
     try {
       entry = await this.catchUpFromEvents(sessionId, entry);
