@@ -1,3 +1,5 @@
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import {
   Server,
   ServerCredentials,
@@ -113,7 +115,18 @@ function wrapUnary(
   };
 }
 
+const HEALTH_SERVICE = "grpc.health.v1.Health";
 let reflectionDefinition: protoLoader.PackageDefinition | undefined;
+
+/** Our services' .proto files and the health service's, parsed once per process. */
+function loadReflectionDefinition(): protoLoader.PackageDefinition {
+  const healthRoot = join(dirname(createRequire(import.meta.url).resolve("grpc-health-check/package.json")), "proto");
+  reflectionDefinition ??= protoLoader.loadSync([...serviceProtoFiles, "health/v1/health.proto"], {
+    includeDirs: [protoRoot, healthRoot],
+    keepCase: true,
+  });
+  return reflectionDefinition;
+}
 
 /**
  * A gRPC server with grpc.health.v1 (every registered service plus "" reported SERVING once bound)
@@ -128,8 +141,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   for (const service of options.services) statusMap[service.name] = "NOT_SERVING";
   const health = new HealthImplementation(statusMap);
   health.addToServer(server);
-  reflectionDefinition ??= protoLoader.loadSync([...serviceProtoFiles], { includeDirs: [protoRoot], keepCase: true });
-  new ReflectionService(reflectionDefinition).addToServer(server);
+  // Only what this port serves (and health): a client that discovers a service here can call it.
+  new ReflectionService(loadReflectionDefinition(), {
+    services: [...options.services.map((service) => service.name), HEALTH_SERVICE],
+  }).addToServer(server);
 
   const handling = options.metrics
     ? new Histogram({
