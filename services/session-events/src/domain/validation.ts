@@ -1,5 +1,5 @@
 import { ValidationError } from "@prefix-guard/errors";
-import { checkId as checkSharedId, requireId as requireSharedId } from "@prefix-guard/events/ids";
+import { checkId as checkSharedId, MAX_ID_CHARS, requireId as requireSharedId } from "@prefix-guard/events/ids";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type {
@@ -16,7 +16,6 @@ import type {
 import {
   DEFAULT_TIMEZONE,
   MAX_CONTENT_PARTS,
-  MAX_ID_CHARS,
   MAX_MEDIA_TYPE_CHARS,
   MAX_MESSAGE_BYTES,
   MAX_SUMMARY_INPUT_CHARS,
