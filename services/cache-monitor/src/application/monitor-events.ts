@@ -12,11 +12,11 @@ import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1
 
 /** prompt-assembly writes schema 1 (FingerprintObserved's trace fields were added to it additively). */
 export const PREFIX_EVENT_SCHEMA_VERSION = 1;
-export const USAGE_EVENT_SCHEMA_VERSION = 1;
-export const COLLAPSE_EVENT_SCHEMA_VERSION = 1;
+const USAGE_EVENT_SCHEMA_VERSION = 1;
+const COLLAPSE_EVENT_SCHEMA_VERSION = 1;
 
-export const USAGE_RECORDED_TYPE = "UsageRecorded";
-export const CACHE_COLLAPSED_TYPE = "CacheCollapsed";
+const USAGE_RECORDED_TYPE = "UsageRecorded";
+const CACHE_COLLAPSED_TYPE = "CacheCollapsed";
 
 export type PrefixPayload = NonNullable<PrefixEvent["payload"]>;
 export type ValidPrefixEvent = PrefixEvent & { payload: PrefixPayload };

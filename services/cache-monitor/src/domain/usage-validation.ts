@@ -6,9 +6,9 @@ import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/event
 import type { ProviderCacheReport, UsageFacts } from "./model";
 
 export const MAX_MODEL_CHARS = 200;
-export const MAX_PROVIDER_CHARS = 100;
-export const MAX_MISS_REASON_CHARS = 2_000;
-export const MAX_RAW_REPORT_CHARS = 64_000;
+const MAX_PROVIDER_CHARS = 100;
+const MAX_MISS_REASON_CHARS = 2_000;
+const MAX_RAW_REPORT_CHARS = 64_000;
 
 /** The usage as it arrived (gRPC or llm.usage.v1), before any check. */
 export interface UsageInput {

@@ -19,7 +19,7 @@ import { planSessionEventCleanup } from "../domain/session-cleanup";
 import { invalidatedPayload, RULES_EVENT_SCHEMA_VERSION, rulesEventType } from "../domain/snapshot-events";
 
 /** Consumer name in `consumer_position`. */
-export const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
+const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
 
 const MAX_WORKSPACE_CHARS = 512;
 const MAX_SOURCE_PATH_CHARS = 1024;

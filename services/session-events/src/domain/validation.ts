@@ -124,7 +124,7 @@ type UnknownFields = { readonly [key: number]: readonly Uint8Array[] } | undefin
  * Protobuf decoding keeps fields this schema does not know in `_unknownFields` instead of failing;
  * a client speaking a newer or wrong schema would otherwise have part of its request silently dropped.
  */
-export function rejectUnknownFields(message: { readonly _unknownFields?: UnknownFields }, path: string): void {
+function rejectUnknownFields(message: { readonly _unknownFields?: UnknownFields }, path: string): void {
   const fields = message._unknownFields;
   if (fields === undefined) return;
   for (const [tag, values] of Object.entries(fields)) {
