@@ -1,5 +1,5 @@
 /** Kafka's murmur2 (the Java client's DefaultPartitioner), so embedded and Kafka place keys alike. */
-export function murmur2(data: Uint8Array): number {
+function murmur2(data: Uint8Array): number {
   const length = data.length;
   const seed = 0x9747b28c;
   const m = 0x5bd1e995;

@@ -46,7 +46,7 @@ export interface SubscribeOptions {
   readonly partitionsConcurrently?: number;
 }
 
-export const DEFAULT_MAX_BATCH_MESSAGES = 500;
+const DEFAULT_MAX_BATCH_MESSAGES = 500;
 
 /**
  * What a subscription runs per step: handleBatch over up to maxBatchMessages, or handleMessage over

@@ -3,7 +3,7 @@ import knexFactory from "knex";
 import { createDatabase, type Database } from "./database";
 
 /** The MariaDB server tests use; CI and local machines run it on loopback. */
-export const testMysqlServerUrl = process.env.TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306";
+const testMysqlServerUrl = process.env.TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306";
 
 export interface TestDatabase {
   readonly url: string;

@@ -22,11 +22,6 @@ import { mapErrorToStatus } from "./status-mapping";
 import { takeDecodeFailure, withStrictRequestDecoding } from "./strict-decoding";
 import { extractTraceContext } from "./trace-metadata";
 
-/** `requestHandler` functions: plain async (request) → response; errors are typed errors. */
-export type UnaryMethods<Impl> = {
-  [K in keyof Impl]: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>;
-};
-
 export interface ServiceRegistration {
   /** Full name used for health, e.g. "prefixguard.rules.v1.RulesSnapshot". */
   readonly name: string;

@@ -26,7 +26,7 @@ function snake(key: string): string {
 }
 
 /** Throws for the first `_unknownFields` entry anywhere in the decoded message (ts-proto unknownFields=true). */
-export function rejectUnknownFieldsDeep(value: unknown, path: string): void {
+function rejectUnknownFieldsDeep(value: unknown, path: string): void {
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) rejectUnknownFieldsDeep(item, `${path}[${i}]`);
     return;

@@ -81,10 +81,10 @@ export interface ListCollapsesInput {
   readonly limit: number;
 }
 
-export const DEFAULT_COLLAPSE_LIMIT = 100;
-export const MAX_COLLAPSE_LIMIT = 100_000;
-export const DEFAULT_TRACE_LIMIT = 200;
-export const MAX_TRACE_LIMIT = 10_000;
+const DEFAULT_COLLAPSE_LIMIT = 100;
+const MAX_COLLAPSE_LIMIT = 100_000;
+const DEFAULT_TRACE_LIMIT = 200;
+const MAX_TRACE_LIMIT = 10_000;
 
 const tracer = trace.getTracer("prefix-guard.cache-monitor");
 

@@ -5,17 +5,18 @@
 
 import { ValidationError } from "@prefix-guard/errors";
 import { decodeEnvelope } from "@prefix-guard/events";
+import { MAX_ID_CHARS } from "@prefix-guard/events/ids";
 import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 
 /** prompt-assembly writes schema 1 (FingerprintObserved's trace fields were added to it additively). */
 export const PREFIX_EVENT_SCHEMA_VERSION = 1;
-export const USAGE_EVENT_SCHEMA_VERSION = 1;
-export const COLLAPSE_EVENT_SCHEMA_VERSION = 1;
+const USAGE_EVENT_SCHEMA_VERSION = 1;
+const COLLAPSE_EVENT_SCHEMA_VERSION = 1;
 
-export const USAGE_RECORDED_TYPE = "UsageRecorded";
-export const CACHE_COLLAPSED_TYPE = "CacheCollapsed";
+const USAGE_RECORDED_TYPE = "UsageRecorded";
+const CACHE_COLLAPSED_TYPE = "CacheCollapsed";
 
 export type PrefixPayload = NonNullable<PrefixEvent["payload"]>;
 export type ValidPrefixEvent = PrefixEvent & { payload: PrefixPayload };
@@ -34,7 +35,7 @@ function requireEnvelopeIds(event: { eventId: string; sessionId: string }): void
   if (event.eventId.trim().length === 0) throw invalid("event_id", "must not be empty");
   if (event.eventId.length > 64) throw invalid("event_id", "must be at most 64 characters");
   if (event.sessionId.trim().length === 0) throw invalid("session_id", "must not be empty");
-  if (event.sessionId.length > 128) throw invalid("session_id", "must be at most 128 characters");
+  if (event.sessionId.length > MAX_ID_CHARS) throw invalid("session_id", `must be at most ${MAX_ID_CHARS} characters`);
 }
 
 export function decodePrefixEvent(bytes: Uint8Array): ValidPrefixEvent {
@@ -49,7 +50,7 @@ export function decodePrefixEvent(bytes: Uint8Array): ValidPrefixEvent {
     throw invalid("type", `type ${JSON.stringify(event.type)} does not match payload ${payload.$case}`);
   requireEnvelopeIds(event);
   if (event.requestId.trim().length === 0) throw invalid("request_id", "must not be empty");
-  if (event.requestId.length > 128) throw invalid("request_id", "must be at most 128 characters");
+  if (event.requestId.length > MAX_ID_CHARS) throw invalid("request_id", `must be at most ${MAX_ID_CHARS} characters`);
   return { ...event, payload };
 }
 

@@ -150,8 +150,8 @@ export function collapseCause(usage: UsageFacts, prefix: PrefixJoin, previous: E
  */
 export const NO_SECTION = "(none)";
 export const UNKNOWN_SECTION = "(unknown)";
-export const TOOLS_SECTION = "(tools)";
-export const HISTORY_SECTION = "(history)";
+const TOOLS_SECTION = "(tools)";
+const HISTORY_SECTION = "(history)";
 
 export function sectionsOfCollapse(prefix: PrefixJoin): string[] {
   const change = prefix.change;

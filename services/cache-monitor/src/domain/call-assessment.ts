@@ -62,7 +62,7 @@ export interface CallAssessmentInput {
 }
 
 /** The billed cost when the harness reported it, else the price table's. */
-export function callCost(usage: UsageFacts, prices: PriceTable): number {
+function callCost(usage: UsageFacts, prices: PriceTable): number {
   return usage.reportedCost ?? costOf(usage, prices);
 }
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { SESSION_811_COLLAPSE } from "../../test/seed-001-fixtures";
 import { assessCall, explainCollapse } from "./call-assessment";
 import { DEFAULT_COLLAPSE_THRESHOLDS } from "./collapse-detection";
 import type { EarlierCall, PrefixJoin, UsageFacts } from "./model";
 import { NO_PREFIX_DATA } from "./model";
 import { SEED_001_PRICES } from "./pricing";
-import { SESSION_811_COLLAPSE } from "./seed-001-fixtures";
 
 const T_13_11_11 = Date.UTC(2026, 9, 14, 5, 11, 11, 539);
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { SESSION_811_COLLAPSE } from "../../test/seed-001-fixtures";
 import {
   type CollapseThresholds,
   cachedShareOf,
@@ -8,7 +9,6 @@ import {
   sessionNorm,
 } from "./collapse-detection";
 import type { EarlierCall } from "./model";
-import { SESSION_811_COLLAPSE } from "./seed-001-fixtures";
 
 let clock = 1_760_418_000_000;
 

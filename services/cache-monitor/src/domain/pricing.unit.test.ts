@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { SESSION_756_COLLAPSE, SESSION_811_COLLAPSE } from "../../test/seed-001-fixtures";
 import {
   costAtCachedShare,
   costOf,
@@ -9,7 +10,6 @@ import {
   pricesFor,
   SEED_001_PRICES,
 } from "./pricing";
-import { SESSION_756_COLLAPSE, SESSION_811_COLLAPSE } from "./seed-001-fixtures";
 
 describe("seed 001 §1.1 figures with the default prices (2 / 0.04 / 8 yuan per million tokens)", () => {
   it("session 811 paid 0.8953 where the hit state costs 0.023: 0.872 extra", () => {

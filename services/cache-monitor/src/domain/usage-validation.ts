@@ -2,15 +2,13 @@
 // refused whole (nothing stored) with the offending field named.
 
 import { ValidationError } from "@prefix-guard/errors";
-import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
+import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/events/ids";
 import type { ProviderCacheReport, UsageFacts } from "./model";
 
-export const MAX_SESSION_ID_CHARS = 128;
-export const MAX_REQUEST_ID_CHARS = 128;
 export const MAX_MODEL_CHARS = 200;
-export const MAX_PROVIDER_CHARS = 100;
-export const MAX_MISS_REASON_CHARS = 2_000;
-export const MAX_RAW_REPORT_CHARS = 64_000;
+const MAX_PROVIDER_CHARS = 100;
+const MAX_MISS_REASON_CHARS = 2_000;
+const MAX_RAW_REPORT_CHARS = 64_000;
 
 /** The usage as it arrived (gRPC or llm.usage.v1), before any check. */
 export interface UsageInput {
@@ -32,7 +30,7 @@ function requireCount(field: string, value: number): number {
 }
 
 export function validateSessionId(sessionId: string): string {
-  return requireId(sessionId, "session_id", MAX_SESSION_ID_CHARS);
+  return requireId(sessionId, "session_id", MAX_ID_CHARS);
 }
 
 /**
@@ -41,7 +39,7 @@ export function validateSessionId(sessionId: string): string {
  */
 export function validateUsage(usage: UsageInput | undefined, receivedAtMs: number): UsageFacts {
   if (usage === undefined) throw new ValidationError("usage", "is required");
-  const requestId = requireId(usage.requestId, "usage.request_id", MAX_REQUEST_ID_CHARS);
+  const requestId = requireId(usage.requestId, "usage.request_id", MAX_ID_CHARS);
   const model = requireBoundedText(usage.model, "usage.model", MAX_MODEL_CHARS);
   const promptTokens = requireCount("usage.prompt_tokens", usage.promptTokens);
   if (promptTokens === 0) throw new ValidationError("usage.prompt_tokens", "must be > 0 (every call sends a prompt)");

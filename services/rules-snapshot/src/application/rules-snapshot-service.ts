@@ -1,6 +1,6 @@
 import { type ApplyOutcome, withDbTimeout } from "@prefix-guard/db";
 import { errorMessage, isPrefixGuardError, ValidationError } from "@prefix-guard/errors";
-import { requireId } from "@prefix-guard/events/ids";
+import { MAX_ID_CHARS, requireId } from "@prefix-guard/events/ids";
 import type { RulesSnapshotEvent } from "@prefix-guard/proto/events/v1/rules_events";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
@@ -19,9 +19,8 @@ import { planSessionEventCleanup } from "../domain/session-cleanup";
 import { invalidatedPayload, RULES_EVENT_SCHEMA_VERSION, rulesEventType } from "../domain/snapshot-events";
 
 /** Consumer name in `consumer_position`. */
-export const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
+const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
 
-const MAX_SESSION_ID_CHARS = 128;
 const MAX_WORKSPACE_CHARS = 512;
 const MAX_SOURCE_PATH_CHARS = 1024;
 
@@ -99,7 +98,7 @@ function codePointLength(text: string): number {
 }
 
 function requireSessionId(sessionId: string): string {
-  return requireId(sessionId, "session_id", MAX_SESSION_ID_CHARS);
+  return requireId(sessionId, "session_id", MAX_ID_CHARS);
 }
 
 function requireGeneration(generation: number): number {

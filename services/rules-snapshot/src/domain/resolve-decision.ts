@@ -1,4 +1,4 @@
-// Seed 001 §4.2 (read/write path) plus snapshot fencing (DESIGN.md "Snapshot fencing"): given the
+// Seed 001 §4.2 (read/write path) plus snapshot fencing (README.md, Architecture → Guarantees → "Snapshot fencing"): given the
 // stored row and what was read this round, decide what to inject and what to write. Pure: the
 // application layer runs the action, the log lines and the event.
 

@@ -27,7 +27,6 @@ export const MAX_MESSAGE_BYTES = 1024 * 1024;
 export const MAX_REQUEST_BYTES = 2 * MAX_MESSAGE_BYTES;
 
 export const MAX_CONTENT_PARTS = 100;
-export const MAX_ID_CHARS = 128;
 export const MAX_WORKSPACE_CHARS = 1024;
 export const MAX_TOOL_NAME_CHARS = 128;
 export const MAX_MEDIA_TYPE_CHARS = 64;

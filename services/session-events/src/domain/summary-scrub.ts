@@ -226,7 +226,7 @@ function phoneTermPattern(digits: string): RegExp {
 }
 
 /** Caps at SUMMARY_MAX_CHARS code points; a marker cut in half is dropped rather than left as "[已移". */
-export function capSummary(text: string): string {
+function capSummary(text: string): string {
   const capped = truncateCodePoints(text, SUMMARY_MAX_CHARS);
   if (capped.length === text.length) return capped;
   const open = capped.lastIndexOf("[");

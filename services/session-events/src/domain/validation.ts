@@ -1,5 +1,5 @@
 import { ValidationError } from "@prefix-guard/errors";
-import { checkId as checkSharedId, requireId as requireSharedId } from "@prefix-guard/events/ids";
+import { checkId as checkSharedId, MAX_ID_CHARS, requireId as requireSharedId } from "@prefix-guard/events/ids";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type {
@@ -16,7 +16,6 @@ import type {
 import {
   DEFAULT_TIMEZONE,
   MAX_CONTENT_PARTS,
-  MAX_ID_CHARS,
   MAX_MEDIA_TYPE_CHARS,
   MAX_MESSAGE_BYTES,
   MAX_SUMMARY_INPUT_CHARS,
@@ -125,7 +124,7 @@ type UnknownFields = { readonly [key: number]: readonly Uint8Array[] } | undefin
  * Protobuf decoding keeps fields this schema does not know in `_unknownFields` instead of failing;
  * a client speaking a newer or wrong schema would otherwise have part of its request silently dropped.
  */
-export function rejectUnknownFields(message: { readonly _unknownFields?: UnknownFields }, path: string): void {
+function rejectUnknownFields(message: { readonly _unknownFields?: UnknownFields }, path: string): void {
   const fields = message._unknownFields;
   if (fields === undefined) return;
   for (const [tag, values] of Object.entries(fields)) {
