@@ -3,6 +3,7 @@
 // of "what a part becomes" are in one place and testable without a database.
 
 import { InternalError, unhandledCase, ValidationError } from "@prefix-guard/errors";
+import { MAX_ID_CHARS } from "@prefix-guard/events/ids";
 import { type ContentPart as ProtoContentPart, Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { canonicalJson } from "../domain/canonical-json";
@@ -134,8 +135,6 @@ function storedPart(value: unknown, where: string): ContentPart {
   }
 }
 
-const MAX_SESSION_ID_CHARS = 128;
-
 /**
  * A session.events.v1 event in domain terms.
  *
@@ -144,8 +143,8 @@ const MAX_SESSION_ID_CHARS = 128;
  */
 export function projectedEventFromProto(event: SessionEvent): ProjectedEvent {
   if (event.sessionId.length === 0) throw new ValidationError("session_id", "must not be empty");
-  if (event.sessionId.length > MAX_SESSION_ID_CHARS) {
-    throw new ValidationError("session_id", `must be at most ${MAX_SESSION_ID_CHARS} characters`);
+  if (event.sessionId.length > MAX_ID_CHARS) {
+    throw new ValidationError("session_id", `must be at most ${MAX_ID_CHARS} characters`);
   }
   if (!Number.isSafeInteger(event.seq) || event.seq < 1) throw new ValidationError("seq", "must be >= 1");
   const envelope = { sessionId: event.sessionId, seq: event.seq, occurredAtMs: event.occurredAtMs };

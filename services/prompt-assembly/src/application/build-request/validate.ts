@@ -2,7 +2,7 @@
 // the field as the harness sent it. The result is the request in domain terms.
 
 import { ValidationError } from "@prefix-guard/errors";
-import { requireBoundedText, requireId } from "@prefix-guard/events/ids";
+import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/events/ids";
 import type {
   BuildCompactionRequestRequest,
   BuildRequestRequest,
@@ -15,7 +15,6 @@ import { WORKSPACE_RULES_SECTION_KEY } from "../../domain/prefix-monitor";
 import { wireFormatOfProto } from "../../domain/wire-formats/registry";
 
 const RESERVED_SECTION_KEYS: ReadonlySet<string> = new Set([CURRENT_DATE_SECTION_KEY, WORKSPACE_RULES_SECTION_KEY]);
-const MAX_SESSION_ID_LENGTH = 128;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -53,7 +52,7 @@ const MAX_RULES_CONTENT_CHARS = 1024 * 1024;
 
 /** Checks every field before any I/O. @throws ValidationError naming the first bad field. */
 export function validateBuildRequest(request: BuildRequestRequest): ValidatedBuildRequest {
-  requireId(request.sessionId, "session_id", MAX_SESSION_ID_LENGTH);
+  requireId(request.sessionId, "session_id", MAX_ID_CHARS);
   if (!Number.isSafeInteger(request.minSeq) || request.minSeq < 0) {
     throw new ValidationError("min_seq", `must be an integer >= 0, got ${String(request.minSeq)}`);
   }
