@@ -1,4 +1,4 @@
-import { translateDbError } from "@prefix-guard/db";
+import { ensureRowsExist, translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
 import type { CollapseExplanation, CollapseFacts } from "../../domain/call-assessment";
 import { type SectionTotal, sortSectionTotals } from "../../domain/collapse-totals";
@@ -234,15 +234,16 @@ export class MonitorStore {
   /**
    * Runs `work` in a transaction holding the session's row lock, so the usage and prefix writers of
    * one session see each other's committed rows and never join against half of them. The row is
-   * created in its own statement first: FOR UPDATE on a missing row would only take a gap lock, and
-   * two first writers holding gap locks deadlock on their inserts.
+   * created in its own statement first (ensureRowsExist explains the InnoDB gap lock it avoids).
    */
   async withSessionLock<T>(sessionId: string, nowMs: number, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
     try {
-      await this.db("cm_session")
-        .insert({ session_id: sessionId, created_at_ms: nowMs, updated_at_ms: nowMs })
-        .onConflict("session_id")
-        .ignore();
+      await ensureRowsExist(
+        this.db,
+        "cm_session",
+        ["session_id"],
+        [{ session_id: sessionId, created_at_ms: nowMs, updated_at_ms: nowMs }],
+      );
       return await this.db.transaction(async (trx) => {
         const query = trx("cm_session").where({ session_id: sessionId }).first("session_id");
         await (trx.client.config.client === "mysql2" ? query.forUpdate() : query);

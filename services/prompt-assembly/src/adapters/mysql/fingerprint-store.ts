@@ -66,7 +66,7 @@ export class FingerprintStore {
    * not remember (another round trip, only after another replica wrote the row).
    *
    * Missing rows are created before the transaction, each in its own autocommitted statement
-   * (see ensureRowsExist in libs/db): a locking read of a missing row takes only a gap lock, and
+   * (the same reason as ensureRowsExist in libs/db, in one batch with the lock): a locking read of a missing row takes only a gap lock, and
    * two groups that both hold it deadlock on their inserts.
    */
   async recordGroup<T>(
