@@ -8,6 +8,7 @@ import { grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-gu
 import { Counter, Gauge } from "prom-client";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
+import { SessionStore } from "./adapters/mysql/session-store";
 import { SessionCommands } from "./application/session-commands";
 import type { SessionEventsConfig } from "./config";
 import { MAX_REQUEST_BYTES } from "./domain/limits";
@@ -30,7 +31,7 @@ export async function startSessionEvents(
     multipleStatements: true,
   });
   const commands = new SessionCommands({
-    db,
+    store: new SessionStore(db),
     now,
     newEventId: () => newEventId(now()),
     newId: () => randomUUID(),

@@ -2,11 +2,12 @@ import { randomUUID } from "node:crypto";
 import { newEventId } from "@prefix-guard/events";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import type { Knex } from "knex";
+import { SessionStore } from "../src/adapters/mysql/session-store";
 import { SessionCommands } from "../src/application/session-commands";
 
 export function commandsFor(db: Knex): SessionCommands {
   return new SessionCommands({
-    db,
+    store: new SessionStore(db),
     now: Date.now,
     newEventId: () => newEventId(),
     newId: () => randomUUID(),

@@ -24,6 +24,7 @@ import {
   SaveMessageRequest,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SessionStore } from "../adapters/mysql/session-store";
 import { CHARACTER_QUOTA } from "../domain/limits";
 import { SCRUB_MARKER } from "../domain/summary-scrub";
 import { SessionCommands, type SessionCommandsDeps } from "./session-commands";
@@ -49,7 +50,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     let close: () => Promise<void>;
     const clock = START_MS;
     const deps = (overrides: Partial<SessionCommandsDeps> = {}): SessionCommandsDeps => ({
-      db,
+      store: new SessionStore(db),
       now: () => clock,
       newEventId: () => newEventId(clock),
       newId: () => randomUUID(),

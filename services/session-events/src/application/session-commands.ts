@@ -1,7 +1,6 @@
-import { isUniqueViolation, translateDbError, withSql } from "@prefix-guard/db";
+import { isUniqueViolation, translateDbError } from "@prefix-guard/db";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "@prefix-guard/errors";
 import {
-  decodeSessionEvent,
   encodeSessionEvent,
   SESSION_EVENT_SCHEMA_VERSION,
   type SessionEventPayload,
@@ -25,11 +24,15 @@ import type {
   SaveMessageRequest,
   SaveMessageResponse,
   Session,
-  StoredMessage,
   WriteResponse,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import type { Knex } from "knex";
-import { appendMessage } from "../adapters/mysql/message-append";
+import {
+  type EventRow,
+  isLockFailure,
+  type SessionChanges,
+  type SessionStore,
+  type SessionTransaction,
+} from "../adapters/mysql/session-store";
 import {
   checkExpectedSeq,
   decideCompaction,
@@ -43,14 +46,8 @@ import {
 } from "../domain/decisions";
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "../domain/limits";
 import { localDateOf } from "../domain/local-date";
-import {
-  kindFromName,
-  type MessageState,
-  roleFromName,
-  type SessionKindName,
-  type SessionState,
-} from "../domain/model";
-import { parseStoredContent, storedContentJson } from "../domain/stored-content";
+import { kindFromName, roleFromName, type SessionState } from "../domain/model";
+import { storedContentJson } from "../domain/stored-content";
 import { extractPersonalTerms, scrubSummary } from "../domain/summary-scrub";
 import {
   validateCommitCompaction,
@@ -65,7 +62,7 @@ import {
 } from "../domain/validation";
 
 export interface SessionCommandsDeps {
-  readonly db: Knex;
+  readonly store: SessionStore;
   readonly now: () => number;
   /** Envelope ids (UUIDv7-like, e.g. `() => newEventId(now())`). */
   readonly newEventId: () => string;
@@ -76,143 +73,17 @@ export interface SessionCommandsDeps {
   readonly limits?: Partial<SessionLimits>;
 }
 
-interface SessionRow {
-  session_id: string;
-  owner: string;
-  workspace: string;
-  timezone: string;
-  kind: string;
-  parent_session_id: string | null;
-  last_seq: number | string;
-  compaction_generation: number | string;
-  compaction_boundary_message_id: string | null;
-  summary: string;
-  inherited_summary_from: string | null;
-  content_chars: number | string;
-  serialized_bytes: number | string;
-  created_at_ms: number | string;
-  deleted: number | boolean;
-  ended: number | boolean;
-  locale: string;
-}
-
-interface MessageRow {
-  message_id: string;
-  session_id: string;
-  seq: number | string;
-  role: string;
-  content_json: string;
-  thinking_chars: number | string;
-  content_chars: number | string;
-  created_at_ms: number | string;
-  local_date: string;
-  deleted: number | boolean;
-}
-
-const MESSAGE_COLUMNS = [
-  "message_id",
-  "session_id",
-  "seq",
-  "role",
-  "content_json",
-  "thinking_chars",
-  "content_chars",
-  "created_at_ms",
-  "local_date",
-  "deleted",
-] as const;
-
-type Queryable = Knex | Knex.Transaction;
-
-/** MariaDB deadlock (1213) and lock-wait timeout (1205): the transaction was rolled back and may simply be rerun. */
-function isLockFailure(error: unknown): boolean {
-  const errno = typeof error === "object" && error !== null ? (error as { errno?: unknown }).errno : undefined;
-  return errno === 1213 || errno === 1205;
-}
-
-function flag(value: number | boolean): boolean {
-  return value === true || Number(value) === 1;
-}
-
-function toSessionState(row: SessionRow): SessionState {
-  return {
-    sessionId: row.session_id,
-    owner: row.owner,
-    kind: row.kind as SessionKindName,
-    parentSessionId: row.parent_session_id ?? undefined,
-    timezone: row.timezone,
-    lastSeq: Number(row.last_seq),
-    compactionGeneration: Number(row.compaction_generation),
-    compactionBoundaryMessageId: row.compaction_boundary_message_id ?? undefined,
-    summary: row.summary,
-    contentChars: Number(row.content_chars),
-    serializedBytes: Number(row.serialized_bytes),
-    deleted: flag(row.deleted),
-    ended: flag(row.ended),
-  };
-}
-
-function toSession(row: SessionRow): Session {
-  return {
-    sessionId: row.session_id,
-    owner: row.owner,
-    workspace: row.workspace,
-    timezone: row.timezone,
-    kind: kindFromName(row.kind),
-    parentSessionId: row.parent_session_id ?? "",
-    lastSeq: Number(row.last_seq),
-    compactionGeneration: Number(row.compaction_generation),
-    compactionBoundaryMessageId: row.compaction_boundary_message_id ?? "",
-    summary: row.summary,
-    inheritedSummaryFrom: row.inherited_summary_from ?? "",
-    contentChars: Number(row.content_chars),
-    serializedBytes: Number(row.serialized_bytes),
-    createdAtMs: Number(row.created_at_ms),
-    deleted: flag(row.deleted),
-    ended: flag(row.ended),
-    locale: row.locale,
-  };
-}
-
-function toMessageState(row: MessageRow): MessageState {
-  return {
-    messageId: row.message_id,
-    sessionId: row.session_id,
-    seq: Number(row.seq),
-    contentChars: Number(row.content_chars),
-    deleted: flag(row.deleted),
-  };
-}
-
-function toStoredMessage(row: MessageRow): StoredMessage {
-  return {
-    messageId: row.message_id,
-    seq: Number(row.seq),
-    role: roleFromName(row.role),
-    content: parseStoredContent(row.content_json),
-    thinkingChars: Number(row.thinking_chars),
-    createdAtMs: Number(row.created_at_ms),
-    localDate: row.local_date,
-    deleted: flag(row.deleted),
-  };
-}
-
-function payloadBytes(value: unknown): Uint8Array {
-  if (value instanceof Uint8Array) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  throw new Error("session_event.payload is not binary");
-}
-
 /**
  * The write side of session-events. Every write is one transaction: read (and on MySQL lock) the
  * session row, decide, append exactly one event at last_seq + 1, update the projections. The event
  * row is also the outbox entry the relay publishes.
  */
 export class SessionCommands {
-  private readonly db: Knex;
+  private readonly store: SessionStore;
   private readonly limits: SessionLimits;
 
   constructor(private readonly deps: SessionCommandsDeps) {
-    this.db = deps.db;
+    this.store = deps.store;
     this.limits = { ...DEFAULT_SESSION_LIMITS, ...deps.limits };
   }
 
@@ -224,11 +95,11 @@ export class SessionCommands {
         reason: "session_exists",
         context: { session_id: sessionId },
       });
-    return this.write({ sessionId, retryOnSeqConflict: false, onUniqueViolation: alreadyExists }, async (trx) => {
-      if ((await this.readSession(trx, sessionId, false)) !== undefined) throw alreadyExists();
+    return this.write({ sessionId, retryOnSeqConflict: false, onUniqueViolation: alreadyExists }, async (tx) => {
+      if ((await tx.readSession(sessionId, false)) !== undefined) throw alreadyExists();
       if (command.parentSessionId !== undefined) {
         requireParentSession(
-          await this.readSession(trx, command.parentSessionId, false),
+          await tx.readSession(command.parentSessionId, false),
           command.parentSessionId,
           command.owner,
         );
@@ -236,48 +107,43 @@ export class SessionCommands {
       const source =
         command.continuedFromSessionId === undefined
           ? undefined
-          : decideInheritance(await this.readSession(trx, command.continuedFromSessionId, false), command.owner);
+          : decideInheritance(await tx.readSession(command.continuedFromSessionId, false), command.owner);
       // Stored summaries were scrubbed when committed; terms the harness knows now are removed too.
       const inherited =
         source === undefined || command.personalTerms.length === 0
           ? source
           : { ...source, summary: scrubSummary(source.summary, command.personalTerms) };
       const now = this.deps.now();
-      const row: SessionRow = {
-        session_id: sessionId,
+      const session = await tx.insertSession({
+        sessionId,
         owner: command.owner,
         workspace: command.workspace,
         timezone: command.timezone,
         kind: command.kind,
-        parent_session_id: command.parentSessionId ?? null,
-        last_seq: 1,
-        compaction_generation: 0,
-        compaction_boundary_message_id: null,
+        parentSessionId: command.parentSessionId,
         // The inherited summary is the new session's summary until its own first compaction.
         summary: inherited?.summary ?? "",
-        inherited_summary_from: inherited?.from ?? null,
-        content_chars: 0,
-        serialized_bytes: 0,
-        created_at_ms: now,
-        deleted: false,
-        ended: false,
+        inheritedSummaryFrom: inherited?.from,
+        createdAtMs: now,
         locale: command.locale,
-      };
-      await trx("session").insert(row);
-      await this.appendEvent(trx, sessionId, 1, now, {
-        $case: "sessionCreated",
-        value: {
-          owner: command.owner,
-          workspace: command.workspace,
-          timezone: command.timezone,
-          kind: kindFromName(command.kind),
-          parentSessionId: command.parentSessionId ?? "",
-          inheritedSummaryFrom: inherited?.from ?? "",
-          inheritedSummary: inherited?.summary ?? "",
-          locale: command.locale,
-        },
       });
-      return { session: toSession(row), seq: 1 };
+      await tx.appendEvent(
+        sessionId,
+        this.eventRow(sessionId, 1, now, {
+          $case: "sessionCreated",
+          value: {
+            owner: command.owner,
+            workspace: command.workspace,
+            timezone: command.timezone,
+            kind: kindFromName(command.kind),
+            parentSessionId: command.parentSessionId ?? "",
+            inheritedSummaryFrom: inherited?.from ?? "",
+            inheritedSummary: inherited?.summary ?? "",
+            locale: command.locale,
+          },
+        }),
+      );
+      return { session, seq: 1 };
     });
   }
 
@@ -286,11 +152,8 @@ export class SessionCommands {
     const { sessionId } = command;
     const retryOnSeqConflict = command.expectedSeq === undefined;
     return this.attempt({ sessionId, retryOnSeqConflict }, () =>
-      appendMessage(this.db, sessionId, (row) => {
-        const session = requireWritableSession(
-          row === undefined ? undefined : toSessionState(row as unknown as SessionRow),
-          sessionId,
-        );
+      this.store.appendMessage(sessionId, (locked) => {
+        const session = requireWritableSession(locked, sessionId);
         checkExpectedSeq(command.expectedSeq, session.lastSeq);
         const usage = decideMessageCapacity(session, command, this.limits);
         const now = this.deps.now();
@@ -332,25 +195,21 @@ export class SessionCommands {
   async deleteMessage(request: DeleteMessageRequest): Promise<WriteResponse> {
     const command = validateDeleteMessage(request);
     const { sessionId } = command;
-    return this.write({ sessionId, retryOnSeqConflict: command.expectedSeq === undefined }, async (trx) => {
-      const session = requireWritableSession(await this.readSession(trx, sessionId, true), sessionId);
+    return this.write({ sessionId, retryOnSeqConflict: command.expectedSeq === undefined }, async (tx) => {
+      const session = requireWritableSession(await tx.readSession(sessionId, true), sessionId);
       checkExpectedSeq(command.expectedSeq, session.lastSeq);
-      const message = requireDeletableMessage(
-        await this.readMessage(trx, command.messageId),
-        sessionId,
-        command.messageId,
-      );
+      const message = requireDeletableMessage(await tx.readMessage(command.messageId), sessionId, command.messageId);
       const now = this.deps.now();
       const seq = session.lastSeq + 1;
-      await this.appendEvent(trx, sessionId, seq, now, {
-        $case: "messageDeleted",
-        value: { messageId: message.messageId },
-      });
-      await trx("message").where({ message_id: message.messageId }).update({ deleted: true });
+      await tx.appendEvent(
+        sessionId,
+        this.eventRow(sessionId, seq, now, { $case: "messageDeleted", value: { messageId: message.messageId } }),
+      );
+      await tx.flagMessageDeleted(message.messageId);
       // A deleted message no longer reaches a model, so it gives its characters back; its bytes stay
       // in serialized_bytes because the row is still stored (and listed with include_deleted).
-      await this.advanceSession(trx, session, seq, {
-        content_chars: Math.max(0, session.contentChars - message.contentChars),
+      await this.advanceSession(tx, session, seq, {
+        contentChars: Math.max(0, session.contentChars - message.contentChars),
       });
       return { seq };
     });
@@ -359,13 +218,13 @@ export class SessionCommands {
   async commitCompaction(request: CommitCompactionRequest): Promise<CommitCompactionResponse> {
     const command = validateCommitCompaction(request);
     const { sessionId } = command;
-    return this.write({ sessionId, retryOnSeqConflict: true }, async (trx) => {
-      const session = requireWritableSession(await this.readSession(trx, sessionId, true), sessionId);
-      const boundary = await this.readMessage(trx, command.boundaryMessageId);
+    return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
+      const session = requireWritableSession(await tx.readSession(sessionId, true), sessionId);
+      const boundary = await tx.readMessage(command.boundaryMessageId);
       const currentBoundary =
         session.compactionBoundaryMessageId === undefined
           ? undefined
-          : await this.readMessage(trx, session.compactionBoundaryMessageId);
+          : await tx.readMessage(session.compactionBoundaryMessageId);
       const { generation } = decideCompaction({
         session,
         expectedGeneration: command.expectedGeneration,
@@ -373,30 +232,29 @@ export class SessionCommands {
         boundary,
         currentBoundary,
       });
-      const userRows: Pick<MessageRow, "content_json">[] = await trx("message")
-        .where({ session_id: sessionId, role: "user" })
-        .orderBy("seq")
-        .select("content_json");
       const personalTerms = extractPersonalTerms(
-        userRows.map((row) => ({ role: Role.ROLE_USER, content: parseStoredContent(row.content_json) })),
+        (await tx.userMessageContents(sessionId)).map((content) => ({ role: Role.ROLE_USER, content })),
       );
       const summary = scrubSummary(command.summary, [...personalTerms, ...command.personalTerms]);
       const now = this.deps.now();
       const seq = session.lastSeq + 1;
-      await this.appendEvent(trx, sessionId, seq, now, {
-        $case: "compactionCommitted",
-        value: { generation, boundaryMessageId: command.boundaryMessageId, summary },
-      });
-      await trx("compaction").insert({
-        session_id: sessionId,
+      await tx.appendEvent(
+        sessionId,
+        this.eventRow(sessionId, seq, now, {
+          $case: "compactionCommitted",
+          value: { generation, boundaryMessageId: command.boundaryMessageId, summary },
+        }),
+      );
+      await tx.insertCompaction({
+        sessionId,
         generation,
-        boundary_message_id: command.boundaryMessageId,
+        boundaryMessageId: command.boundaryMessageId,
         summary,
-        committed_at_ms: now,
+        committedAtMs: now,
       });
-      await this.advanceSession(trx, session, seq, {
-        compaction_generation: generation,
-        compaction_boundary_message_id: command.boundaryMessageId,
+      await this.advanceSession(tx, session, seq, {
+        compactionGeneration: generation,
+        compactionBoundaryMessageId: command.boundaryMessageId,
         summary,
       });
       return { seq, generation, summary };
@@ -405,25 +263,31 @@ export class SessionCommands {
 
   async deleteSession(request: DeleteSessionRequest): Promise<WriteResponse> {
     const { sessionId } = validateDeleteSession(request);
-    return this.write({ sessionId, retryOnSeqConflict: true }, async (trx) => {
-      const session = requireLiveSession(await this.readSession(trx, sessionId, true), sessionId);
+    return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
+      const session = requireLiveSession(await tx.readSession(sessionId, true), sessionId);
       const seq = session.lastSeq + 1;
-      await this.appendEvent(trx, sessionId, seq, this.deps.now(), { $case: "sessionDeleted", value: {} });
-      await this.advanceSession(trx, session, seq, { deleted: true });
+      await tx.appendEvent(
+        sessionId,
+        this.eventRow(sessionId, seq, this.deps.now(), { $case: "sessionDeleted", value: {} }),
+      );
+      await this.advanceSession(tx, session, seq, { deleted: true });
       return { seq };
     });
   }
 
   async promoteSideTask(request: PromoteSideTaskRequest): Promise<WriteResponse> {
     const { sessionId } = validatePromoteSideTask(request);
-    return this.write({ sessionId, retryOnSeqConflict: true }, async (trx) => {
-      const session = requirePromotableSideTask(await this.readSession(trx, sessionId, true), sessionId);
+    return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
+      const session = requirePromotableSideTask(await tx.readSession(sessionId, true), sessionId);
       const seq = session.lastSeq + 1;
-      await this.appendEvent(trx, sessionId, seq, this.deps.now(), {
-        $case: "sideTaskPromoted",
-        value: { parentSessionId: session.parentSessionId ?? "" },
-      });
-      await this.advanceSession(trx, session, seq, { ended: true });
+      await tx.appendEvent(
+        sessionId,
+        this.eventRow(sessionId, seq, this.deps.now(), {
+          $case: "sideTaskPromoted",
+          value: { parentSessionId: session.parentSessionId ?? "" },
+        }),
+      );
+      await this.advanceSession(tx, session, seq, { ended: true });
       return { seq };
     });
   }
@@ -437,20 +301,9 @@ export class SessionCommands {
     // One statement (the session's last_seq and the page together), in plain SQL: prompt-assembly
     // asks this before every build.
     return this.read(command.sessionId, async () => {
-      const rows = await withSql(this.db, (sql) =>
-        sql.rows<{ last_seq: number | string; payload: unknown }>(
-          `SELECT s.last_seq, e.payload FROM session s
-             LEFT JOIN session_event e ON e.session_id = s.session_id AND e.seq > ? AND e.seq <= s.last_seq
-           WHERE s.session_id = ? ORDER BY e.seq LIMIT ?`,
-          [command.afterSeq, command.sessionId, command.limit],
-        ),
-      );
-      const first = rows[0];
-      if (first === undefined) throw sessionNotFound(command.sessionId);
-      const events: SessionEvent[] = rows
-        .filter((row) => row.payload !== null)
-        .map((row) => decodeSessionEvent(payloadBytes(row.payload)));
-      return { events, lastSeq: Number(first.last_seq) };
+      const page = await this.store.readEventPage(command.sessionId, command.afterSeq, command.limit);
+      if (page === undefined) throw sessionNotFound(command.sessionId);
+      return page;
     });
   }
 
@@ -458,9 +311,9 @@ export class SessionCommands {
   async getSession(request: GetSessionRequest): Promise<Session> {
     const { sessionId } = validateGetSession(request);
     return this.read(sessionId, async () => {
-      const row: SessionRow | undefined = await this.db("session").where({ session_id: sessionId }).first();
-      if (row === undefined) throw sessionNotFound(sessionId);
-      return toSession(row);
+      const session = await this.store.getSession(sessionId);
+      if (session === undefined) throw sessionNotFound(sessionId);
+      return session;
     });
   }
 
@@ -468,19 +321,16 @@ export class SessionCommands {
   async listMessages(request: ListMessagesRequest): Promise<ListMessagesResponse> {
     const command = validateListMessages(request);
     return this.read(command.sessionId, async () => {
-      requireLiveSession(await this.readSession(this.db, command.sessionId, false), command.sessionId);
-      const query = this.db("message").where({ session_id: command.sessionId });
-      if (!command.includeDeleted) query.andWhere({ deleted: false });
-      const rows: MessageRow[] = await query.orderBy("seq").select(...MESSAGE_COLUMNS);
-      return { messages: rows.map(toStoredMessage) };
+      requireLiveSession(await this.store.readSession(command.sessionId), command.sessionId);
+      return { messages: await this.store.listMessages(command.sessionId, command.includeDeleted) };
     });
   }
 
   private async write<T>(
     options: { sessionId: string; retryOnSeqConflict: boolean; onUniqueViolation?: () => Error },
-    work: (trx: Knex.Transaction) => Promise<T>,
+    work: (tx: SessionTransaction) => Promise<T>,
   ): Promise<T> {
-    return this.attempt(options, () => this.db.transaction(work));
+    return this.attempt(options, () => this.store.transaction(work));
   }
 
   /** Runs a write transaction, once more when it lost a race it can simply rerun. */
@@ -510,43 +360,8 @@ export class SessionCommands {
     }
   }
 
-  private async readSession(db: Queryable, sessionId: string, lock: boolean): Promise<SessionState | undefined> {
-    const query = db("session").where({ session_id: sessionId }).first();
-    // SQLite has one writer at a time anyway (and knex warns on FOR UPDATE there).
-    const row: SessionRow | undefined =
-      lock && db.client.config.client === "mysql2" ? await query.forUpdate() : await query;
-    return row === undefined ? undefined : toSessionState(row);
-  }
-
-  private async readMessage(db: Queryable, messageId: string): Promise<MessageState | undefined> {
-    const row: MessageRow | undefined = await db("message")
-      .where({ message_id: messageId })
-      .first(...MESSAGE_COLUMNS);
-    return row === undefined ? undefined : toMessageState(row);
-  }
-
-  private async appendEvent(
-    trx: Knex.Transaction,
-    sessionId: string,
-    seq: number,
-    occurredAtMs: number,
-    payload: SessionEventPayload,
-  ): Promise<void> {
-    const event = this.eventRow(sessionId, seq, occurredAtMs, payload);
-    await trx("session_event").insert({
-      event_id: event.eventId,
-      session_id: sessionId,
-      seq,
-      type: event.type,
-      payload: Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength),
-      occurred_at_ms: occurredAtMs,
-      traceparent: event.traceparent,
-      published_at_ms: null,
-    });
-  }
-
   /** The event row: the encoded envelope with its id, type and the active trace. */
-  private eventRow(sessionId: string, seq: number, occurredAtMs: number, payload: SessionEventPayload) {
+  private eventRow(sessionId: string, seq: number, occurredAtMs: number, payload: SessionEventPayload): EventRow {
     const event: SessionEvent = {
       eventId: this.deps.newEventId(),
       sessionId,
@@ -570,15 +385,12 @@ export class SessionCommands {
 
   /** Moves last_seq forward, guarded by the seq the decision was based on. */
   private async advanceSession(
-    trx: Knex.Transaction,
+    tx: SessionTransaction,
     session: SessionState,
     seq: number,
-    changes: Record<string, string | number | boolean>,
+    changes: SessionChanges,
   ): Promise<void> {
-    const updated = await trx("session")
-      .where({ session_id: session.sessionId, last_seq: session.lastSeq })
-      .update({ ...changes, last_seq: seq });
-    if (updated !== 1) {
+    if (!(await tx.advanceSession(session, seq, changes))) {
       throw new ConflictError(`session ${session.sessionId} moved past seq ${session.lastSeq} during the write`, {
         reason: "seq_mismatch",
         context: { session_id: session.sessionId, last_seq: session.lastSeq },

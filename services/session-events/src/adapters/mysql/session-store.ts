@@ -1,0 +1,351 @@
+// session-events' tables: the session row, the append-only session_event log (also the outbox the
+// relay publishes), messages and compactions. The same SQL runs on MariaDB/MySQL and SQLite. Rows
+// are decoded here, once, into the domain's and the contract's shapes; the application never sees
+// a column name.
+
+import { withSql } from "@prefix-guard/db";
+import { decodeSessionEvent } from "@prefix-guard/events";
+import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
+import type { Session, StoredMessage } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import type { Knex } from "knex";
+import {
+  kindFromName,
+  type MessageState,
+  roleFromName,
+  type SessionKindName,
+  type SessionState,
+} from "../../domain/model";
+import { parseStoredContent } from "../../domain/stored-content";
+import { appendMessage, type MessageAppend } from "./message-append";
+
+interface SessionRow {
+  session_id: string;
+  owner: string;
+  workspace: string;
+  timezone: string;
+  kind: string;
+  parent_session_id: string | null;
+  last_seq: number | string;
+  compaction_generation: number | string;
+  compaction_boundary_message_id: string | null;
+  summary: string;
+  inherited_summary_from: string | null;
+  content_chars: number | string;
+  serialized_bytes: number | string;
+  created_at_ms: number | string;
+  deleted: number | boolean;
+  ended: number | boolean;
+  locale: string;
+}
+
+interface MessageRow {
+  message_id: string;
+  session_id: string;
+  seq: number | string;
+  role: string;
+  content_json: string;
+  thinking_chars: number | string;
+  content_chars: number | string;
+  created_at_ms: number | string;
+  local_date: string;
+  deleted: number | boolean;
+}
+
+const MESSAGE_COLUMNS = [
+  "message_id",
+  "session_id",
+  "seq",
+  "role",
+  "content_json",
+  "thinking_chars",
+  "content_chars",
+  "created_at_ms",
+  "local_date",
+  "deleted",
+] as const;
+
+/** An event as it is appended: the encoded envelope and what the relay needs beside it. */
+export interface EventRow {
+  readonly eventId: string;
+  readonly seq: number;
+  readonly type: string;
+  readonly payload: Uint8Array;
+  readonly occurredAtMs: number;
+  readonly traceparent: string | null;
+}
+
+export interface NewSession {
+  readonly sessionId: string;
+  readonly owner: string;
+  readonly workspace: string;
+  readonly timezone: string;
+  readonly kind: SessionKindName;
+  readonly parentSessionId: string | undefined;
+  readonly summary: string;
+  readonly inheritedSummaryFrom: string | undefined;
+  readonly createdAtMs: number;
+  readonly locale: string;
+}
+
+/** What a write changes on the session row besides last_seq. */
+export interface SessionChanges {
+  readonly contentChars?: number;
+  readonly compactionGeneration?: number;
+  readonly compactionBoundaryMessageId?: string;
+  readonly summary?: string;
+  readonly deleted?: boolean;
+  readonly ended?: boolean;
+}
+
+export interface NewCompaction {
+  readonly sessionId: string;
+  readonly generation: number;
+  readonly boundaryMessageId: string;
+  readonly summary: string;
+  readonly committedAtMs: number;
+}
+
+/** MariaDB deadlock (1213) and lock-wait timeout (1205): the transaction was rolled back and may simply be rerun. */
+export function isLockFailure(error: unknown): boolean {
+  const errno = typeof error === "object" && error !== null ? (error as { errno?: unknown }).errno : undefined;
+  return errno === 1213 || errno === 1205;
+}
+
+/** One write transaction. Every method runs inside it. */
+export class SessionTransaction {
+  constructor(private readonly trx: Knex.Transaction) {}
+
+  /** With `lock`, the row stays locked (FOR UPDATE on MySQL) until the transaction ends. */
+  readSession(sessionId: string, lock: boolean): Promise<SessionState | undefined> {
+    return readSessionState(this.trx, sessionId, lock);
+  }
+
+  async readMessage(messageId: string): Promise<MessageState | undefined> {
+    const row: MessageRow | undefined = await this.trx("message")
+      .where({ message_id: messageId })
+      .first(...MESSAGE_COLUMNS);
+    return row === undefined ? undefined : toMessageState(row);
+  }
+
+  /** The content of the session's user messages, oldest first. */
+  async userMessageContents(sessionId: string): Promise<ContentPart[][]> {
+    const rows: Pick<MessageRow, "content_json">[] = await this.trx("message")
+      .where({ session_id: sessionId, role: "user" })
+      .orderBy("seq")
+      .select("content_json");
+    return rows.map((row) => parseStoredContent(row.content_json));
+  }
+
+  /** Inserts the session at seq 1 and returns it as the contract shows it. */
+  async insertSession(session: NewSession): Promise<Session> {
+    const row: SessionRow = {
+      session_id: session.sessionId,
+      owner: session.owner,
+      workspace: session.workspace,
+      timezone: session.timezone,
+      kind: session.kind,
+      parent_session_id: session.parentSessionId ?? null,
+      last_seq: 1,
+      compaction_generation: 0,
+      compaction_boundary_message_id: null,
+      summary: session.summary,
+      inherited_summary_from: session.inheritedSummaryFrom ?? null,
+      content_chars: 0,
+      serialized_bytes: 0,
+      created_at_ms: session.createdAtMs,
+      deleted: false,
+      ended: false,
+      locale: session.locale,
+    };
+    await this.trx("session").insert(row);
+    return toSession(row);
+  }
+
+  async appendEvent(sessionId: string, event: EventRow): Promise<void> {
+    await this.trx("session_event").insert({
+      event_id: event.eventId,
+      session_id: sessionId,
+      seq: event.seq,
+      type: event.type,
+      payload: Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength),
+      occurred_at_ms: event.occurredAtMs,
+      traceparent: event.traceparent,
+      published_at_ms: null,
+    });
+  }
+
+  async flagMessageDeleted(messageId: string): Promise<void> {
+    await this.trx("message").where({ message_id: messageId }).update({ deleted: true });
+  }
+
+  async insertCompaction(compaction: NewCompaction): Promise<void> {
+    await this.trx("compaction").insert({
+      session_id: compaction.sessionId,
+      generation: compaction.generation,
+      boundary_message_id: compaction.boundaryMessageId,
+      summary: compaction.summary,
+      committed_at_ms: compaction.committedAtMs,
+    });
+  }
+
+  /**
+   * Moves last_seq from the seq the decision was based on to `seq`. False when the row had already
+   * moved (another writer won), and then nothing was changed.
+   */
+  async advanceSession(session: SessionState, seq: number, changes: SessionChanges): Promise<boolean> {
+    const columns: Record<string, string | number | boolean> = { last_seq: seq };
+    if (changes.contentChars !== undefined) columns.content_chars = changes.contentChars;
+    if (changes.compactionGeneration !== undefined) columns.compaction_generation = changes.compactionGeneration;
+    if (changes.compactionBoundaryMessageId !== undefined)
+      columns.compaction_boundary_message_id = changes.compactionBoundaryMessageId;
+    if (changes.summary !== undefined) columns.summary = changes.summary;
+    if (changes.deleted !== undefined) columns.deleted = changes.deleted;
+    if (changes.ended !== undefined) columns.ended = changes.ended;
+    const updated = await this.trx("session")
+      .where({ session_id: session.sessionId, last_seq: session.lastSeq })
+      .update(columns);
+    return updated === 1;
+  }
+}
+
+export class SessionStore {
+  constructor(private readonly db: Knex) {}
+
+  transaction<T>(work: (tx: SessionTransaction) => Promise<T>): Promise<T> {
+    return this.db.transaction((trx) => work(new SessionTransaction(trx)));
+  }
+
+  /** SaveMessage in two round trips (message-append.ts); `decide` sees the locked session. */
+  appendMessage<T>(sessionId: string, decide: (session: SessionState | undefined) => MessageAppend<T>): Promise<T> {
+    return appendMessage(this.db, sessionId, (row) =>
+      decide(row === undefined ? undefined : toSessionState(row as unknown as SessionRow)),
+    );
+  }
+
+  readSession(sessionId: string): Promise<SessionState | undefined> {
+    return readSessionState(this.db, sessionId, false);
+  }
+
+  /** The session as the contract shows it, deleted ones included. */
+  async getSession(sessionId: string): Promise<Session | undefined> {
+    const row: SessionRow | undefined = await this.db("session").where({ session_id: sessionId }).first();
+    return row === undefined ? undefined : toSession(row);
+  }
+
+  async listMessages(sessionId: string, includeDeleted: boolean): Promise<StoredMessage[]> {
+    const query = this.db("message").where({ session_id: sessionId });
+    if (!includeDeleted) query.andWhere({ deleted: false });
+    const rows: MessageRow[] = await query.orderBy("seq").select(...MESSAGE_COLUMNS);
+    return rows.map(toStoredMessage);
+  }
+
+  /**
+   * Events after `afterSeq`, oldest first, never past the last_seq reported with them; undefined
+   * when the session does not exist. One statement in plain SQL: prompt-assembly may ask before a build.
+   */
+  async readEventPage(
+    sessionId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<{ events: SessionEvent[]; lastSeq: number } | undefined> {
+    const rows = await withSql(this.db, (sql) =>
+      sql.rows<{ last_seq: number | string; payload: unknown }>(
+        `SELECT s.last_seq, e.payload FROM session s
+           LEFT JOIN session_event e ON e.session_id = s.session_id AND e.seq > ? AND e.seq <= s.last_seq
+         WHERE s.session_id = ? ORDER BY e.seq LIMIT ?`,
+        [afterSeq, sessionId, limit],
+      ),
+    );
+    const first = rows[0];
+    if (first === undefined) return undefined;
+    const events = rows
+      .filter((row) => row.payload !== null)
+      .map((row) => decodeSessionEvent(payloadBytes(row.payload)));
+    return { events, lastSeq: Number(first.last_seq) };
+  }
+}
+
+async function readSessionState(
+  db: Knex | Knex.Transaction,
+  sessionId: string,
+  lock: boolean,
+): Promise<SessionState | undefined> {
+  const query = db("session").where({ session_id: sessionId }).first();
+  // SQLite has one writer at a time anyway (and knex warns on FOR UPDATE there).
+  const row: SessionRow | undefined =
+    lock && db.client.config.client === "mysql2" ? await query.forUpdate() : await query;
+  return row === undefined ? undefined : toSessionState(row);
+}
+
+function flag(value: number | boolean): boolean {
+  return value === true || Number(value) === 1;
+}
+
+function toSessionState(row: SessionRow): SessionState {
+  return {
+    sessionId: row.session_id,
+    owner: row.owner,
+    kind: row.kind as SessionKindName,
+    parentSessionId: row.parent_session_id ?? undefined,
+    timezone: row.timezone,
+    lastSeq: Number(row.last_seq),
+    compactionGeneration: Number(row.compaction_generation),
+    compactionBoundaryMessageId: row.compaction_boundary_message_id ?? undefined,
+    summary: row.summary,
+    contentChars: Number(row.content_chars),
+    serializedBytes: Number(row.serialized_bytes),
+    deleted: flag(row.deleted),
+    ended: flag(row.ended),
+  };
+}
+
+function toSession(row: SessionRow): Session {
+  return {
+    sessionId: row.session_id,
+    owner: row.owner,
+    workspace: row.workspace,
+    timezone: row.timezone,
+    kind: kindFromName(row.kind),
+    parentSessionId: row.parent_session_id ?? "",
+    lastSeq: Number(row.last_seq),
+    compactionGeneration: Number(row.compaction_generation),
+    compactionBoundaryMessageId: row.compaction_boundary_message_id ?? "",
+    summary: row.summary,
+    inheritedSummaryFrom: row.inherited_summary_from ?? "",
+    contentChars: Number(row.content_chars),
+    serializedBytes: Number(row.serialized_bytes),
+    createdAtMs: Number(row.created_at_ms),
+    deleted: flag(row.deleted),
+    ended: flag(row.ended),
+    locale: row.locale,
+  };
+}
+
+function toMessageState(row: MessageRow): MessageState {
+  return {
+    messageId: row.message_id,
+    sessionId: row.session_id,
+    seq: Number(row.seq),
+    contentChars: Number(row.content_chars),
+    deleted: flag(row.deleted),
+  };
+}
+
+function toStoredMessage(row: MessageRow): StoredMessage {
+  return {
+    messageId: row.message_id,
+    seq: Number(row.seq),
+    role: roleFromName(row.role),
+    content: parseStoredContent(row.content_json),
+    thinkingChars: Number(row.thinking_chars),
+    createdAtMs: Number(row.created_at_ms),
+    localDate: row.local_date,
+    deleted: flag(row.deleted),
+  };
+}
+
+function payloadBytes(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  throw new Error("session_event.payload is not binary");
+}
