@@ -9,7 +9,8 @@ import type {
   SectionTotal,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import type { Knex } from "knex";
-import type { MonitorStore, StoredCollapse, UsageSource } from "../adapters/mysql/monitor-store";
+import type { StoredCollapse, UsageSource } from "../adapters/mysql/monitor-rows";
+import type { MonitorStore } from "../adapters/mysql/monitor-store";
 import { type AttributionThresholds, DEFAULT_ATTRIBUTION_THRESHOLDS } from "../domain/attribution";
 import { assessCall, type CollapseExplanation, explainCollapse } from "../domain/call-assessment";
 import type { CollapseThresholds } from "../domain/collapse-detection";
@@ -175,24 +176,24 @@ export class CacheMonitor {
     const usage = validateUsage(input.usage, receivedAtMs);
     const eventId = origin.source === "topic" ? origin.eventId : this.rpcUsageEventId(sessionId, input.usage);
     const outcome = await store.withSessionLock(sessionId, receivedAtMs, async (trx) => {
-      const existing = await store.findUsageByEventId(trx, eventId);
+      const existing = await store.usages.findUsageByEventId(trx, eventId);
       if (existing !== null) {
         if (existing.sessionId !== sessionId || existing.requestId !== usage.requestId)
           throw new ConflictError(`event ${eventId} was recorded for another call`, {
             reason: "event_id_reused",
             context: { event_id: eventId },
           });
-        const collapse = await store.findCollapseByUsage(trx, existing.id);
+        const collapse = await store.collapses.findCollapseByUsage(trx, existing.id);
         return { duplicate: true, cost: existing.cost, collapse, assessment: null };
       }
-      const earlier = await store.earlierCalls(
+      const earlier = await store.usages.earlierCalls(
         trx,
         sessionId,
         { calledAtMs: usage.calledAtMs, id: null },
         // Small prompts and the first call do not count, so look further back than the window.
         thresholds.baselineCalls * 4 + 1,
       );
-      const prefix = await store.prefixJoin(trx, sessionId, usage.requestId);
+      const prefix = await store.observations.prefixJoin(trx, sessionId, usage.requestId);
       const assessment = assessCall({
         usage,
         prices: pricesFor(this.deps.prices, usage.model),
@@ -201,7 +202,7 @@ export class CacheMonitor {
         thresholds,
         attributionThresholds: this.attributionThresholds,
       });
-      const usageId = await store.insertUsage(trx, {
+      const usageId = await store.usages.insertUsage(trx, {
         eventId,
         sessionId,
         usage,
@@ -211,7 +212,7 @@ export class CacheMonitor {
       });
       let collapse: StoredCollapse | null = null;
       if (assessment.collapse !== null) {
-        collapse = await store.insertCollapse(trx, {
+        collapse = await store.collapses.insertCollapse(trx, {
           usageId,
           sessionId,
           usage,
@@ -262,7 +263,7 @@ export class CacheMonitor {
     const outcome = await store.withSessionLock(sessionId, nowMs, async (trx) => {
       const inserted =
         event.payload.$case === "observed"
-          ? await store.insertObservation(
+          ? await store.observations.insertObservation(
               trx,
               {
                 eventId: event.eventId,
@@ -284,7 +285,7 @@ export class CacheMonitor {
               },
               nowMs,
             )
-          : await store.insertChange(
+          : await store.observations.insertChange(
               trx,
               {
                 eventId: event.eventId,
@@ -303,16 +304,17 @@ export class CacheMonitor {
               nowMs,
             );
       if (!inserted) return { kind: "duplicate" } as const;
-      const collapses = await store.collapsesOfRequest(trx, sessionId, requestId);
+      const collapses = await store.collapses.collapsesOfRequest(trx, sessionId, requestId);
       if (collapses.length === 0) return { kind: "applied", reexplainedCollapses: 0 } as const;
-      const prefix = await store.prefixJoin(trx, sessionId, requestId);
+      const prefix = await store.observations.prefixJoin(trx, sessionId, requestId);
       let reexplained = 0;
       for (const { collapse, usage } of collapses) {
         const previous =
-          (await store.earlierCalls(trx, sessionId, { calledAtMs: usage.calledAtMs, id: usage.id }, 1)).at(-1) ?? null;
+          (await store.usages.earlierCalls(trx, sessionId, { calledAtMs: usage.calledAtMs, id: usage.id }, 1)).at(-1) ??
+          null;
         const explanation = explainCollapse(usage, prefix, previous, this.attributionThresholds);
         if (sameExplanation(collapse, explanation)) continue;
-        const updated = await store.updateCollapseExplanation(trx, collapse, explanation, nowMs);
+        const updated = await store.collapses.updateCollapseExplanation(trx, collapse, explanation, nowMs);
         await events.collapseDetected(this.collapseEvent(sessionId, updated, nowMs), trx);
         reexplained += 1;
       }
@@ -334,8 +336,8 @@ export class CacheMonitor {
     const sessionId = input.sessionId.trim() === "" ? null : validateSessionId(input.sessionId);
     const query = { sinceMs: input.sinceMs, sessionId };
     const [rows, totals] = await Promise.all([
-      this.deps.store.listCollapses(query, limit),
-      this.deps.store.collapseTotals(query),
+      this.deps.store.collapses.listCollapses(query, limit),
+      this.deps.store.collapses.collapseTotals(query),
     ]);
     const collapses: CollapseRow[] = rows.map((row) => ({
       sessionId: row.sessionId,

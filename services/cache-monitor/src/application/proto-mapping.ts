@@ -2,7 +2,7 @@
 
 import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { ProviderCacheReport, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
-import type { StoredCollapse, StoredUsage } from "../adapters/mysql/monitor-store";
+import type { StoredCollapse, StoredUsage } from "../adapters/mysql/monitor-rows";
 import type { UsageFacts } from "../domain/model";
 
 export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {

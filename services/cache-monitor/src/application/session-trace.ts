@@ -10,7 +10,7 @@ import type {
   StoredCollapse,
   StoredObservation,
   StoredUsage,
-} from "../adapters/mysql/monitor-store";
+} from "../adapters/mysql/monitor-rows";
 import { type AttributionThresholds, attributeBuild, ourVerdictOf } from "../domain/attribution";
 import { toUsageRecorded } from "./proto-mapping";
 

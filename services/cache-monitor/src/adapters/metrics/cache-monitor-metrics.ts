@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { CacheMonitorObserver } from "../../application/cache-monitor";
-import type { UsageSource } from "../mysql/monitor-store";
+import type { UsageSource } from "../mysql/monitor-rows";
 
 export type MetricsRegistry = Registry;
 

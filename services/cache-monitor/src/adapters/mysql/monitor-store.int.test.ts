@@ -8,7 +8,8 @@ import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CollapseFacts } from "../../domain/call-assessment";
 import type { UsageFacts } from "../../domain/model";
-import { MonitorStore, type StoredChange, type StoredObservation } from "./monitor-store";
+import type { StoredChange, StoredObservation } from "./monitor-rows";
+import { MonitorStore } from "./monitor-store";
 
 const T0 = Date.UTC(2026, 9, 14, 5, 0, 0);
 
@@ -136,7 +137,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         rawJson: '{"x":1}',
       };
       const id = await store.withSessionLock("s-usage", T0, (trx) =>
-        store.insertUsage(trx, {
+        store.usages.insertUsage(trx, {
           eventId: "evt-u1",
           sessionId: "s-usage",
           usage: usage("r1", { reportedCost: 0.9, providerReport: report }),
@@ -146,7 +147,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         }),
       );
       expect(id).toBeGreaterThan(0);
-      const stored = await store.findUsageByEventId(db, "evt-u1");
+      const stored = await store.usages.findUsageByEventId(db, "evt-u1");
       expect(stored).toEqual({
         ...usage("r1", { reportedCost: 0.9, providerReport: report }),
         id,
@@ -156,10 +157,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         source: "topic",
         recordedAtMs: T0 + 5,
       });
-      expect(await store.findUsageByEventId(db, "evt-none")).toBeNull();
+      expect(await store.usages.findUsageByEventId(db, "evt-none")).toBeNull();
       await expect(
         store.withSessionLock("s-usage", T0, (trx) =>
-          store.insertUsage(trx, {
+          store.usages.insertUsage(trx, {
             eventId: "evt-u1",
             sessionId: "s-usage",
             usage: usage("r2"),
@@ -178,7 +179,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await store.withSessionLock(session, T0, async (trx) => {
         for (const [i, at] of [T0 + 1_000, T0 + 3_000, T0 + 3_000, T0 + 5_000].entries())
           ids.push(
-            await store.insertUsage(trx, {
+            await store.usages.insertUsage(trx, {
               eventId: `evt-e${i}`,
               sessionId: session,
               usage: usage(`r${i}`, { calledAtMs: at, cachedTokens: 1_000 * i }),
@@ -188,38 +189,46 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
             }),
           );
       });
-      const all = await store.earlierCalls(db, session, { calledAtMs: T0 + 10_000, id: null }, 10);
+      const all = await store.usages.earlierCalls(db, session, { calledAtMs: T0 + 10_000, id: null }, 10);
       expect(all.map((c) => c.cachedTokens)).toEqual([0, 1_000, 2_000, 3_000]);
       expect(all.map((c) => c.firstOfSession)).toEqual([true, false, false, false]);
       // Before the second call at T0+3000 (ids[2]): the tie with the lower id counts as earlier.
-      const beforeTie = await store.earlierCalls(db, session, { calledAtMs: T0 + 3_000, id: ids[2] ?? 0 }, 10);
+      const beforeTie = await store.usages.earlierCalls(db, session, { calledAtMs: T0 + 3_000, id: ids[2] ?? 0 }, 10);
       expect(beforeTie.map((c) => c.cachedTokens)).toEqual([0, 1_000]);
       // A call not stored yet at T0+3000: both stored calls at that instant count as earlier.
-      expect((await store.earlierCalls(db, session, { calledAtMs: T0 + 3_000, id: null }, 10)).length).toBe(3);
-      const lastTwo = await store.earlierCalls(db, session, { calledAtMs: T0 + 10_000, id: null }, 2);
+      expect((await store.usages.earlierCalls(db, session, { calledAtMs: T0 + 3_000, id: null }, 10)).length).toBe(3);
+      const lastTwo = await store.usages.earlierCalls(db, session, { calledAtMs: T0 + 10_000, id: null }, 2);
       expect(lastTwo.map((c) => [c.cachedTokens, c.firstOfSession])).toEqual([
         [2_000, false],
         [3_000, false],
       ]);
-      expect(await store.earlierCalls(db, session, { calledAtMs: T0, id: null }, 10)).toEqual([]);
+      expect(await store.usages.earlierCalls(db, session, { calledAtMs: T0, id: null }, 10)).toEqual([]);
     });
 
     it("joins a request's prefix events: first observation and first change; redeliveries are no-ops", async () => {
       const session = "s-join";
-      expect(await store.prefixJoin(db, session, "r1")).toEqual({ observed: null, change: null });
+      expect(await store.observations.prefixJoin(db, session, "r1")).toEqual({ observed: null, change: null });
       await store.withSessionLock(session, T0, async (trx) => {
-        expect(await store.insertObservation(trx, observation(session, "r1", "evt-o2", T0 + 10, false), T0)).toBe(true);
-        expect(await store.insertObservation(trx, observation(session, "r1", "evt-o1", T0 + 5, true), T0)).toBe(true);
-        expect(await store.insertObservation(trx, observation(session, "r1", "evt-o1", T0 + 5, true), T0)).toBe(false);
-        expect(await store.insertChange(trx, change(session, "r1", "evt-c1", T0 + 6, ["workspace-rules"]), T0)).toBe(
+        expect(
+          await store.observations.insertObservation(trx, observation(session, "r1", "evt-o2", T0 + 10, false), T0),
+        ).toBe(true);
+        expect(
+          await store.observations.insertObservation(trx, observation(session, "r1", "evt-o1", T0 + 5, true), T0),
+        ).toBe(true);
+        expect(
+          await store.observations.insertObservation(trx, observation(session, "r1", "evt-o1", T0 + 5, true), T0),
+        ).toBe(false);
+        expect(
+          await store.observations.insertChange(trx, change(session, "r1", "evt-c1", T0 + 6, ["workspace-rules"]), T0),
+        ).toBe(true);
+        expect(
+          await store.observations.insertChange(trx, change(session, "r1", "evt-c1", T0 + 6, ["workspace-rules"]), T0),
+        ).toBe(false);
+        expect(await store.observations.insertObservation(trx, observation(session, "r2", "evt-o3", T0 + 20), T0)).toBe(
           true,
         );
-        expect(await store.insertChange(trx, change(session, "r1", "evt-c1", T0 + 6, ["workspace-rules"]), T0)).toBe(
-          false,
-        );
-        expect(await store.insertObservation(trx, observation(session, "r2", "evt-o3", T0 + 20), T0)).toBe(true);
       });
-      const joined = await store.prefixJoin(db, session, "r1");
+      const joined = await store.observations.prefixJoin(db, session, "r1");
       expect(joined.observed).toEqual({ firstBuild: true });
       expect(joined.change).toMatchObject({
         changedSections: ["workspace-rules"],
@@ -229,8 +238,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         cause: "changed workspace-rules",
         tokensAfterBreak: 444_993,
       });
-      expect(await store.prefixJoin(db, session, "r2")).toEqual({ observed: { firstBuild: false }, change: null });
-      expect(await store.prefixJoin(db, "other-session", "r1")).toEqual({ observed: null, change: null });
+      expect(await store.observations.prefixJoin(db, session, "r2")).toEqual({
+        observed: { firstBuild: false },
+        change: null,
+      });
+      expect(await store.observations.prefixJoin(db, "other-session", "r1")).toEqual({ observed: null, change: null });
       expect(await count(db, "cm_prefix_observation", { session_id: session })).toBe(3);
       expect(await count(db, "cm_prefix_change", { session_id: session })).toBe(1);
     });
@@ -246,24 +258,27 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         rulesDecision: "REREAD",
       };
       await store.withSessionLock(session, T0, async (trx) => {
-        await store.insertObservation(trx, observation(session, "r0", "evt-f0", T0, true), T0);
-        await store.insertObservation(trx, observation(session, "r1", "evt-f1", T0 + 10), T0);
+        await store.observations.insertObservation(trx, observation(session, "r0", "evt-f0", T0, true), T0);
+        await store.observations.insertObservation(trx, observation(session, "r1", "evt-f1", T0 + 10), T0);
         // A compaction request between them is not the prefix the next build continues.
-        await store.insertObservation(trx, observation(session, "rc", "evt-fc", T0 + 15, false, true), T0);
-        await store.insertObservation(trx, rereadRules, T0);
+        await store.observations.insertObservation(trx, observation(session, "rc", "evt-fc", T0 + 15, false, true), T0);
+        await store.observations.insertObservation(trx, rereadRules, T0);
       });
       // The session's real first build has nothing before it.
-      expect(await store.prefixJoin(db, session, "r0")).toEqual({ observed: { firstBuild: true }, change: null });
-      const joined = await store.prefixJoin(db, session, "r2");
+      expect(await store.observations.prefixJoin(db, session, "r0")).toEqual({
+        observed: { firstBuild: true },
+        change: null,
+      });
+      const joined = await store.observations.prefixJoin(db, session, "r2");
       expect(joined.forgotten?.previous).toMatchObject({ requestId: "r1", occurredAtMs: T0 + 10 });
       expect(joined.forgotten?.current).toMatchObject({ requestId: "r2", rulesDecision: "REREAD" });
-      expect(await store.prefixJoin(db, session, "r1")).not.toHaveProperty("forgotten");
+      expect(await store.observations.prefixJoin(db, session, "r1")).not.toHaveProperty("forgotten");
     });
 
     it("stores a collapse with its section rows and rewrites only the explanation", async () => {
       const session = "s-collapse";
       const stored = await store.withSessionLock(session, T0, async (trx) => {
-        const usageId = await store.insertUsage(trx, {
+        const usageId = await store.usages.insertUsage(trx, {
           eventId: "evt-cu",
           sessionId: session,
           usage: usage("r-c", { cachedTokens: 8_576 }),
@@ -271,7 +286,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           source: "rpc",
           recordedAtMs: T0,
         });
-        return store.insertCollapse(trx, {
+        return store.collapses.insertCollapse(trx, {
           usageId,
           sessionId: session,
           usage: usage("r-c", { cachedTokens: 8_576 }),
@@ -290,7 +305,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       });
       expect(await db("cm_collapse_section").where({ collapse_id: stored.id }).pluck("section")).toEqual(["(none)"]);
       const updated = await store.withSessionLock(session, T0 + 100, (trx) =>
-        store.updateCollapseExplanation(
+        store.collapses.updateCollapseExplanation(
           trx,
           stored,
           {
@@ -320,8 +335,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "skills",
         "workspace-rules",
       ]);
-      expect(await store.findCollapseByUsage(db, stored.usageId)).toEqual(updated);
-      const ofRequest = await store.collapsesOfRequest(db, session, "r-c");
+      expect(await store.collapses.findCollapseByUsage(db, stored.usageId)).toEqual(updated);
+      const ofRequest = await store.collapses.collapsesOfRequest(db, session, "r-c");
       expect(ofRequest.map((x) => [x.collapse.id, x.usage.eventId])).toEqual([[stored.id, "evt-cu"]]);
     });
 
@@ -338,7 +353,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           for (let i = 0; i < times; i++) {
             n += 1;
             const u = usage(`seed-${n}`, { calledAtMs: base + n });
-            const usageId = await store.insertUsage(trx, {
+            const usageId = await store.usages.insertUsage(trx, {
               eventId: `evt-seed-${n}`,
               sessionId: "s-seed",
               usage: u,
@@ -346,7 +361,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
               source: "rpc",
               recordedAtMs: base,
             });
-            await store.insertCollapse(trx, {
+            await store.collapses.insertCollapse(trx, {
               usageId,
               sessionId: "s-seed",
               usage: u,
@@ -355,7 +370,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
             });
           }
       });
-      const totals = await store.collapseTotals({ sinceMs: base, sessionId: null });
+      const totals = await store.collapses.collapseTotals({ sinceMs: base, sessionId: null });
       expect(totals.totalCollapses).toBe(146);
       expect(totals.totalExtraCost).toBeCloseTo(73, 6);
       expect(totals.sections.map((s) => [s.section, s.collapses])).toEqual([
@@ -365,11 +380,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         ["system-prompt", 24],
       ]);
       expect(totals.sections[0]?.extraCost).toBeCloseTo(55, 6);
-      const page = await store.listCollapses({ sinceMs: base, sessionId: null }, 5);
+      const page = await store.collapses.listCollapses({ sinceMs: base, sessionId: null }, 5);
       expect(page.map((c) => c.requestId)).toEqual(["seed-146", "seed-145", "seed-144", "seed-143", "seed-142"]);
-      expect((await store.listCollapses({ sinceMs: base + 140, sessionId: null }, 100)).length).toBe(7);
-      expect((await store.collapseTotals({ sinceMs: base, sessionId: "s-other" })).totalCollapses).toBe(0);
-      expect((await store.collapseTotals({ sinceMs: 0, sessionId: "s-collapse" })).sections).toEqual([
+      expect((await store.collapses.listCollapses({ sinceMs: base + 140, sessionId: null }, 100)).length).toBe(7);
+      expect((await store.collapses.collapseTotals({ sinceMs: base, sessionId: "s-other" })).totalCollapses).toBe(0);
+      expect((await store.collapses.collapseTotals({ sinceMs: 0, sessionId: "s-collapse" })).sections).toEqual([
         { section: "skills", collapses: 1, extraCost: 0.872 },
         { section: "workspace-rules", collapses: 1, extraCost: 0.872 },
       ]);

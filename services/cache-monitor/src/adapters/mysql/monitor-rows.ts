@@ -1,0 +1,224 @@
+// cache-monitor's stored shapes and how rows decode into them, shared by its three stores.
+import type { Knex } from "knex";
+import type { SectionTotal } from "../../domain/collapse-totals";
+import type { PrefixChange, ProviderCacheReport, UsageFacts } from "../../domain/model";
+
+/** A connection or an open transaction: every method runs on whichever it is given. */
+export type DbExecutor = Knex | Knex.Transaction;
+
+export type UsageSource = "rpc" | "topic";
+
+export interface StoredUsage extends UsageFacts {
+  readonly id: number;
+  readonly eventId: string;
+  readonly sessionId: string;
+  readonly cost: number;
+  readonly source: UsageSource;
+  readonly recordedAtMs: number;
+}
+
+export interface StoredCollapse {
+  readonly id: number;
+  readonly usageId: number;
+  readonly sessionId: string;
+  readonly requestId: string;
+  readonly model: string;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly cachedShare: number;
+  readonly baselineShare: number;
+  readonly cost: number;
+  readonly expectedCost: number;
+  readonly extraCost: number;
+  readonly changedSections: string[];
+  readonly toolsChanged: boolean;
+  readonly historyRewritten: boolean;
+  readonly ourVerdict: string;
+  readonly cause: string;
+  readonly attribution: string;
+  readonly providerCacheMissReason: string;
+  readonly calledAtMs: number;
+  readonly detectedAtMs: number;
+  readonly updatedAtMs: number;
+}
+
+export interface SectionHashRecord {
+  readonly key: string;
+  readonly sha256: string;
+  readonly chars: number;
+}
+
+export interface StoredObservation {
+  readonly eventId: string;
+  readonly sessionId: string;
+  readonly requestId: string;
+  readonly occurredAtMs: number;
+  readonly sections: SectionHashRecord[];
+  readonly toolsHash: string;
+  readonly historyHash: string;
+  readonly messages: number;
+  readonly firstBuild: boolean;
+  readonly rulesDecision: string;
+  readonly dateNotices: string[];
+  readonly anchorDate: string;
+  readonly estimatedTokens: number;
+  readonly model: string;
+  readonly compactionGeneration: number;
+  /** A BuildCompactionRequest, not a turn. */
+  readonly compactionRequest: boolean;
+}
+
+export interface StoredChange extends PrefixChange {
+  readonly eventId: string;
+  readonly sessionId: string;
+  readonly requestId: string;
+  readonly occurredAtMs: number;
+  readonly changedSections: string[];
+  readonly bytesAfterBreak: number;
+  readonly tokensAfterBreak: number;
+  readonly messages: number;
+}
+
+export interface NewUsage {
+  readonly eventId: string;
+  readonly sessionId: string;
+  readonly usage: UsageFacts;
+  readonly cost: number;
+  readonly source: UsageSource;
+  readonly recordedAtMs: number;
+}
+
+export interface CollapseQuery {
+  /** Window start (UTC ms, inclusive) on called_at_ms; 0 = everything kept. */
+  readonly sinceMs: number;
+  readonly sessionId: string | null;
+}
+
+export interface CollapseTotalsRow {
+  readonly sections: SectionTotal[];
+  readonly totalCollapses: number;
+  readonly totalExtraCost: number;
+}
+
+/** The raw material of TraceSession: each input of one session, most recent first. */
+export interface SessionTraceRows {
+  readonly observations: StoredObservation[];
+  readonly changes: StoredChange[];
+  readonly usages: StoredUsage[];
+  readonly collapses: StoredCollapse[];
+}
+
+export type Row = Record<string, unknown>;
+
+export const num = (value: unknown): number => Number(value ?? 0);
+export const bool = (value: unknown): boolean => value === true || value === 1 || value === "1";
+export const str = (value: unknown): string => (value === null || value === undefined ? "" : String(value));
+
+export function parseJson<T>(text: unknown, fallback: T): T {
+  try {
+    return text === null || text === undefined ? fallback : (JSON.parse(String(text)) as T);
+  } catch {
+    return fallback;
+  }
+}
+
+export function stringArray(text: unknown): string[] {
+  const parsed = parseJson<unknown>(text, []);
+  return Array.isArray(parsed) ? parsed.filter((item): item is string => typeof item === "string") : [];
+}
+
+export function toUsage(row: Row): StoredUsage {
+  const report = parseJson<ProviderCacheReport | null>(row.provider_report_json, null);
+  return {
+    id: num(row.id),
+    eventId: str(row.event_id),
+    sessionId: str(row.session_id),
+    requestId: str(row.request_id),
+    model: str(row.model),
+    provider: str(row.provider),
+    promptTokens: num(row.prompt_tokens),
+    cachedTokens: num(row.cached_tokens),
+    completionTokens: num(row.completion_tokens),
+    cacheCreationTokens: num(row.cache_creation_tokens),
+    reportedCost: row.reported_cost === null || row.reported_cost === undefined ? null : num(row.reported_cost),
+    providerReport: report,
+    calledAtMs: num(row.called_at_ms),
+    cost: num(row.cost),
+    source: str(row.source) === "topic" ? "topic" : "rpc",
+    recordedAtMs: num(row.recorded_at_ms),
+  };
+}
+
+export function toCollapse(row: Row): StoredCollapse {
+  return {
+    id: num(row.id),
+    usageId: num(row.usage_id),
+    sessionId: str(row.session_id),
+    requestId: str(row.request_id),
+    model: str(row.model),
+    promptTokens: num(row.prompt_tokens),
+    cachedTokens: num(row.cached_tokens),
+    cachedShare: num(row.cached_ratio),
+    baselineShare: num(row.baseline_ratio),
+    cost: num(row.cost),
+    expectedCost: num(row.expected_cost),
+    extraCost: num(row.extra_cost),
+    changedSections: stringArray(row.changed_sections_json),
+    toolsChanged: bool(row.tools_changed),
+    historyRewritten: bool(row.history_rewritten),
+    ourVerdict: str(row.our_verdict),
+    cause: str(row.cause),
+    attribution: str(row.attribution),
+    providerCacheMissReason: str(row.provider_cache_miss_reason),
+    calledAtMs: num(row.called_at_ms),
+    detectedAtMs: num(row.detected_at_ms),
+    updatedAtMs: num(row.updated_at_ms),
+  };
+}
+
+export function toObservation(row: Row): StoredObservation {
+  const sections = parseJson<unknown>(row.sections_json, []);
+  return {
+    eventId: str(row.event_id),
+    sessionId: str(row.session_id),
+    requestId: str(row.request_id),
+    occurredAtMs: num(row.occurred_at_ms),
+    sections: Array.isArray(sections)
+      ? sections.map((s: Row) => ({ key: str(s.key), sha256: str(s.sha256), chars: num(s.chars) }))
+      : [],
+    toolsHash: str(row.tools_hash),
+    historyHash: str(row.history_hash),
+    messages: num(row.messages),
+    firstBuild: bool(row.first_build),
+    rulesDecision: str(row.rules_decision),
+    dateNotices: stringArray(row.date_notices_json),
+    anchorDate: str(row.anchor_date),
+    estimatedTokens: num(row.estimated_tokens),
+    model: str(row.model),
+    compactionGeneration: num(row.compaction_generation),
+    compactionRequest: bool(row.compaction_request),
+  };
+}
+
+export function toChange(row: Row): StoredChange {
+  return {
+    eventId: str(row.event_id),
+    sessionId: str(row.session_id),
+    requestId: str(row.request_id),
+    occurredAtMs: num(row.occurred_at_ms),
+    changedSections: stringArray(row.changed_sections_json),
+    toolsChanged: bool(row.tools_changed),
+    toolsChangeKind: str(row.tools_change_kind),
+    historyRewritten: bool(row.history_rewritten),
+    cause: str(row.cause),
+    bytesAfterBreak: num(row.bytes_after_break),
+    tokensAfterBreak: num(row.tokens_after_break),
+    messages: num(row.messages),
+  };
+}
+
+export function firstInsertedId(result: unknown): number {
+  const first = Array.isArray(result) ? result[0] : result;
+  if (typeof first === "object" && first !== null && "id" in first) return num((first as Row).id);
+  return num(first);
+}

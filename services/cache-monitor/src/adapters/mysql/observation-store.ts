@@ -1,0 +1,110 @@
+import type { Knex } from "knex";
+import type { PrefixJoin } from "../../domain/model";
+import {
+  bool,
+  type DbExecutor,
+  type Row,
+  type StoredChange,
+  type StoredObservation,
+  toChange,
+  toObservation,
+} from "./monitor-rows";
+
+/** What prompt-assembly observed of each build (cm_prefix_observation, cm_prefix_change) and the join of a usage with it. */
+export class ObservationStore {
+  constructor(readonly _db: Knex) {}
+
+  /** What prompt-assembly said about a request so far: its first observation and first change, if any. */
+  async prefixJoin(executor: DbExecutor, sessionId: string, requestId: string): Promise<PrefixJoin> {
+    const observed = (await executor("cm_prefix_observation")
+      .where({ session_id: sessionId, request_id: requestId })
+      .orderBy([
+        { column: "occurred_at_ms", order: "asc" },
+        { column: "event_id", order: "asc" },
+      ])
+      .first()) as Row | undefined;
+    const change = (await executor("cm_prefix_change")
+      .where({ session_id: sessionId, request_id: requestId })
+      .orderBy([
+        { column: "occurred_at_ms", order: "asc" },
+        { column: "event_id", order: "asc" },
+      ])
+      .first()) as Row | undefined;
+    const join: PrefixJoin = {
+      observed: observed ? { firstBuild: bool(observed.first_build) } : null,
+      change: change ? toChange(change) : null,
+    };
+    if (observed === undefined || !bool(observed.first_build)) return join;
+    // The builder called it a first build: the session's previous build, if cache-monitor has one,
+    // is what it should have been compared with.
+    const current = toObservation(observed);
+    const previous = (await executor("cm_prefix_observation")
+      // A compaction request is not the prefix the next turn continues.
+      .where({ session_id: sessionId, compaction_request: false })
+      .andWhere((query) =>
+        query
+          .where("occurred_at_ms", "<", current.occurredAtMs)
+          .orWhere((same) =>
+            same.where("occurred_at_ms", current.occurredAtMs).andWhere("event_id", "<", current.eventId),
+          ),
+      )
+      .orderBy([
+        { column: "occurred_at_ms", order: "desc" },
+        { column: "event_id", order: "desc" },
+      ])
+      .first()) as Row | undefined;
+    return previous === undefined ? join : { ...join, forgotten: { current, previous: toObservation(previous) } };
+  }
+
+  /** @returns false when the event was stored already (a redelivery). */
+  async insertObservation(
+    executor: DbExecutor,
+    observation: StoredObservation,
+    receivedAtMs: number,
+  ): Promise<boolean> {
+    const existing = await executor("cm_prefix_observation").where({ event_id: observation.eventId }).first("event_id");
+    if (existing) return false;
+    await executor("cm_prefix_observation").insert({
+      event_id: observation.eventId,
+      session_id: observation.sessionId,
+      request_id: observation.requestId,
+      occurred_at_ms: observation.occurredAtMs,
+      sections_json: JSON.stringify(observation.sections),
+      tools_hash: observation.toolsHash,
+      history_hash: observation.historyHash,
+      messages: observation.messages,
+      first_build: observation.firstBuild,
+      rules_decision: observation.rulesDecision,
+      date_notices_json: JSON.stringify(observation.dateNotices),
+      anchor_date: observation.anchorDate,
+      estimated_tokens: observation.estimatedTokens,
+      model: observation.model,
+      compaction_generation: observation.compactionGeneration,
+      compaction_request: observation.compactionRequest,
+      received_at_ms: receivedAtMs,
+    });
+    return true;
+  }
+
+  /** @returns false when the event was stored already (a redelivery). */
+  async insertChange(executor: DbExecutor, change: StoredChange, receivedAtMs: number): Promise<boolean> {
+    const existing = await executor("cm_prefix_change").where({ event_id: change.eventId }).first("event_id");
+    if (existing) return false;
+    await executor("cm_prefix_change").insert({
+      event_id: change.eventId,
+      session_id: change.sessionId,
+      request_id: change.requestId,
+      occurred_at_ms: change.occurredAtMs,
+      changed_sections_json: JSON.stringify(change.changedSections),
+      tools_changed: change.toolsChanged,
+      tools_change_kind: change.toolsChangeKind,
+      history_rewritten: change.historyRewritten,
+      cause: change.cause,
+      bytes_after_break: change.bytesAfterBreak,
+      tokens_after_break: change.tokensAfterBreak,
+      messages: change.messages,
+      received_at_ms: receivedAtMs,
+    });
+    return true;
+  }
+}

@@ -1,0 +1,85 @@
+import type { Knex } from "knex";
+import type { EarlierCall } from "../../domain/model";
+import {
+  type DbExecutor,
+  firstInsertedId,
+  type NewUsage,
+  num,
+  type Row,
+  type StoredUsage,
+  str,
+  toUsage,
+} from "./monitor-rows";
+
+/** Recorded usages (cm_usage) and the calls before one, for collapse detection. */
+export class UsageStore {
+  constructor(readonly _db: Knex) {}
+
+  async findUsageByEventId(executor: DbExecutor, eventId: string): Promise<StoredUsage | null> {
+    const row = (await executor("cm_usage").where({ event_id: eventId }).first()) as Row | undefined;
+    return row ? toUsage(row) : null;
+  }
+
+  async insertUsage(executor: DbExecutor, usage: NewUsage): Promise<number> {
+    const { usage: facts } = usage;
+    const result = await executor("cm_usage").insert({
+      event_id: usage.eventId,
+      session_id: usage.sessionId,
+      request_id: facts.requestId,
+      model: facts.model,
+      provider: facts.provider,
+      prompt_tokens: facts.promptTokens,
+      cached_tokens: facts.cachedTokens,
+      completion_tokens: facts.completionTokens,
+      cache_creation_tokens: facts.cacheCreationTokens,
+      reported_cost: facts.reportedCost,
+      cost: usage.cost,
+      provider_report_json: facts.providerReport === null ? null : JSON.stringify(facts.providerReport),
+      called_at_ms: facts.calledAtMs,
+      recorded_at_ms: usage.recordedAtMs,
+      source: usage.source,
+    });
+    return firstInsertedId(result);
+  }
+
+  /**
+   * The session's calls before a point in call order — (called_at_ms, id) — oldest first, at most
+   * `limit` of them. `before.id` null means "a call not stored yet": ties on called_at_ms count as earlier.
+   */
+  async earlierCalls(
+    executor: DbExecutor,
+    sessionId: string,
+    before: { readonly calledAtMs: number; readonly id: number | null },
+    limit: number,
+  ): Promise<EarlierCall[]> {
+    const rows = (await executor("cm_usage")
+      .where({ session_id: sessionId })
+      .andWhere((q) => {
+        q.where("called_at_ms", "<", before.calledAtMs);
+        if (before.id === null) q.orWhere("called_at_ms", "=", before.calledAtMs);
+        else q.orWhere((tie) => tie.where("called_at_ms", "=", before.calledAtMs).andWhere("id", "<", before.id));
+      })
+      .orderBy([
+        { column: "called_at_ms", order: "desc" },
+        { column: "id", order: "desc" },
+      ])
+      .limit(limit)
+      .select("id", "prompt_tokens", "cached_tokens", "model", "called_at_ms")) as Row[];
+    if (rows.length === 0) return [];
+    const earliest = (await executor("cm_usage")
+      .where({ session_id: sessionId })
+      .orderBy([
+        { column: "called_at_ms", order: "asc" },
+        { column: "id", order: "asc" },
+      ])
+      .first("id")) as Row | undefined;
+    const earliestId = earliest ? num(earliest.id) : null;
+    return rows.reverse().map((row) => ({
+      promptTokens: num(row.prompt_tokens),
+      cachedTokens: num(row.cached_tokens),
+      model: str(row.model),
+      calledAtMs: num(row.called_at_ms),
+      firstOfSession: num(row.id) === earliestId,
+    }));
+  }
+}
