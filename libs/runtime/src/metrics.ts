@@ -7,6 +7,8 @@ export interface ServiceMetrics {
   /** Delay from an event's occurred_at to its application here: the consumer's lag, in time. */
   readonly eventApplyDelay: Histogram<"consumer">;
   readonly eventsConsumed: Counter<"consumer" | "outcome">;
+  /** Bound port of /metrics, or null when METRICS_PORT is 0. */
+  readonly port: number | null;
   close(): Promise<void>;
 }
 
@@ -33,5 +35,5 @@ export async function openMetrics(
   const server =
     config.METRICS_PORT > 0 ? await startMetricsServer(registry, config.GRPC_HOST, config.METRICS_PORT) : undefined;
   if (server) logger.info({ port: server.port }, "metrics on /metrics");
-  return { registry, eventApplyDelay, eventsConsumed, close: async () => server?.close() };
+  return { registry, eventApplyDelay, eventsConsumed, port: server?.port ?? null, close: async () => server?.close() };
 }

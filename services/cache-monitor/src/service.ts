@@ -1,19 +1,9 @@
-import {
-  type MessageBus,
-  OutboxRelay,
-  PoisonMessageError,
-  relayLockFor,
-  runEventConsumer,
-  type Subscription,
-  tableOutboxSource,
-} from "@prefix-guard/bus";
+import { type MessageBus, PoisonMessageError, tableOutboxSource } from "@prefix-guard/bus";
 import { ConflictError, UnavailableError } from "@prefix-guard/errors";
 import { newEventId, sha256Hex, Topics } from "@prefix-guard/events";
-import { type RunningGrpcServer, startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
-import { grpcServerSecurity, openServiceDatabase } from "@prefix-guard/runtime";
-import { createMetricsRegistry, type MetricsServer, startMetricsServer } from "@prefix-guard/telemetry";
+import { ServiceKit } from "@prefix-guard/runtime";
 import { cacheMonitorRegistration } from "./adapters/grpc/cache-monitor-grpc";
 import { CacheMonitorMetrics, type MetricsRegistry } from "./adapters/metrics/cache-monitor-metrics";
 import { MonitorStore } from "./adapters/mysql/monitor-store";
@@ -40,45 +30,37 @@ export async function startCacheMonitor(
   config: CacheMonitorConfig,
   deps: { bus: MessageBus; logger: Logger; now?: () => number },
 ): Promise<RunningCacheMonitor> {
-  const { bus, logger } = deps;
+  const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const db = await openServiceDatabase(config.DATABASE_URL, cacheMonitorMigrations, logger);
-  const prices = priceBookOf(config);
-  const registry = createMetricsRegistry("cache-monitor");
-  const metrics = new CacheMonitorMetrics(registry, prices.currency);
-  const monitor = new CacheMonitor({
-    store: new MonitorStore(db),
-    events: outboxMonitorEventSink(now),
-    prices,
-    thresholds: collapseThresholdsOf(config),
-    attributionThresholds: attributionThresholdsOf(config),
-    now,
-    newEventId: () => newEventId(now()),
-    sha256: sha256Hex,
-    logger,
-    observer: metrics,
-  });
-  const relay = new OutboxRelay({
-    source: tableOutboxSource(db),
-    bus,
-    lock: relayLockFor(db, "prefix-guard:cache-monitor:relay"),
+  const kit = await ServiceKit.open("cache-monitor", config, {
+    migrations: cacheMonitorMigrations,
+    bus: deps.bus,
     logger,
     now,
   });
-  relay.start();
-  const consumers: Subscription[] = [];
-  let metricsServer: MetricsServer | null = null;
-  let server: RunningGrpcServer;
-  try {
-    consumers.push(
-      await runEventConsumer({
-        bus,
+  const started = await kit
+    .starting(async () => {
+      const prices = priceBookOf(config);
+      const registry = kit.metrics.registry;
+      const metrics = new CacheMonitorMetrics(registry, prices.currency);
+      const monitor = new CacheMonitor({
+        store: new MonitorStore(kit.db),
+        events: outboxMonitorEventSink(now),
+        prices,
+        thresholds: collapseThresholdsOf(config),
+        attributionThresholds: attributionThresholdsOf(config),
+        now,
+        newEventId: () => newEventId(now()),
+        sha256: sha256Hex,
+        logger,
+        observer: metrics,
+      });
+      const relay = kit.startRelay({ source: tableOutboxSource(kit.db) });
+      await kit.consume({
         topic: Topics.promptPrefix,
         groupId: `${config.CONSUMER_GROUP}.prefix`,
-        logger,
         decode: decodePrefixEvent,
         onOutcome: (outcome, count) => metrics.eventConsumed(Topics.promptPrefix, outcome, count),
-        partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
         apply: async (events) => {
           for (const event of events) {
             metrics.eventAged(Topics.promptPrefix, now() - event.occurredAtMs);
@@ -86,17 +68,12 @@ export async function startCacheMonitor(
             if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0) relay.notify();
           }
         },
-      }),
-    );
-    consumers.push(
-      await runEventConsumer({
-        bus,
+      });
+      await kit.consume({
         topic: Topics.llmUsage,
         groupId: `${config.CONSUMER_GROUP}.usage`,
-        logger,
         decode: decodeUsageEvent,
         onOutcome: (outcome, count) => metrics.eventConsumed(Topics.llmUsage, outcome, count),
-        partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
         apply: async (events) => {
           for (const event of events) {
             metrics.eventAged(Topics.llmUsage, now() - event.occurredAtMs);
@@ -110,44 +87,24 @@ export async function startCacheMonitor(
             }
           }
         },
-      }),
-    );
-    if (config.METRICS_PORT > 0)
-      metricsServer = await startMetricsServer(registry, config.GRPC_HOST, config.METRICS_PORT);
-    server = await startGrpcServer({
-      ...grpcServerSecurity(config),
-      host: config.GRPC_HOST,
-      port: config.GRPC_PORT,
-      logger,
+      });
       // A usage record is small; the provider's diagnostics JSON is the only open-ended part.
-      maxReceiveMessageBytes: 1024 * 1024,
-      metrics: registry,
-      services: [cacheMonitorRegistration(monitor, () => relay.notify())],
+      const server = await kit.serve([cacheMonitorRegistration(monitor, () => relay.notify())], {
+        maxReceiveMessageBytes: 1024 * 1024,
+      });
+      return { server, monitor, registry, currency: prices.currency };
+    })
+    .catch((error: unknown) => {
+      throw new UnavailableError("cache-monitor could not start (consumers, metrics endpoint or gRPC server)", {
+        cause: error,
+      });
     });
-  } catch (error) {
-    await Promise.allSettled(consumers.map((c) => c.stop()));
-    await relay.stop();
-    await metricsServer?.close();
-    await db.destroy();
-    throw new UnavailableError("cache-monitor could not start (consumers, metrics endpoint or gRPC server)", {
-      cause: error,
-    });
-  }
-  logger.info(
-    { address: server.address, metrics_port: metricsServer?.port ?? null, currency: prices.currency },
-    "cache-monitor serving",
-  );
+  logger.info({ metrics_port: kit.metrics.port, currency: started.currency }, "cache-monitor prices");
   return {
-    address: server.address,
-    monitor,
-    metrics: registry,
-    metricsPort: metricsServer?.port ?? null,
-    async stop() {
-      await server.shutdown(config.SHUTDOWN_GRACE_MS);
-      for (const consumer of consumers) await consumer.stop();
-      await relay.stop();
-      await metricsServer?.close();
-      await db.destroy();
-    },
+    address: started.server.address,
+    monitor: started.monitor,
+    metrics: started.registry,
+    metricsPort: kit.metrics.port,
+    stop: () => kit.stop(),
   };
 }

@@ -1,20 +1,11 @@
-import {
-  type MessageBus,
-  OutboxRelay,
-  PoisonMessageError,
-  relayLockFor,
-  runEventConsumer,
-  tableOutboxSource,
-  traceHeaders,
-} from "@prefix-guard/bus";
+import { type MessageBus, PoisonMessageError, tableOutboxSource, traceHeaders } from "@prefix-guard/bus";
 import type { Database } from "@prefix-guard/db";
 import { NotFoundError } from "@prefix-guard/errors";
 import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard/events";
-import { startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { grpcPeerSecurity, grpcServerSecurity, openMetrics, openServiceDatabase } from "@prefix-guard/runtime";
+import { grpcPeerSecurity, ServiceKit } from "@prefix-guard/runtime";
 import { Counter, Gauge, Histogram } from "prom-client";
 import { grpcRulesResolver, grpcSessionEventsReader } from "./adapters/grpc/peer-clients";
 import { promptAssemblyRegistration } from "./adapters/grpc/prompt-assembly-grpc";
@@ -56,170 +47,156 @@ export async function startPromptAssembly(
   config: PromptAssemblyConfig,
   deps: { bus: MessageBus; logger: Logger; now?: () => number; ports?: AssemblyPortOverrides },
 ): Promise<RunningPromptAssembly> {
-  const { bus, logger } = deps;
+  const { logger } = deps;
   const now = deps.now ?? Date.now;
-  // Several statements per query: a build's fingerprints are recorded in two round trips.
-  const db = await openServiceDatabase(config.DATABASE_URL, promptAssemblyMigrations, logger, {
-    multipleStatements: true,
-  });
-  const peerSecurity = grpcPeerSecurity(config);
-  const resolver = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS, peerSecurity);
-  const sessions = grpcSessionEventsReader(config.SESSION_EVENTS_ADDRESS, config.READ_EVENTS_DEADLINE_MS, peerSecurity);
-  const projectionStore = new ProjectionStore(db);
-  const projection = new SessionProjection({ store: projectionStore, now });
-  const views = new SessionViews({ store: projectionStore, sessions, cacheBytes: config.VIEW_CACHE_BYTES });
-  const overrides = deps.ports?.({ db, now }) ?? {};
-  const prefixMemory =
-    overrides.prefixMemory ??
-    new DurablePrefixMemory({
-      store: new FingerprintStore(db),
-      now,
-      newEventId: () => newEventId(now()),
-      traceHeaders: () => traceHeaders(),
-      cacheBytes: config.PREFIX_CACHE_BYTES,
-      maxGroup: config.PREFIX_GROUP_MAX,
-      logger,
-    });
-  const metrics = await openMetrics("prompt-assembly", config, logger);
-  const stageSeconds = new Histogram({
-    name: "prefixguard_build_stage_seconds",
-    help: "Time spent in each stage of BuildRequest (load_view and resolve_rules run at the same time).",
-    labelNames: ["stage"] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-    registers: [metrics.registry],
-  });
-  new Gauge({
-    name: "prefixguard_view_cache_bytes",
-    help: "Estimated memory held by session views kept between builds (bounded by VIEW_CACHE_BYTES).",
-    registers: [metrics.registry],
-    collect() {
-      this.set(views.stats().bytes);
-    },
-  });
-  new Gauge({
-    name: "prefixguard_view_cache_sessions",
-    help: "Sessions whose view is held in memory.",
-    registers: [metrics.registry],
-    collect() {
-      this.set(views.stats().sessions);
-    },
-  });
-  const builder = new PromptBuilder({
-    views,
-    rules: overrides.rules ?? snapshotRulesSource(resolver, { timeoutMs: config.RESOLVE_DEADLINE_MS, logger }),
-    prefixMemory,
-    dates: overrides.dates ?? ANCHOR_TO_FIRST_USER_MESSAGE,
-    now,
-    sha256: sha256Hex,
-    logger,
-    observeStage: (stage, ms) => stageSeconds.observe({ stage }, ms / 1000),
-    options: {
-      currentDatePosition: config.CURRENT_DATE_POSITION,
-      canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
-      anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
-    },
-  });
-  const builds = new Counter({
-    name: "prompt_builds_total",
-    help: "BuildRequest calls served, by wire format.",
-    labelNames: ["format"] as const,
-    registers: [metrics.registry],
-  });
-  const prefixChanges = new Counter({
-    name: "prompt_prefix_changes_total",
-    help: "Builds whose prefix changed against the session's previous build, by changed section (or tools / history).",
-    labelNames: ["section"] as const,
-    registers: [metrics.registry],
-  });
-  const checkpointsDue = new Counter({
-    name: "prompt_checkpoint_due_total",
-    help: "Builds whose history tail exceeded the checkpoint threshold.",
-    registers: [metrics.registry],
-  });
-  const relay = new OutboxRelay({
-    source: tableOutboxSource(db),
-    bus,
-    lock: relayLockFor(db, "prefix-guard:prompt-assembly:relay"),
+  const kit = await ServiceKit.open("prompt-assembly", config, {
+    migrations: promptAssemblyMigrations,
+    // Several statements per query: a build's fingerprints are recorded in two round trips.
+    database: { multipleStatements: true },
+    bus: deps.bus,
     logger,
     now,
   });
-  relay.start();
-  const consumer = await runEventConsumer({
-    bus,
-    topic: Topics.sessionEvents,
-    groupId: config.CONSUMER_GROUP,
-    logger,
-    decode: decodeSessionEvent,
-    maxMessageBytes: config.BUS_MAX_MESSAGE_BYTES,
-    onOutcome: (outcome, count) => metrics.eventsConsumed.inc({ consumer: config.CONSUMER_GROUP, outcome }, count),
-    partitionsConcurrently: config.CONSUMER_PARTITIONS_CONCURRENTLY,
-    // One transaction per batch of a partition; partitions apply side by side.
-    apply: async (events) => {
-      try {
-        await projection.applyOrCatchUp(events, sessions);
-      } catch (error) {
-        // A gap session-events cannot fill (it does not know the session) never heals: retrying
-        // would hold the partition forever. The consumer then applies the batch event by event and
-        // sends only the event it cannot place to the DLQ.
-        if (error instanceof NotFoundError) throw new PoisonMessageError(error.message, { cause: error });
-        throw error;
-      }
-      const appliedAt = Date.now();
-      for (const event of events) {
-        metrics.eventApplyDelay.observe(
-          { consumer: config.CONSUMER_GROUP },
-          Math.max(0, appliedAt - event.occurredAtMs) / 1000,
-        );
-      }
-    },
-  });
-  const server = await startGrpcServer({
-    ...grpcServerSecurity(config),
-    host: config.GRPC_HOST,
-    // Sections, tools and reported rules together; the per-field bounds are checked in validation.
-    maxReceiveMessageBytes: 4 * 1024 * 1024,
-    port: config.GRPC_PORT,
-    logger,
-    services: [
-      promptAssemblyRegistration({
-        builder,
-        projection,
-        views,
-        sessions,
-        // The relay is not woken per build: its 100 ms poll publishes a build's events in batches,
-        // off the path of the builds that follow.
-        afterBuild: (request, response) => {
-          builds.inc({
-            format: (WireFormat[request.wireFormat] ?? "unknown").replace("WIRE_FORMAT_", "").toLowerCase(),
-          });
-          if (response.checkpointDue) checkpointsDue.inc();
-          if (response.prefix?.changed) {
-            const sections = [
-              ...response.prefix.changedSections,
-              ...(response.prefix.toolsChanged ? ["tools"] : []),
-              ...(response.prefix.historyRewritten ? ["history"] : []),
-            ];
-            for (const section of sections) prefixChanges.inc({ section });
-          }
-        },
-      }),
-    ],
-    metrics: metrics.registry,
-  });
-  logger.info({ address: server.address }, "prompt-assembly serving");
-  return {
-    address: server.address,
-    builder,
-    views,
-    async stop() {
-      await server.shutdown(config.SHUTDOWN_GRACE_MS);
-      await prefixMemory.close();
-      await consumer.stop();
-      await relay.stop();
-      await metrics.close();
+  return kit.starting(async () => {
+    const db = kit.db;
+    const metrics = kit.metrics;
+    const peerSecurity = grpcPeerSecurity(config);
+    const resolver = grpcRulesResolver(config.RULES_SNAPSHOT_ADDRESS, peerSecurity);
+    const sessions = grpcSessionEventsReader(
+      config.SESSION_EVENTS_ADDRESS,
+      config.READ_EVENTS_DEADLINE_MS,
+      peerSecurity,
+    );
+    kit.onStop(async () => {
       resolver.close();
       sessions.close();
-      await db.destroy();
-    },
-  };
+    });
+    const projectionStore = new ProjectionStore(db);
+    const projection = new SessionProjection({ store: projectionStore, now });
+    const views = new SessionViews({ store: projectionStore, sessions, cacheBytes: config.VIEW_CACHE_BYTES });
+    const overrides = deps.ports?.({ db, now }) ?? {};
+    const prefixMemory =
+      overrides.prefixMemory ??
+      new DurablePrefixMemory({
+        store: new FingerprintStore(db),
+        now,
+        newEventId: () => newEventId(now()),
+        traceHeaders: () => traceHeaders(),
+        cacheBytes: config.PREFIX_CACHE_BYTES,
+        maxGroup: config.PREFIX_GROUP_MAX,
+        logger,
+      });
+    const stageSeconds = new Histogram({
+      name: "prefixguard_build_stage_seconds",
+      help: "Time spent in each stage of BuildRequest (load_view and resolve_rules run at the same time).",
+      labelNames: ["stage"] as const,
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [metrics.registry],
+    });
+    new Gauge({
+      name: "prefixguard_view_cache_bytes",
+      help: "Estimated memory held by session views kept between builds (bounded by VIEW_CACHE_BYTES).",
+      registers: [metrics.registry],
+      collect() {
+        this.set(views.stats().bytes);
+      },
+    });
+    new Gauge({
+      name: "prefixguard_view_cache_sessions",
+      help: "Sessions whose view is held in memory.",
+      registers: [metrics.registry],
+      collect() {
+        this.set(views.stats().sessions);
+      },
+    });
+    const builder = new PromptBuilder({
+      views,
+      rules: overrides.rules ?? snapshotRulesSource(resolver, { timeoutMs: config.RESOLVE_DEADLINE_MS, logger }),
+      prefixMemory,
+      dates: overrides.dates ?? ANCHOR_TO_FIRST_USER_MESSAGE,
+      now,
+      sha256: sha256Hex,
+      logger,
+      observeStage: (stage, ms) => stageSeconds.observe({ stage }, ms / 1000),
+      options: {
+        currentDatePosition: config.CURRENT_DATE_POSITION,
+        canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
+        anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
+      },
+    });
+    const builds = new Counter({
+      name: "prompt_builds_total",
+      help: "BuildRequest calls served, by wire format.",
+      labelNames: ["format"] as const,
+      registers: [metrics.registry],
+    });
+    const prefixChanges = new Counter({
+      name: "prompt_prefix_changes_total",
+      help: "Builds whose prefix changed against the session's previous build, by changed section (or tools / history).",
+      labelNames: ["section"] as const,
+      registers: [metrics.registry],
+    });
+    const checkpointsDue = new Counter({
+      name: "prompt_checkpoint_due_total",
+      help: "Builds whose history tail exceeded the checkpoint threshold.",
+      registers: [metrics.registry],
+    });
+    kit.startRelay({ source: tableOutboxSource(db) });
+    // Before the relay stops: pending fingerprint groups are written (with their outbox rows) first.
+    kit.onStop(() => prefixMemory.close());
+    await kit.consume({
+      topic: Topics.sessionEvents,
+      groupId: config.CONSUMER_GROUP,
+      decode: decodeSessionEvent,
+      maxMessageBytes: config.BUS_MAX_MESSAGE_BYTES,
+      // One transaction per batch of a partition; partitions apply side by side.
+      apply: async (events) => {
+        try {
+          await projection.applyOrCatchUp(events, sessions);
+        } catch (error) {
+          // A gap session-events cannot fill (it does not know the session) never heals: retrying
+          // would hold the partition forever. The consumer then applies the batch event by event and
+          // sends only the event it cannot place to the DLQ.
+          if (error instanceof NotFoundError) throw new PoisonMessageError(error.message, { cause: error });
+          throw error;
+        }
+        const appliedAt = Date.now();
+        for (const event of events) {
+          metrics.eventApplyDelay.observe(
+            { consumer: config.CONSUMER_GROUP },
+            Math.max(0, appliedAt - event.occurredAtMs) / 1000,
+          );
+        }
+      },
+    });
+    const server = await kit.serve(
+      [
+        promptAssemblyRegistration({
+          builder,
+          projection,
+          views,
+          sessions,
+          // The relay is not woken per build: its 100 ms poll publishes a build's events in batches,
+          // off the path of the builds that follow.
+          afterBuild: (request, response) => {
+            builds.inc({
+              format: (WireFormat[request.wireFormat] ?? "unknown").replace("WIRE_FORMAT_", "").toLowerCase(),
+            });
+            if (response.checkpointDue) checkpointsDue.inc();
+            if (response.prefix?.changed) {
+              const sections = [
+                ...response.prefix.changedSections,
+                ...(response.prefix.toolsChanged ? ["tools"] : []),
+                ...(response.prefix.historyRewritten ? ["history"] : []),
+              ];
+              for (const section of sections) prefixChanges.inc({ section });
+            }
+          },
+        }),
+      ],
+      // Sections, tools and reported rules together; the per-field bounds are checked in validation.
+      { maxReceiveMessageBytes: 4 * 1024 * 1024 },
+    );
+    return { address: server.address, builder, views, stop: () => kit.stop() };
+  });
 }

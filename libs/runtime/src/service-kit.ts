@@ -1,0 +1,164 @@
+// What every service process starts the same way, in the same order, and stops in the reverse
+// order: its database (migrated), its metrics, its outbox relay, its event consumers and its gRPC
+// server. A service's service.ts declares only what is its own (the use cases and their wiring);
+// a failed start releases whatever had been started, so a half-started process leaks nothing.
+
+import {
+  type EventConsumerOptions,
+  type MessageBus,
+  OutboxRelay,
+  type OutboxSource,
+  relayLockFor,
+  runEventConsumer,
+  type Subscription,
+} from "@prefix-guard/bus";
+import type { Database, DatabaseOptions, Migration } from "@prefix-guard/db";
+import { UnavailableError } from "@prefix-guard/errors";
+import { type RunningGrpcServer, type ServiceRegistration, startGrpcServer } from "@prefix-guard/grpc";
+import type { Logger } from "@prefix-guard/logging";
+import { openMetrics, type ServiceMetrics } from "./metrics";
+import { openServiceDatabase } from "./open-database";
+import { grpcServerSecurity, type SecurityConfig } from "./security";
+
+export interface ServiceKitConfig extends SecurityConfig {
+  readonly DATABASE_URL: string;
+  readonly GRPC_HOST: string;
+  readonly GRPC_PORT: number;
+  readonly METRICS_PORT: number;
+  readonly SHUTDOWN_GRACE_MS: number;
+  readonly CONSUMER_PARTITIONS_CONCURRENTLY: number;
+}
+
+export interface ServiceKitOptions {
+  readonly migrations: readonly Migration[];
+  readonly database?: DatabaseOptions;
+  readonly bus: MessageBus;
+  readonly logger: Logger;
+  readonly now: () => number;
+}
+
+export class ServiceKit {
+  /** LIFO: the last thing started is the first stopped. */
+  private readonly stops: Array<() => Promise<void>> = [];
+  private stopped = false;
+
+  private constructor(
+    readonly name: string,
+    private readonly config: ServiceKitConfig,
+    private readonly options: ServiceKitOptions,
+    readonly db: Database,
+    readonly metrics: ServiceMetrics,
+  ) {
+    this.onStop(() => db.destroy());
+    this.onStop(() => metrics.close());
+  }
+
+  /** Opens (and migrates) the database and the metrics endpoint. */
+  static async open(name: string, config: ServiceKitConfig, options: ServiceKitOptions): Promise<ServiceKit> {
+    const db = await openServiceDatabase(config.DATABASE_URL, options.migrations, options.logger, options.database);
+    try {
+      const metrics = await openMetrics(name, config, options.logger);
+      return new ServiceKit(name, config, options, db, metrics);
+    } catch (error) {
+      await db.destroy();
+      throw error;
+    }
+  }
+
+  get logger(): Logger {
+    return this.options.logger;
+  }
+
+  /** Registers a stop step; it runs before every step registered earlier. */
+  onStop(stop: () => Promise<void>): void {
+    this.stops.push(stop);
+  }
+
+  /** The outbox relay of this service, started; one process at a time publishes (the DB lock). */
+  startRelay(options: {
+    source: OutboxSource;
+    batchSize?: number;
+    onPublished?: (count: number) => void;
+  }): OutboxRelay {
+    const relay = new OutboxRelay({
+      source: options.source,
+      bus: this.options.bus,
+      lock: relayLockFor(this.db, `prefix-guard:${this.name}:relay`),
+      logger: this.options.logger,
+      now: this.options.now,
+      ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+      ...(options.onPublished === undefined ? {} : { onPublished: options.onPublished }),
+    });
+    relay.start();
+    this.onStop(() => relay.stop());
+    return relay;
+  }
+
+  /**
+   * A consumer of one topic with this process's partition concurrency, counted in
+   * events_consumed_total under its group unless the service counts its own outcomes.
+   */
+  async consume<E>(
+    options: Omit<EventConsumerOptions<E>, "bus" | "logger" | "partitionsConcurrently" | "onOutcome"> & {
+      readonly onOutcome?: EventConsumerOptions<E>["onOutcome"];
+    },
+  ): Promise<Subscription> {
+    const subscription = await runEventConsumer({
+      ...options,
+      bus: this.options.bus,
+      logger: this.options.logger,
+      partitionsConcurrently: this.config.CONSUMER_PARTITIONS_CONCURRENTLY,
+      onOutcome:
+        options.onOutcome ??
+        ((outcome, count) => this.metrics.eventsConsumed.inc({ consumer: options.groupId, outcome }, count)),
+    }).catch((error: unknown) => {
+      throw new UnavailableError(`cannot subscribe to ${options.topic}`, { cause: error });
+    });
+    this.onStop(() => subscription.stop());
+    return subscription;
+  }
+
+  /** The gRPC server with this service's security, metrics and registrations; stops first. */
+  async serve(
+    services: readonly ServiceRegistration[],
+    options: { readonly maxReceiveMessageBytes: number },
+  ): Promise<RunningGrpcServer> {
+    const server = await startGrpcServer({
+      ...grpcServerSecurity(this.config),
+      host: this.config.GRPC_HOST,
+      port: this.config.GRPC_PORT,
+      logger: this.options.logger,
+      maxReceiveMessageBytes: options.maxReceiveMessageBytes,
+      services: [...services],
+      metrics: this.metrics.registry,
+    });
+    this.onStop(() => server.shutdown(this.config.SHUTDOWN_GRACE_MS));
+    this.options.logger.info({ address: server.address }, `${this.name} serving`);
+    return server;
+  }
+
+  /** Runs `start`; when it throws, stops whatever it had started and rethrows. */
+  async starting<T>(start: () => Promise<T>): Promise<T> {
+    try {
+      return await start();
+    } catch (error) {
+      await this.stop().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Stops everything in reverse order of start; every step runs even when one fails. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    let firstError: unknown;
+    for (const stop of [...this.stops].reverse()) {
+      try {
+        await stop();
+      } catch (error) {
+        firstError ??= error;
+      }
+    }
+    if (firstError !== undefined) throw firstError;
+  }
+}
