@@ -10,18 +10,12 @@ import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentials } from "@grpc/grpc-js";
-import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import { silentLogger } from "@prefix-guard/logging";
-import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/prompt-assembly";
-import { PromptAssemblyClient } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import type { PromptAssemblyClient } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
-import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
-import { defaultTopicSpecs, openBus } from "@prefix-guard/runtime";
-import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
+import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, describe, expect, it } from "vitest";
+import { startStack } from "../stack";
 import { ALL_FORMATS, DEFAULT_BUILD, FORMAT_LABELS, GOLDEN_SCENARIOS } from "./corpus";
 
 const GOLDEN_FILE = join(import.meta.dirname, "bodies.sha256.json");
@@ -46,65 +40,18 @@ interface Stack {
 // replay other runs' events for the same ids. The transport carries events; it shapes no byte.
 type StoreKind = "embedded-sqlite" | "embedded-mariadb";
 
-async function startStack(kind: StoreKind): Promise<Stack> {
-  const logger = silentLogger();
+async function startGoldenStack(kind: StoreKind): Promise<Stack> {
   const clock = { ms: Date.parse("2026-10-12T00:00:00Z") };
-  const now = () => clock.ms;
-  const dataDir = mkdtempSync(join(tmpdir(), "pg-golden-"));
+  const stack = await startStack({ store: kind === "embedded-sqlite" ? "sqlite" : "mariadb", now: () => clock.ms });
   const workspace = mkdtempSync(join(tmpdir(), "pg-golden-ws-"));
-  const agentsMd = join(workspace, "AGENTS.md");
-  const databases: TestDatabase[] = [];
-  const databaseUrl = async (name: string): Promise<string> => {
-    if (kind === "embedded-sqlite") return `sqlite:${dataDir}/${name}.sqlite`;
-    const db = await createTestDatabase(`golden_${name}`);
-    databases.push(db);
-    return db.url;
-  };
-  const env = {
-    TRANSPORT: "embedded",
-    BUS_DATABASE_URL: await databaseUrl("bus"),
-    GRPC_PORT: "0",
-    LOG_LEVEL: "silent",
-  };
-  const bus = await openBus(loadSessionEventsConfig(env), "golden", defaultTopicSpecs(), logger);
-  const sessionEvents = await startSessionEvents(
-    loadSessionEventsConfig({ ...env, DATABASE_URL: await databaseUrl("se") }),
-    { bus: bus.bus, logger, now },
-  );
-  const rulesSnapshot = await startRulesSnapshot(
-    loadRulesSnapshotConfig({ ...env, DATABASE_URL: await databaseUrl("rs") }),
-    { bus: bus.bus, logger, now },
-  );
-  const assemblyConfig = loadPromptAssemblyConfig({
-    ...env,
-    DATABASE_URL: await databaseUrl("pa"),
-    SESSION_EVENTS_ADDRESS: sessionEvents.address,
-    RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
-  });
-  let promptAssembly = await startPromptAssembly(assemblyConfig, { bus: bus.bus, logger, now });
-  let assemblyClient = new PromptAssemblyClient(promptAssembly.address, credentials.createInsecure());
-  const sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure());
   return {
     workspace,
-    agentsMd,
+    agentsMd: join(workspace, "AGENTS.md"),
     clock,
-    sessions,
-    assembly: () => assemblyClient,
-    async restartAssembly() {
-      assemblyClient.close();
-      await promptAssembly.stop();
-      promptAssembly = await startPromptAssembly(assemblyConfig, { bus: bus.bus, logger, now });
-      assemblyClient = new PromptAssemblyClient(promptAssembly.address, credentials.createInsecure());
-    },
-    async stop() {
-      assemblyClient.close();
-      sessions.close();
-      await promptAssembly.stop();
-      await rulesSnapshot.stop();
-      await sessionEvents.stop();
-      await bus.close();
-      for (const db of databases) await db.drop();
-    },
+    sessions: stack.sessions,
+    assembly: () => stack.assembly(),
+    restartAssembly: () => stack.restartAssembly(),
+    stop: () => stack.stop(),
   };
 }
 
@@ -242,7 +189,7 @@ describe.each<StoreKind>(["embedded-sqlite", "embedded-mariadb"])("golden bodies
   });
 
   it("reproduces every committed body hash", async () => {
-    stack = await startStack(kind);
+    stack = await startGoldenStack(kind);
     const hashes = await runCorpus(stack);
     if (process.env.GOLDEN_WRITE === "1" && kind === "embedded-sqlite") {
       writeFileSync(GOLDEN_FILE, `${JSON.stringify(hashes, null, 2)}\n`);
