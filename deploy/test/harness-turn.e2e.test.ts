@@ -3,86 +3,47 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentials } from "@grpc/grpc-js";
-import { createKafkaBus, type MessageBus } from "@prefix-guard/bus";
-import { eventually, testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
-import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import type { MessageBus } from "@prefix-guard/bus";
+import { eventually, uniqueName } from "@prefix-guard/bus/testing";
 import { decodeEnvelope } from "@prefix-guard/events";
 import { callUnary } from "@prefix-guard/grpc";
-import { silentLogger } from "@prefix-guard/logging";
-import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/prompt-assembly";
 import {
   type BuildRequestRequest,
   type BuildRequestResponse,
-  PromptAssemblyClient,
+  type PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
-import { defaultTopicSpecs } from "@prefix-guard/runtime";
-import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
+import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Stack, startStack } from "./stack";
 
 const SHANGHAI_2026_10_12_2350 = Date.UTC(2026, 9, 12, 15, 50); // 23:50 in Asia/Shanghai
 let clock = SHANGHAI_2026_10_12_2350;
 const now = () => clock;
 
 describe("harness turn over gRPC on real Kafka + MariaDB", () => {
-  const dbs: TestDatabase[] = [];
+  const runId = uniqueName("run");
+  let stack: Stack;
   let bus: MessageBus;
-  let stops: Array<() => Promise<void>> = [];
   let sessions: SessionEventsClient;
   let assembly: PromptAssemblyClient;
   let workspace: string;
   let agentsMd: string;
-  const runId = uniqueName("run");
 
   beforeAll(async () => {
-    bus = createKafkaBus({ brokers: testKafkaBrokers, clientId: "harness-e2e", logger: silentLogger() });
-    await bus.ensureTopics(defaultTopicSpecs());
-    const [se, rs, pa] = await Promise.all([
-      createTestDatabase("e2e_se"),
-      createTestDatabase("e2e_rs"),
-      createTestDatabase("e2e_pa"),
-    ]);
-    dbs.push(se, rs, pa);
-    const env = { TRANSPORT: "kafka", KAFKA_BROKERS: testKafkaBrokers.join(","), GRPC_PORT: "0", LOG_LEVEL: "silent" };
-    const logger = silentLogger();
-    const sessionEvents = await startSessionEvents(loadSessionEventsConfig({ ...env, DATABASE_URL: se.url }), {
-      bus,
-      logger,
-      now,
-    });
-    const rulesSnapshot = await startRulesSnapshot(
-      loadRulesSnapshotConfig({ ...env, DATABASE_URL: rs.url, CONSUMER_GROUP: `${runId}-rules` }),
-      { bus, logger, now },
-    );
-    const promptAssembly = await startPromptAssembly(
-      loadPromptAssemblyConfig({
-        ...env,
-        DATABASE_URL: pa.url,
-        CONSUMER_GROUP: `${runId}-assembly`,
-        SESSION_EVENTS_ADDRESS: sessionEvents.address,
-        RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
-      }),
-      { bus, logger, now },
-    );
-    stops = [promptAssembly.stop, rulesSnapshot.stop, sessionEvents.stop];
-    sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure());
-    assembly = new PromptAssemblyClient(promptAssembly.address, credentials.createInsecure());
+    stack = await startStack({ store: "mariadb", transport: "kafka", now });
+    bus = stack.bus;
+    sessions = stack.sessions;
+    assembly = stack.assembly();
     workspace = mkdtempSync(join(tmpdir(), "pg-ws-"));
     agentsMd = join(workspace, "AGENTS.md");
     writeFileSync(agentsMd, "# Rules\n- use pnpm\n");
   });
   afterAll(async () => {
-    sessions.close();
-    assembly.close();
-    for (const stop of stops) await stop();
-    await bus.close();
-    for (const db of dbs) await db.drop();
+    await stack?.stop();
   });
 
   const deadline = { deadlineMs: 10_000 };

@@ -48,6 +48,8 @@ export interface Stack {
   readonly rules: RulesSnapshotClient;
   assembly(): PromptAssemblyClient;
   readonly monitor: CacheMonitorClient | undefined;
+  /** The transport the services share (to watch or inject events). */
+  readonly bus: MessageBus;
   promptAssembly(): RunningPromptAssembly;
   /** The URL of a service's database (MariaDB or SQLite). */
   databaseUrl(service: ServiceName): string;
@@ -145,6 +147,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     rules,
     assembly: () => assembly,
     monitor,
+    bus,
     promptAssembly: () => promptAssembly,
     databaseUrl: (service) => urls.get(service) ?? "",
     async restartAssembly() {
