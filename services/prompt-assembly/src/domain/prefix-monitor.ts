@@ -42,6 +42,11 @@ export interface PrefixComparison {
   /** First message index that differs from the previous request; null when history only grew. */
   readonly firstChangedMessageIndex: number | null;
   readonly cause: string;
+  /**
+   * The change is the design at work, not a cache breaker: a committed compaction rewrote the
+   * history and (on its re-pin) the workspace rules, and nothing else moved.
+   */
+  readonly expected: boolean;
 }
 
 /**
@@ -82,6 +87,7 @@ export function comparePrefix(
       historyRewritten: false,
       firstChangedMessageIndex: null,
       cause: "first build",
+      expected: true,
     };
   }
   const modelChanged = previous.model !== current.model;
@@ -106,6 +112,12 @@ export function comparePrefix(
     historyRewritten,
     firstChangedMessageIndex,
     cause: changed ? clauses.join("; ") : "no change",
+    expected:
+      !changed ||
+      (compactionMoved(hints) &&
+        !modelChanged &&
+        toolsChangeKind === "none" &&
+        sections.changed.every((key) => key === WORKSPACE_RULES_SECTION_KEY)),
   };
 }
 

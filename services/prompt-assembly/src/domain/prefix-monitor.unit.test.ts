@@ -44,6 +44,23 @@ const steady: CauseHints = {
 };
 
 describe("comparePrefix", () => {
+  it("calls a compaction's rewrite and re-pin expected, and anything else that changes the prefix avoidable", () => {
+    const compacted = { ...steady, compactionGenerationNow: 3, rulesDecision: "REPINNED_STALE_GENERATION" as const };
+    const rewritten = fingerprint({
+      system: replaceSection("workspace-rules", "rules v2"),
+      messages: [userText("summary"), userText("three")],
+    });
+    expect(comparePrefix(fingerprint(), rewritten, compacted)).toMatchObject({ changed: true, expected: true });
+    // The same rewrite without a compaction, or a compaction that also moved a harness section, is not.
+    expect(comparePrefix(fingerprint(), rewritten, steady)).toMatchObject({ changed: true, expected: false });
+    const skillsToo = fingerprint({
+      system: replaceSection("skills", "skill list v2"),
+      messages: [userText("summary")],
+    });
+    expect(comparePrefix(fingerprint(), skillsToo, compacted)).toMatchObject({ changed: true, expected: false });
+    expect(comparePrefix(fingerprint(), fingerprint(), steady)).toMatchObject({ changed: false, expected: true });
+  });
+
   it.each([
     ["PINNED", 2, "new workspace-rules snapshot pinned"],
     ["PINNED", 3, "new workspace-rules snapshot after compaction generation 3"],
@@ -243,6 +260,7 @@ describe("formatPrefixChangedLog", () => {
       toolsChanged: true,
       toolsChangeKind: "definitions",
       historyRewritten: false,
+      expected: false,
       firstChangedMessageIndex: null,
       cause: 'harness section `skills` changed "quoted"\nnext',
     };

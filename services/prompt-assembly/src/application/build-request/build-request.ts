@@ -128,7 +128,10 @@ export class PromptBuilder {
       deps.prefixMemory.record(this.prefixRecord(input, prepared, serialized, fingerprint)),
     );
     if (comparison.changed) {
-      deps.logger.warn(
+      // warn only for a change that breaks the cache avoidably; a compaction's rewrite is info.
+      const log = comparison.expected ? deps.logger.info : deps.logger.warn;
+      log.call(
+        deps.logger,
         { session_id: input.sessionId, request_id: serialized.requestId },
         formatPrefixChangedLog(input.sessionId, comparison, chatRequest.messages.length),
       );

@@ -100,6 +100,7 @@ const NOT_COMPARED: PrefixComparison = {
   historyRewritten: false,
   firstChangedMessageIndex: null,
   cause: "compaction request",
+  expected: true,
 };
 
 /** FingerprintObserved for every build, plus PrefixChanged when the prefix moved. */
