@@ -47,6 +47,30 @@ function headersOf(
   return headers;
 }
 
+// What kafkajs reports as errors on every normal start, while a consumer group forms or a topic that
+// already exists is created again: retried by kafkajs itself, so only worth a debug line.
+const START_UP_NOISE = [
+  "The group coordinator is not available",
+  "The coordinator is loading and hence can't process requests",
+  "This is not the correct coordinator for this group",
+  "There is no leader for this topic-partition as we are in the middle of a leadership election",
+  "This server does not host this topic-partition",
+];
+
+export function kafkaLogLevel(
+  level: number,
+  message: string,
+  extra: Readonly<Record<string, unknown>>,
+): "error" | "warn" | "debug" {
+  // kafkajs puts the broker's error text in `error` and the request in the message.
+  const text = `${message} ${typeof extra.error === "string" ? extra.error : ""}`;
+  if (START_UP_NOISE.some((noise) => text.includes(noise))) return "debug";
+  // CreateTopics answering an error for a topic that exists (ensureTopics on every start); a real
+  // creation failure reaches ensureTopics' caller as an exception.
+  if (message.startsWith("Response CreateTopics") && extra.error === "Topic creation errors") return "debug";
+  return level === logLevel.ERROR ? "error" : level === logLevel.WARN ? "warn" : "debug";
+}
+
 export function createKafkaBus(options: KafkaBusOptions): MessageBus {
   const { logger } = options;
   const config: KafkaConfig = {
@@ -58,7 +82,7 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
     logLevel: logLevel.WARN,
     logCreator: () => (entry) => {
       const { message, ...extra } = entry.log;
-      const level = entry.level === logLevel.ERROR ? "error" : entry.level === logLevel.WARN ? "warn" : "debug";
+      const level = kafkaLogLevel(entry.level, message, extra);
       logger[level]({ kafkajs: entry.namespace, ...extra }, message);
     },
     ...(options.ssl !== undefined ? { ssl: options.ssl } : {}),

@@ -1,4 +1,4 @@
-import { trace } from "@opentelemetry/api";
+import { isSpanContextValid, trace } from "@opentelemetry/api";
 import pino from "pino";
 
 export type Logger = pino.Logger;
@@ -23,10 +23,10 @@ export function createLogger(options: LoggerOptions): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       mixin() {
-        const span = trace.getActiveSpan();
-        if (!span) return {};
-        const { traceId, spanId } = span.spanContext();
-        return { trace_id: traceId, span_id: spanId };
+        const context = trace.getActiveSpan()?.spanContext();
+        // Without an SDK the API hands out all-zero ids: they name nothing, so they are left out.
+        if (context === undefined || !isSpanContextValid(context)) return {};
+        return { trace_id: context.traceId, span_id: context.spanId };
       },
       redact: {
         paths: ["password", "*.password", "token", "*.token", "authorization", "*.authorization"],
