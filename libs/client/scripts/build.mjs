@@ -5,7 +5,8 @@
 // 1. From src/index.ts, follow every import. A workspace import (@prefix-guard/*) is resolved
 //    through that package's "exports" and copied under build/internal/<package>/; a relative import
 //    stays relative. Every specifier is rewritten to the relative `.js` path Node's ESM loader needs.
-// 2. tsc -p tsconfig.build.json compiles build/ to dist/ (NodeNext checks each specifier resolves).
+// 2. tsc -p tsconfig.build.json compiles build/ to dist/ (NodeNext checks each specifier resolves);
+//    build/ is removed after a successful compile.
 // Any other import must be a node: builtin or a dependency listed in package.json, or the build fails.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -96,5 +97,6 @@ for (const { target, text } of staged.values()) {
 }
 const tsc = createRequire(join(repo, "package.json")).resolve("typescript/bin/tsc");
 execFileSync(process.execPath, [tsc, "-p", join(packageDir, "tsconfig.build.json")], { stdio: "inherit" });
+rmSync(stagingDir, { recursive: true, force: true });
 copyFileSync(join(repo, "LICENSE"), join(distDir, "LICENSE"));
 process.stdout.write(`@prefix-guard/client: ${staged.size} files compiled into ${relative(repo, distDir)}/\n`);
