@@ -67,4 +67,4 @@ bench: proto kafka-start mariadb
 	node --import tsx bench/src/run.ts
 
 clean:
-	rm -rf .run .data proto/gen
+	rm -rf .run .data proto/gen libs/client/build libs/client/dist

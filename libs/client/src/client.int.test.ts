@@ -13,6 +13,7 @@ import {
 } from "@prefix-guard/errors";
 import {
   type GrpcServerOptions,
+  insecureCredentials,
   type RunningGrpcServer,
   type ServiceRegistration,
   startGrpcServer,
@@ -362,6 +363,61 @@ describe("harness client over real gRPC (three servers)", () => {
     await client.runTurn("818", "hello", build);
     expect(tokenCalls - before).toBe(2);
     expect(fakes.authorizations).toEqual([`Bearer token-${before + 1}`, `Bearer token-${before + 2}`]);
+  });
+
+  it("sends bearerToken as authorization on every call, asking a token function once per call", async () => {
+    const [sessionEvents, promptAssembly, cacheMonitor] = servers.map((s) => s.address) as [string, string, string];
+    let issued = 0;
+    const fixed = createHarnessClient({
+      sessionEvents,
+      promptAssembly,
+      cacheMonitor,
+      bearerToken: "s3cret-s3cret-s3cret",
+    });
+    const refreshed = createHarnessClient({
+      sessionEvents,
+      promptAssembly,
+      cacheMonitor,
+      bearerToken: () => `rotating-${++issued}`,
+    });
+    try {
+      await fixed.runTurn("819", "hello", build);
+      await refreshed.runTurn("819", "hello", build);
+      expect(fakes.authorizations).toEqual([
+        "Bearer s3cret-s3cret-s3cret",
+        "Bearer s3cret-s3cret-s3cret",
+        "Bearer rotating-1",
+        "Bearer rotating-2",
+      ]);
+    } finally {
+      fixed.close();
+      refreshed.close();
+    }
+  });
+
+  it("answers plain objects: no _unknownFields at any depth", async () => {
+    const turn = await client.runTurn("820", "hello", build);
+    const usage = await client.recordUsage("820", {
+      requestId: turn.build.requestId,
+      model: "claude-test",
+      promptTokens: 1000,
+      cachedTokens: 0,
+      completionTokens: 1,
+      calledAtMs: 1,
+    });
+    const created = await client.createSession({ sessionId: "c-820", owner: "u1", workspace: "/w" });
+    for (const answer of [turn, usage, created, await client.getSession("c-820")])
+      expect(JSON.stringify(answer)).not.toContain("_unknownFields");
+    expect(usage).toStrictEqual({ cost: 1, collapse: undefined });
+  });
+
+  it("rejects TLS options that cannot make a channel", () => {
+    const addresses = { sessionEvents: "a:1", promptAssembly: "a:2", cacheMonitor: "a:3" };
+    const both = () => createHarnessClient({ ...addresses, tls: {}, credentials: insecureCredentials() });
+    expect(both).toThrow(ValidationError);
+    const halfMtls = () => createHarnessClient({ ...addresses, tls: { certChain: "-----BEGIN CERTIFICATE-----" } });
+    expect(halfMtls).toThrow(/certChain and privateKey go together/);
+    createHarnessClient({ ...addresses, tls: {} }).close();
   });
 
   it("retries CreateSession with a caller-chosen id and takes ALREADY_EXISTS of its own landed attempt as success", async () => {

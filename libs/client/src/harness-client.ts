@@ -2,12 +2,12 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
   credentials as grpcCredentials,
-  type Metadata,
+  Metadata,
   type ServiceError,
   status,
 } from "@grpc/grpc-js";
-import { FailedPreconditionError } from "@prefix-guard/errors";
-import { callUnary, type UnaryCallOptions } from "@prefix-guard/grpc";
+import { FailedPreconditionError, ValidationError } from "@prefix-guard/errors";
+import { callUnary, type UnaryCallOptions } from "@prefix-guard/grpc/client";
 import {
   type BuildCompactionRequestResponse,
   type BuildRequestRequest,
@@ -33,6 +33,7 @@ import {
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { ChannelPool } from "./channel-pool";
 import { translateClientError } from "./peer-errors";
+import { type Plain, plain } from "./plain";
 
 export interface HarnessClientOptions {
   /** host:port of session-events, prompt-assembly and cache-monitor; equal addresses share one channel. */
@@ -45,11 +46,22 @@ export interface HarnessClientOptions {
   readonly buildDeadlineMs?: number;
   /** Attempts of an idempotent call failing with UNAVAILABLE; default 3. */
   readonly maxAttempts?: number;
-  /** Default insecure (loopback). */
+  /** Default insecure (loopback), or TLS when `tls` is set; give either this or `tls`. */
   readonly credentials?: ChannelCredentials;
-  /** Called once per call, e.g. for a bearer token that may have been refreshed since the last one. */
+  /** TLS to every service; the system's roots when rootCerts is absent, mTLS with certChain and privateKey. */
+  readonly tls?: TlsOptions;
+  /** Sent as `authorization: Bearer <token>`; a function is asked once per call (a refreshed token). */
+  readonly bearerToken?: string | (() => string);
+  /** Called once per call for extra metadata (the bearer token, when set, is added to it). */
   readonly metadata?: () => Metadata;
   readonly channelOptions?: ChannelOptions;
+}
+
+/** PEM contents (e.g. `readFileSync("ca.pem")`), not paths. */
+export interface TlsOptions {
+  readonly rootCerts?: Buffer | string;
+  readonly certChain?: Buffer | string;
+  readonly privateKey?: Buffer | string;
 }
 
 export interface CallOverrides {
@@ -130,20 +142,20 @@ export interface DeleteMessageInput {
 }
 
 export interface TurnResult {
-  readonly saved: SaveMessageResponse;
-  readonly build: BuildRequestResponse;
+  readonly saved: Plain<SaveMessageResponse>;
+  readonly build: Plain<BuildRequestResponse>;
 }
 
 export interface HarnessClient {
-  createSession(input: CreateSessionInput, overrides?: CallOverrides): Promise<CreateSessionResponse>;
-  saveMessage(input: SaveMessageInput, overrides?: CallOverrides): Promise<SaveMessageResponse>;
+  createSession(input: CreateSessionInput, overrides?: CallOverrides): Promise<Plain<CreateSessionResponse>>;
+  saveMessage(input: SaveMessageInput, overrides?: CallOverrides): Promise<Plain<SaveMessageResponse>>;
   /** Waits server-side until the projection has applied minSeq, so the body contains that write. */
   buildRequest(
     sessionId: string,
     minSeq: number,
     options: BuildOptions,
     overrides?: CallOverrides,
-  ): Promise<BuildRequestResponse>;
+  ): Promise<Plain<BuildRequestResponse>>;
   /**
    * The summary call for a checkpoint (a build answered checkpoint_due): the body of the build for
    * the same state plus the summary instruction, and the boundary and generation to commit with.
@@ -153,8 +165,8 @@ export interface HarnessClient {
     minSeq: number,
     options: BuildOptions & { readonly keepRecentTurns?: number },
     overrides?: CallOverrides,
-  ): Promise<BuildCompactionRequestResponse>;
-  recordUsage(sessionId: string, usage: UsageInput, overrides?: CallOverrides): Promise<RecordUsageResponse>;
+  ): Promise<Plain<BuildCompactionRequestResponse>>;
+  recordUsage(sessionId: string, usage: UsageInput, overrides?: CallOverrides): Promise<Plain<RecordUsageResponse>>;
   /** Saves the user message, then builds with min_seq = its seq (read-your-writes). */
   runTurn(
     sessionId: string,
@@ -162,21 +174,45 @@ export interface HarnessClient {
     buildOptions: BuildOptions,
     overrides?: CallOverrides,
   ): Promise<TurnResult>;
-  getSession(sessionId: string, overrides?: CallOverrides): Promise<Session>;
+  getSession(sessionId: string, overrides?: CallOverrides): Promise<Plain<Session>>;
   readEvents(
     sessionId: string,
     afterSeq: number,
     limit?: number,
     overrides?: CallOverrides,
-  ): Promise<ReadEventsResponse>;
-  listMessages(sessionId: string, includeDeleted?: boolean, overrides?: CallOverrides): Promise<ListMessagesResponse>;
-  commitCompaction(input: CommitCompactionInput, overrides?: CallOverrides): Promise<CommitCompactionResponse>;
-  deleteMessage(input: DeleteMessageInput, overrides?: CallOverrides): Promise<WriteResponse>;
+  ): Promise<Plain<ReadEventsResponse>>;
+  listMessages(
+    sessionId: string,
+    includeDeleted?: boolean,
+    overrides?: CallOverrides,
+  ): Promise<Plain<ListMessagesResponse>>;
+  commitCompaction(input: CommitCompactionInput, overrides?: CallOverrides): Promise<Plain<CommitCompactionResponse>>;
+  deleteMessage(input: DeleteMessageInput, overrides?: CallOverrides): Promise<Plain<WriteResponse>>;
   /** Closes every channel; later calls fail with FailedPreconditionError. */
   close(): void;
 }
 
 const DEFAULT_TIMEZONE = "Asia/Shanghai";
+
+function credentialsOf(options: HarnessClientOptions): ChannelCredentials {
+  const { tls } = options;
+  if (tls === undefined) return options.credentials ?? grpcCredentials.createInsecure();
+  if (options.credentials !== undefined) throw new ValidationError("tls", "give either credentials or tls, not both");
+  if ((tls.certChain === undefined) !== (tls.privateKey === undefined))
+    throw new ValidationError("tls", "certChain and privateKey go together (mTLS)");
+  const pem = (value: Buffer | string | undefined) =>
+    value === undefined ? null : typeof value === "string" ? Buffer.from(value) : value;
+  return grpcCredentials.createSsl(pem(tls.rootCerts), pem(tls.privateKey), pem(tls.certChain));
+}
+
+/** The metadata of one call: the caller's own, plus the bearer token (asked for again on every call). */
+function metadataOf(options: HarnessClientOptions): { metadata?: Metadata } {
+  if (options.metadata === undefined && options.bearerToken === undefined) return {};
+  const metadata = options.metadata?.() ?? new Metadata();
+  const token = typeof options.bearerToken === "function" ? options.bearerToken() : options.bearerToken;
+  if (token !== undefined && token.length > 0) metadata.set("authorization", `Bearer ${token}`);
+  return { metadata };
+}
 
 function toContent(content: MessageContent): ContentPart[] {
   return typeof content === "string" ? [{ part: { $case: "text", value: { text: content } } }] : [...content];
@@ -211,7 +247,7 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
   const deadlineMs = options.deadlineMs ?? 5_000;
   const buildDeadlineMs = options.buildDeadlineMs ?? deadlineMs;
   const maxAttempts = options.maxAttempts ?? 3;
-  const channelCredentials = options.credentials ?? grpcCredentials.createInsecure();
+  const channelCredentials = credentialsOf(options);
   const pool = new ChannelPool(channelCredentials, options.channelOptions);
   const clientOptions = (address: string) => ({ channelOverride: pool.channelFor(address) });
   const sessions = new SessionEventsClient(
@@ -233,13 +269,13 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
       deadlineMs: overrides?.deadlineMs ?? deadline,
       idempotent,
       maxAttempts,
-      ...(options.metadata === undefined ? {} : { metadata: options.metadata() }),
+      ...metadataOf(options),
     };
   };
 
-  async function translated<T>(peer: string, call: () => Promise<T>): Promise<T> {
+  async function translated<T>(peer: string, call: () => Promise<T>): Promise<Plain<T>> {
     try {
-      return await call();
+      return plain(await call());
     } catch (error) {
       throw translateClientError(error, peer);
     }
@@ -309,7 +345,9 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
       const attempts = request.sessionId.length > 0 ? maxAttempts : 1;
       for (let attempt = 1; ; attempt++) {
         try {
-          return await callUnary(sessions, sessions.createSession, request, callOptions(false, deadlineMs, overrides));
+          return plain(
+            await callUnary(sessions, sessions.createSession, request, callOptions(false, deadlineMs, overrides)),
+          );
         } catch (error) {
           const code = (error as Partial<ServiceError>).code;
           if (attempt > 1 && code === status.ALREADY_EXISTS) {

@@ -1,3 +1,60 @@
+// @prefix-guard/client: the harness client, and everything a caller needs to type its calls and read
+// the answers (message types, enums, error classes) so that one install is enough.
+
+// Errors every call may throw (a failed call is the typed error the server threw).
+export type { ErrorCode, ErrorContext } from "@prefix-guard/errors";
+export {
+  AlreadyExistsError,
+  ConflictError,
+  DeadlineExceededError,
+  FailedPreconditionError,
+  InternalError,
+  isPrefixGuardError,
+  NotFoundError,
+  PermissionDeniedError,
+  PrefixGuardError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+  ValidationError,
+} from "@prefix-guard/errors";
+// Messages: each name is the type and its codec (`BuildRequestResponse.toJSON(response)` is the proto3
+// JSON form, enums as names). Enums are numeric TypeScript enums; `enumName` names one value.
+export {
+  BuildCompactionRequestRequest,
+  BuildCompactionRequestResponse,
+  BuildRequestRequest,
+  BuildRequestResponse,
+  HistoryWindowStats,
+  PrefixChangeReport,
+  SectionFingerprint,
+  SystemSection,
+  ToolDefinition,
+  WireFormat,
+} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+export {
+  ContentPart,
+  ImagePart,
+  Role,
+  SessionKind,
+  TextPart,
+  ToolCallPart,
+  ToolResultPart,
+} from "@prefix-guard/proto/common/v1/common";
+export { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
+export { ProviderCacheReport } from "@prefix-guard/proto/events/v1/usage_events";
+export { RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+export { ContentSource, Decision, FileSource } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+export {
+  CommitCompactionResponse,
+  CreateSessionResponse,
+  ListMessagesResponse,
+  ReadEventsResponse,
+  SaveMessageResponse,
+  Session,
+  StoredMessage,
+  WriteResponse,
+} from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 export type {
   BuildOptions,
   CallOverrides,
@@ -8,8 +65,11 @@ export type {
   HarnessClientOptions,
   MessageContent,
   SaveMessageInput,
+  TlsOptions,
   TurnResult,
   UsageInput,
 } from "./harness-client";
 export { createHarnessClient } from "./harness-client";
 export { translateClientError } from "./peer-errors";
+export type { Plain } from "./plain";
+export { enumName, plain } from "./plain";

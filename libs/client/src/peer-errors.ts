@@ -1,4 +1,4 @@
-import { translatePeerError } from "@prefix-guard/grpc";
+import { translatePeerError } from "@prefix-guard/grpc/client";
 
 /**
  * A failed call as the typed error the server threw (ValidationError with its field, ConflictError,
