@@ -336,10 +336,15 @@ function suite(name: string, open: () => Promise<Backend>) {
       const { service, events } = harness(db);
       const missing = await service.resolveWorkspaceRules(fileRequest(session, ws));
       expect(missing).toMatchObject({ sectionText: "", decision: Decision.DECISION_EMPTY_NOT_PINNED, rulesHash: "" });
-      await ws.write("   \n\n");
-      expect((await service.resolveWorkspaceRules(fileRequest(session, ws))).decision).toBe(
-        Decision.DECISION_EMPTY_NOT_PINNED,
+      // Not silent: the answer names the path and why it could not be read where rules-snapshot runs.
+      expect(missing.warning).toBe(
+        `rules_file ${ws.agentsMd} cannot be read where rules-snapshot runs (ENOENT): no rules were read from it; mount the workspace into rules-snapshot or send rules_content`,
       );
+      await ws.write("   \n\n");
+      const blank = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(blank.decision).toBe(Decision.DECISION_EMPTY_NOT_PINNED);
+      // A file that is there but empty is no rules, said without a warning.
+      expect(blank.warning).toBe("");
       expect(await countRows(db, session)).toBe(0);
       expect(events.events).toEqual([]);
       await ws.write("rules written by the agent\n");

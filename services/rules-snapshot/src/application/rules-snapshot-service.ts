@@ -174,9 +174,10 @@ export class RulesSnapshotService {
     if (codePointLength(workspace) > MAX_WORKSPACE_CHARS)
       throw new ValidationError("workspace", `must be at most ${MAX_WORKSPACE_CHARS} characters`);
     const source = requireSource(request.source);
-    const raw = await this.readRaw(sessionId, source, requireLocale(request.locale, this.locale));
+    const { raw, unreadable } = await this.readRaw(sessionId, source, requireLocale(request.locale, this.locale));
+    let response: ResolveResponse;
     try {
-      return await withDbTimeout(
+      response = await withDbTimeout(
         this.resolveAgainstStore(sessionId, workspace, raw, callerGeneration),
         this.deps.dbTimeoutMs,
         "workspace rules resolve",
@@ -184,6 +185,13 @@ export class RulesSnapshotService {
     } catch (error) {
       return this.degraded(sessionId, raw, error);
     }
+    if (unreadable === null || response.warning !== "") return response;
+    // A path read where rules-snapshot runs, not where the harness does (a container without the
+    // workspace mounted): say so on every answer instead of a silent "no rules".
+    return {
+      ...response,
+      warning: `rules_file ${source.$case === "file" ? source.value.path : ""} cannot be read where rules-snapshot runs (${unreadable}): no rules were read from it; mount the workspace into rules-snapshot or send rules_content`,
+    };
   }
 
   /** Drops the session's snapshot so the next resolve pins what is read then. */
@@ -247,21 +255,28 @@ export class RulesSnapshotService {
     return { kind: "applied", removed };
   }
 
-  private async readRaw(sessionId: string, source: RulesSource, locale: Locale): Promise<RawRules> {
-    if (source.$case === "content") return this.render(source.value.text, null, null, false, locale);
+  /** The rules as read now, and why nothing could be read when the file is missing or unreadable. */
+  private async readRaw(
+    sessionId: string,
+    source: RulesSource,
+    locale: Locale,
+  ): Promise<{ raw: RawRules; unreadable: string | null }> {
+    if (source.$case === "content")
+      return { raw: this.render(source.value.text, null, null, false, locale), unreadable: null };
     const sourcePath = source.value.path;
     try {
       const read = await this.deps.readFile(sourcePath);
+      const unreadable = read.missing ?? null;
       let byLocale = this.rendered.get(read);
       if (byLocale === undefined) {
         byLocale = new Map();
         this.rendered.set(read, byLocale);
       }
       const known = byLocale.get(locale);
-      if (known !== undefined) return known;
+      if (known !== undefined) return { raw: known, unreadable };
       const raw = this.render(read.text, sourcePath, read.mtimeMs, read.truncated, locale);
       byLocale.set(locale, raw);
-      return raw;
+      return { raw, unreadable };
     } catch (error) {
       if (error instanceof ValidationError) throw error;
       // An unreadable file must not block the conversation: it reads as empty, which keeps a pinned
@@ -270,7 +285,7 @@ export class RulesSnapshotService {
         { sessionId, path: sourcePath, err: errorMessage(error) },
         `workspace rules source unreadable, treated as empty session=${sessionId} path=${sourcePath}`,
       );
-      return this.render("", sourcePath, null, false, locale);
+      return { raw: this.render("", sourcePath, null, false, locale), unreadable: errorMessage(error) };
     }
   }
 

@@ -140,6 +140,8 @@ export function snapshotRulesSource(
           { session_id: lookup.sessionId, warning: response.warning },
           `workspace rules degraded to raw text session=${lookup.sessionId}`,
         );
+      } else if (response.warning !== "") {
+        options.logger.warn({ session_id: lookup.sessionId, warning: response.warning }, response.warning);
       }
       return {
         sectionText: response.sectionText,

@@ -26,8 +26,14 @@ describe("readAgentsMdFile", () => {
 
   it("reads a missing file, a missing directory or a directory as empty", async () => {
     await mkdir(join(dir, "a-dir"));
-    for (const path of [join(dir, "nope.md"), join(dir, "no-dir", "AGENTS.md"), join(dir, "a-dir")]) {
-      expect(await readAgentsMdFile(path)).toEqual({ text: "", mtimeMs: null, truncated: false });
+    const cases: Array<[string, string]> = [
+      [join(dir, "nope.md"), "ENOENT"],
+      [join(dir, "no-dir", "AGENTS.md"), "ENOENT"],
+      [join(dir, "a-dir"), "not a regular file"],
+    ];
+    for (const [path, missing] of cases) {
+      // Empty, and saying why: a path that names nothing here is reported, not silently "no rules".
+      expect(await readAgentsMdFile(path)).toEqual({ text: "", mtimeMs: null, truncated: false, missing });
     }
   });
 
@@ -90,9 +96,9 @@ describe("cachedAgentsMdReader", () => {
     await rename(join(dir, "replaced.tmp"), path);
     expect((await read(path)).text).toBe("new");
     await rm(path);
-    expect(await read(path)).toEqual({ text: "", mtimeMs: null, truncated: false });
+    expect(await read(path)).toMatchObject({ text: "", mtimeMs: null, truncated: false });
     await mkdir(path);
-    expect(await read(path)).toEqual({ text: "", mtimeMs: null, truncated: false });
+    expect(await read(path)).toMatchObject({ text: "", mtimeMs: null, truncated: false });
   });
 
   it("keeps nothing over its byte budget and still reads correctly", async () => {

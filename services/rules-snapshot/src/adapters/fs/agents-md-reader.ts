@@ -15,6 +15,8 @@ export interface AgentsMdRead {
   readonly mtimeMs: number | null;
   /** The file is larger than the cap and `text` is only its head (possibly cut mid-line). */
   readonly truncated: boolean;
+  /** Why nothing was read, when the path names no readable file here (ENOENT, ENOTDIR, not a file ...). */
+  readonly missing?: string;
 }
 
 const READ_CHUNK_BYTES = 64 * 1024;
@@ -42,12 +44,12 @@ export async function readAgentsMdFile(path: string, options: { maxBytes?: numbe
   try {
     handle = await open(path, "r");
   } catch (error) {
-    if (isMissing(error)) return { text: "", mtimeMs: null, truncated: false };
+    if (isMissing(error)) return missingRead(error);
     throw error;
   }
   try {
     const stat = await handle.stat();
-    if (!stat.isFile()) return { text: "", mtimeMs: null, truncated: false };
+    if (!stat.isFile()) return NOT_A_FILE;
     // Read until EOF or one byte past the cap, in chunks: stat.size can change between stat and read,
     // and the extra byte tells "exactly at the cap" from "over it".
     const chunks: Buffer[] = [];
@@ -63,11 +65,18 @@ export async function readAgentsMdFile(path: string, options: { maxBytes?: numbe
     const text = Buffer.concat(chunks, Math.min(total, maxBytes)).toString("utf8");
     return { text, mtimeMs: Math.floor(stat.mtimeMs), truncated };
   } catch (error) {
-    if (isMissing(error)) return { text: "", mtimeMs: null, truncated: false };
+    if (isMissing(error)) return missingRead(error);
     throw error;
   } finally {
     await handle.close();
   }
+}
+
+const NOT_A_FILE: AgentsMdRead = { text: "", mtimeMs: null, truncated: false, missing: "not a regular file" };
+
+function missingRead(error: unknown): AgentsMdRead {
+  const code = (error as { code?: unknown }).code;
+  return { text: "", mtimeMs: null, truncated: false, missing: typeof code === "string" ? code : "missing" };
 }
 
 function isMissing(error: unknown): boolean {
@@ -108,12 +117,12 @@ export function cachedAgentsMdReader(
       const info = await stat(path, { bigint: true });
       if (!info.isFile()) {
         forget(path);
-        return { text: "", mtimeMs: null, truncated: false };
+        return NOT_A_FILE;
       }
       identity = `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
     } catch (error) {
       forget(path);
-      if (isMissing(error)) return { text: "", mtimeMs: null, truncated: false };
+      if (isMissing(error)) return missingRead(error);
       throw error;
     }
     const cached = cache.get(path);
