@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHarnessClient } from "@prefix-guard/client";
+import { bearerMetadata } from "@prefix-guard/grpc";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,6 +22,9 @@ const fixedNow = Date.UTC(2026, 9, 12, 7, 50);
 const turns = 8;
 const contextWindow = 16_000;
 const workspace = "/srv/workspaces/demo";
+// Every service requires a bearer token, so both clients' token options are exercised too.
+const HARNESS_TOKEN = "harness-token-0123456789";
+const ASSEMBLY_TOKEN = "assembly-token-abcdefghij";
 
 interface LoopLine {
   kind: "turn" | "compaction";
@@ -94,6 +98,7 @@ async function typescriptLoop(stack: Stack, sessionId: string): Promise<Omit<Loo
     promptAssembly: stack.addresses["prompt-assembly"],
     cacheMonitor: stack.addresses["cache-monitor"],
     deadlineMs: 10_000,
+    metadata: () => bearerMetadata(HARNESS_TOKEN),
   });
   const lines: Omit<LoopLine, "body_sha256">[] = [];
   try {
@@ -161,7 +166,12 @@ describe("the Python client, built offline and installed in a venv outside the r
     venvPython = join(work, "venv/bin/python");
     const wheels = spawnSync("bash", ["-c", `ls ${join(work, "dist")}/prefix_guard-*.whl`], { encoding: "utf8" });
     await mustRun(venvPython, ["-m", "pip", "install", "--quiet", "--no-index", wheels.stdout.trim()], work);
-    stack = await startStack({ cacheMonitor: true, now: () => fixedNow });
+    stack = await startStack({
+      cacheMonitor: true,
+      now: () => fixedNow,
+      env: { GRPC_AUTH_TOKENS: `harness:${HARNESS_TOKEN},prompt-assembly:${ASSEMBLY_TOKEN}` },
+      serviceEnv: { "prompt-assembly": { PEER_AUTH_TOKEN: ASSEMBLY_TOKEN } },
+    });
   }, 600_000);
   afterAll(async () => {
     await stack?.stop();
@@ -213,6 +223,8 @@ describe("the Python client, built offline and installed in a venv outside the r
         stack.addresses["prompt-assembly"],
         "--cache-monitor",
         stack.addresses["cache-monitor"],
+        "--token",
+        HARNESS_TOKEN,
         "--session-id",
         pySession,
         "--workspace",
@@ -260,15 +272,22 @@ describe("the Python client, built offline and installed in a venv outside the r
     });
   });
 
-  it("raises PrefixGuardError with the code, field and reason the services put in the status", async ({ skip }) => {
+  it("sends the bearer token, and raises PrefixGuardError with the status's code, field and reason", async ({
+    skip,
+  }) => {
     skipUnlessReady(skip);
     if (stack === undefined) throw new Error("stack not started");
     const script = `
 import json, sys
 from prefix_guard import BuildOptions, PrefixGuardClient, PrefixGuardError, Role, WireFormat
-se, pa, cm, sid = sys.argv[1:5]
+se, pa, cm, sid, token = sys.argv[1:6]
 out = []
-with PrefixGuardClient(se, pa, cm, deadline_s=10.0) as client:
+with PrefixGuardClient(se, pa, cm, deadline_s=10.0) as anonymous:
+    try:
+        anonymous.get_session(sid)
+    except PrefixGuardError as e:
+        out.append({"code": e.code.name, "field": e.field, "reason": e.reason, "peer": e.peer, "message": e.message})
+with PrefixGuardClient(se, pa, cm, deadline_s=10.0, token=lambda: token) as client:
     client.create_session("u1", "/w", session_id=sid)
     saved = client.save_message(sid, Role.ROLE_USER, "hi")
     attempts = [
@@ -293,11 +312,15 @@ print(json.dumps(out))
         stack.addresses["prompt-assembly"],
         stack.addresses["cache-monitor"],
         `py-errors-${process.pid}`,
+        HARNESS_TOKEN,
       ],
       { cwd: work ?? "" },
     );
     expect(result.stderr).toBe("");
-    const [conflict, invalid, missing] = JSON.parse(result.stdout) as Array<Record<string, string | null>>;
+    const [unauthenticated, conflict, invalid, missing] = JSON.parse(result.stdout) as Array<
+      Record<string, string | null>
+    >;
+    expect(unauthenticated).toMatchObject({ code: "UNAUTHENTICATED", peer: "session-events" });
     expect(conflict).toMatchObject({ code: "ABORTED", field: null, reason: "seq_mismatch", peer: "session-events" });
     expect(invalid).toMatchObject({ code: "INVALID_ARGUMENT", field: "context_window", peer: "prompt-assembly" });
     expect(invalid?.message).toContain("must be > 0");
