@@ -19,7 +19,7 @@ step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - started ))"; }
 if [ "$tier" != unit ]; then
   step "MariaDB"; bash deploy/scripts/mariadb.sh ensure || exit 1
   step "Kafka (test broker on 127.0.0.1:$KAFKA_PORT)"; bash deploy/kafka/kafka.sh reset >/dev/null 2>&1; bash deploy/kafka/kafka.sh start || exit 1
-  step "Python tooling for the example consumer (Debian packages)"; bash deploy/scripts/python-deps.sh || echo "python consumer test will be skipped"
+  step "Python tooling for the example consumer and the Python client (Debian packages)"; bash deploy/scripts/python-deps.sh || echo "python consumer and python client tests will be skipped"
 fi
 step "lint (biome) and type check (tsc)"
 biome check . || exit 1
