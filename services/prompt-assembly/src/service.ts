@@ -160,6 +160,7 @@ export async function startPromptAssembly(
           if (error instanceof NotFoundError) throw new PoisonMessageError(error.message, { cause: error });
           throw error;
         }
+        views.forgetEnded(events);
         const appliedAt = Date.now();
         for (const event of events) {
           metrics.eventApplyDelay.observe(

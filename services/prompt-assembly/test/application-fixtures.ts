@@ -73,7 +73,8 @@ export class FakeSessionEvents implements SessionEventsReader {
   readonly readsAfter: number[] = [];
   /** When set, ReadEvents fails with it (session-events down). */
   failReadsWith: Error | null = null;
-  autoDeliver: SessionProjection | null = null;
+  /** The consumer path: what service.ts does with a delivered batch (apply, then drop ended views). */
+  autoDeliver: { applySessionEvent(event: SessionEvent): Promise<unknown> } | null = null;
   private readonly logs = new Map<string, SessionEvent[]>();
   private readonly zones = new Map<string, string>();
   private eventCounter = 0;

@@ -121,7 +121,12 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
     const logger = new RecordingLogger();
     const make = () => {
       const core = assemblyCore({ db: store.db, rules, sessions: events, now: clock.now, logger, options });
-      events.autoDeliver = core.projection;
+      events.autoDeliver = {
+        applySessionEvent: async (event) => {
+          await core.projection.applySessionEvent(event);
+          core.views.forgetEnded([event]);
+        },
+      };
       return core;
     };
     let current = make();
@@ -541,6 +546,22 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       expect(pa.events.readCalls).toBe(readsBefore + 2);
       expect(pa.events.readsAfter.at(-1)).toBe(saved.seq);
       expect(latest.bodyJson).toBe(response.bodyJson);
+    });
+
+    it("does not serve a deleted session from memory once its delete is consumed, even for an old min_seq", async () => {
+      const pa = service();
+      const sessionId = nextSessionId();
+      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
+      const saved = await pa.events.saveMessage(sessionId, {
+        atMs: shanghai("2026-10-12", "09:01"),
+        role: "user",
+        content: "删除之前",
+      });
+      await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
+      await pa.events.deleteSession(sessionId, shanghai("2026-10-12", "09:02"));
+      const error = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq })).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(NotFoundError);
+      expect((error as NotFoundError).reason).toBe("session_deleted");
     });
 
     it("serves min_seq from the view in memory, and sees a later write only when min_seq or 0 asks for it", async () => {

@@ -16,6 +16,7 @@
 // only copy of anything.
 
 import { FailedPreconditionError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import type { ProjectionStore } from "../../adapters/mysql/projection-store";
 import {
   evolveSessionView,
@@ -123,6 +124,18 @@ export class SessionViews {
   /** What this process holds, for the memory report. */
   stats(): { sessions: number; bytes: number; budgetBytes: number } {
     return { sessions: this.cache.size, bytes: this.cachedBytes, budgetBytes: this.options.cacheBytes };
+  }
+
+  /**
+   * Drops the views of sessions these applied events delete or end, so a caller that builds with an
+   * old min_seq after the delete is not served from memory (on the replica consuming the partition;
+   * min_seq 0 or the delete's seq reaches session-events on any replica).
+   */
+  forgetEnded(events: readonly SessionEvent[]): void {
+    for (const event of events) {
+      const kind = event.payload?.$case;
+      if (kind === "sessionDeleted" || kind === "sideTaskPromoted") this.forget(event.sessionId);
+    }
   }
 
   forget(sessionId: string): void {
