@@ -88,6 +88,12 @@ export function meanMsBetween(
   return out;
 }
 
+/** Value of an unlabelled gauge (default labels such as service="..." allowed), NaN when absent. */
+export function gaugeValue(exposition: string, name: string): number {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+(\\S+)`, "m").exec(exposition);
+  return match ? Number(match[1]) : Number.NaN;
+}
+
 export function ratio(value: number, floor: number): number {
   return floor > 0 ? value / floor : Number.NaN;
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   cpuPercent,
   cpuTicksFromStat,
+  gaugeValue,
   histogramTotals,
   markdownTable,
   meanMsBetween,
@@ -67,6 +68,12 @@ describe("speed report helpers", () => {
     expect(q.mean).toBe(50.5);
     expect(ratio(10, 4)).toBe(2.5);
     expect(ratio(10, 0)).toBeNaN();
+  });
+
+  it("reads a gauge with or without default labels", () => {
+    expect(gaugeValue('# HELP g x\ng{service="pa"} 42\n', "g")).toBe(42);
+    expect(gaugeValue("g_total 1\ng 7\n", "g")).toBe(7);
+    expect(gaugeValue("h 1\n", "g")).toBeNaN();
   });
 
   it("writes a markdown table", () => {

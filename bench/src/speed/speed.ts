@@ -11,7 +11,7 @@ import { turnTexts } from "./content";
 import { FloorClient } from "./floor";
 import { interleaved, type PacedResult, pacedWrites, type ThroughputResult, throughput } from "./measure";
 import { type BenchProcess, freePort, killStale, mariadbPid, rssBytes, sleep, startNode } from "./procs";
-import { histogramTotals, meanMsBetween, type Quantiles, quantiles, ratio } from "./report";
+import { gaugeValue, histogramTotals, meanMsBetween, type Quantiles, quantiles, ratio } from "./report";
 import {
   build,
   buildRequest,
@@ -54,11 +54,11 @@ const plans: Record<"quick" | "full", Plan> = {
   quick: {
     builds: 40,
     warmup: 5,
-    throughputSessions: 8,
+    throughputSessions: 4,
     throughputMs: 3_000,
-    turnFlows: 30,
-    pipelineMs: 5_000,
-    drainMs: 20_000,
+    turnFlows: 25,
+    pipelineMs: 4_000,
+    drainMs: 15_000,
   },
   full: {
     builds: 300,
@@ -226,7 +226,9 @@ async function runTree(context: TreeContext, tag: "before" | "after", tree: stri
       seed: 1_000 + i,
     }));
     progress(`${tag}: filling ${latencySessions.length + throughputSessions.length} sessions`);
-    const lastSeq = await fillSessions(stack, [...latencySessions, ...throughputSessions], workspace, 16);
+    // Longest first: a session's turns are saved one after another, so the 2,000-turn one sets the pace.
+    const toFill = [...latencySessions, ...throughputSessions].sort((a, b) => b.turns - a.turns);
+    const lastSeq = await fillSessions(stack, toFill, workspace, 16);
     progress(`${tag}: waiting for prompt-assembly's projection`);
     await waitProjected(stack, lastSeq, 600_000);
 
@@ -490,7 +492,6 @@ async function measureMemory(
   );
   const rssAfterBytes = rssBytes(pid);
   const metrics = await scrape(stack.metricsUrl);
-  const gauge = (name: string) => Number(new RegExp(`^${name}\\s+(\\S+)`, "m").exec(metrics)?.[1] ?? Number.NaN);
   const totalSeq = await sumProjected(stack, "after-ev-");
   return {
     sessions: sessionIds.length,
@@ -499,8 +500,8 @@ async function measureMemory(
     rssAfterBytes,
     rssPer1000SessionsBytes: Math.round(((rssAfterBytes - rssBeforeBytes) * 1_000) / sessionIds.length),
     viewCacheBytesBudget: loadPromptAssemblyConfig({}).VIEW_CACHE_BYTES,
-    viewCacheBytes: gauge("prefixguard_view_cache_bytes"),
-    viewCacheSessions: gauge("prefixguard_view_cache_sessions"),
+    viewCacheBytes: gaugeValue(metrics, "prefixguard_view_cache_bytes"),
+    viewCacheSessions: gaugeValue(metrics, "prefixguard_view_cache_sessions"),
   };
 }
 
