@@ -132,6 +132,7 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
       `${fmt(t.buildAfterSave.p50)} / ${fmt(t.buildAfterSave.p99)}`,
       `${fmt(t.extraP50Ms, 2)} / ${fmt(t.extraP99Ms, 2)}`,
       `${fmt(t.extraP50InRtt, 1)} / ${fmt(t.extraP99InRtt, 1)}`,
+      `${fmt(t.extraPairedMedianMs, 2)} (${fmt(t.extraPairedMedianInRtt, 1)} RTT)`,
       `${fmt(tree.rtt.p50, 2)} / ${fmt(tree.rtt.p99, 2)}`,
     ]);
   }
@@ -141,7 +142,16 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
   );
   out.push(
     markdownTable(
-      ["tree", "bare build", "SaveMessage", "build after save", "extra vs bare", "extra in bare RTTs", "bare gRPC RTT"],
+      [
+        "tree",
+        "bare build",
+        "SaveMessage",
+        "build after save",
+        "extra vs bare",
+        "extra in bare RTTs",
+        "paired median extra",
+        "bare gRPC RTT",
+      ],
       flowRows,
     ),
     "",

@@ -89,6 +89,9 @@ export interface TurnFlow {
   readonly flow: Quantiles;
   readonly extraP50Ms: number;
   readonly extraP99Ms: number;
+  /** Median of (build after save − bare build) taken pair by pair: steadier than a difference of p50s. */
+  readonly extraPairedMedianMs: number;
+  readonly extraPairedMedianInRtt: number;
   readonly extraP50InRtt: number;
   readonly extraP99InRtt: number;
 }
@@ -342,6 +345,7 @@ async function measureTurnFlow(
   }
   const b = quantiles(bare);
   const a = quantiles(after);
+  const paired = quantiles(after.map((ms, i) => ms - (bare[i] ?? Number.NaN))).p50;
   return {
     bare: b,
     saveMessage: quantiles(save),
@@ -349,6 +353,8 @@ async function measureTurnFlow(
     flow: quantiles(flow),
     extraP50Ms: round(a.p50 - b.p50, 2),
     extraP99Ms: round(a.p99 - b.p99, 2),
+    extraPairedMedianMs: round(paired, 2),
+    extraPairedMedianInRtt: round(paired / rtt.p50),
     extraP50InRtt: round((a.p50 - b.p50) / rtt.p50),
     extraP99InRtt: round((a.p99 - b.p99) / rtt.p99),
   };
