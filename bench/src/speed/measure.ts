@@ -144,7 +144,9 @@ export async function pacedWrites(options: {
       if (wait > 1) await sleep(wait);
       const probe = i % options.probeEvery === 0;
       const ids = probe ? options.probeIds : options.sessionIds;
-      const sessionId = ids[Math.floor(i / (probe ? options.probeEvery : 1)) % ids.length] ?? "";
+      // Probes take every probeEvery-th write; the rest go round the other sessions in turn.
+      const slot = probe ? i / options.probeEvery : i - Math.floor(i / options.probeEvery) - 1;
+      const sessionId = ids[slot % ids.length] ?? "";
       try {
         const seq = await options.write(sessionId, i);
         answered++;

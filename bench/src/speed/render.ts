@@ -118,6 +118,28 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
     "",
   );
 
+  const resolveRows: string[][] = [];
+  for (const [label, tree] of [
+    ["before", before],
+    ["after", after],
+  ] as const) {
+    if (!tree) continue;
+    const r = tree.resolve;
+    resolveRows.push([
+      label,
+      `${fmt(r.retained.p50, 2)} / ${fmt(r.retained.p99, 2)}`,
+      `${fmt(r.rtt.p50, 2)} / ${fmt(r.rtt.p99, 2)}`,
+      `${fmt(r.p50xRtt, 2)}× / ${fmt(r.p99xRtt, 2)}×`,
+      fmt(r.throughput.perSecond, 0),
+      cpuCell(r.throughput.cpu),
+    ]);
+  }
+  out.push("**Resolve (retained) vs a bare gRPC round trip** (p50 / p99 ms; goal p99 ≤ 2× RTT, ≥ 3,000 Resolve/s)", "");
+  out.push(
+    markdownTable(["tree", "Resolve", "bare RTT", "÷ RTT", "Resolve/s at c=32", "CPU (% of one core)"], resolveRows),
+    "",
+  );
+
   const flowRows: string[][] = [];
   for (const [label, tree] of [
     ["before", before],

@@ -20,6 +20,7 @@ import {
   fillSessions,
   freshDatabase,
   projectedSeqs,
+  resolveRules,
   type Stack,
   saveMessage,
   scrape,
@@ -105,6 +106,14 @@ export interface TreeResult {
   readonly serverMsPerBuild500: number;
   readonly throughput: ThroughputResult[];
   readonly turnFlow: TurnFlow;
+  /** Resolve of a retained snapshot against a bare gRPC round trip (goal p99 ≤ 2×), and Resolve/s. */
+  readonly resolve: {
+    readonly retained: Quantiles;
+    readonly rtt: Quantiles;
+    readonly p50xRtt: number;
+    readonly p99xRtt: number;
+    readonly throughput: ThroughputResult;
+  };
   readonly stages?: Record<string, { meanMs: number; count: number }>;
   readonly pipeline?: PipelineResult;
   readonly memory?: MemoryResult;
@@ -271,6 +280,29 @@ async function runTree(context: TreeContext, tag: "before" | "after", tree: stri
       });
     }
 
+    progress(`${tag}: Resolve (retained) × ${plan.builds} with the bare RTT, then Resolve/s at concurrency 32`);
+    const resolveIds = Array.from({ length: 64 }, (_, i) => `${tag}-resolve-${i}`);
+    for (const id of resolveIds) await resolveRules(stack, id, workspace, rulesPath);
+    const resolveMeasured = await interleaved(
+      { resolve: () => resolveRules(stack, resolveIds[0] ?? "", workspace, rulesPath), rtt: () => floor.ping() },
+      plan.builds,
+      plan.warmup,
+    );
+    const retained = resolveMeasured["resolve"] ?? quantiles([]);
+    const resolveRtt = resolveMeasured["rtt"] ?? quantiles([]);
+    const resolve = {
+      retained,
+      rtt: resolveRtt,
+      p50xRtt: round(ratio(retained.p50, resolveRtt.p50)),
+      p99xRtt: round(ratio(retained.p99, resolveRtt.p99)),
+      throughput: await throughput(
+        (i) => resolveRules(stack, resolveIds[i % resolveIds.length] ?? "", workspace, rulesPath),
+        32,
+        plan.throughputMs,
+        pids,
+      ),
+    };
+
     const tpRequests = [...throughputSessions, ...latencySessions.filter((s) => s.turns === 500)].map((s) =>
       buildRequest(s.id, lastSeq.get(s.id) ?? 0, workspace, rulesPath),
     );
@@ -304,6 +336,7 @@ async function runTree(context: TreeContext, tag: "before" | "after", tree: stri
       serverMsPerBuild500: round(serverMsPerBuild500, 2),
       throughput: throughputResults,
       turnFlow,
+      resolve,
       ...(stages ? { stages } : {}),
     };
     if (tag === "before") return result;

@@ -9,6 +9,7 @@ import {
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { progress } from "../stats";
 import { turnTexts } from "./content";
@@ -25,6 +26,7 @@ export interface Stack {
   readonly processes: Readonly<Record<ServiceName, BenchProcess>>;
   readonly sessions: SessionEventsClient;
   readonly assembly: PromptAssemblyClient;
+  readonly rules: RulesSnapshotClient;
   /** prompt-assembly's own database (its projection tables). */
   readonly paDb: Database;
   readonly metricsUrl: string;
@@ -112,17 +114,20 @@ export async function startStack(options: {
   const insecure = credentials.createInsecure();
   const sessions = new SessionEventsClient(`127.0.0.1:${ports["session-events"].grpc}`, insecure);
   const assembly = new PromptAssemblyClient(`127.0.0.1:${ports["prompt-assembly"].grpc}`, insecure);
+  const rules = new RulesSnapshotClient(`127.0.0.1:${ports["rules-snapshot"].grpc}`, insecure);
   const paDb = createDatabase(paUrl, { poolMax: 4 });
   return {
     tag: options.tag,
     processes: processes as Record<ServiceName, BenchProcess>,
     sessions,
     assembly,
+    rules,
     paDb,
     metricsUrl: `http://127.0.0.1:${ports["prompt-assembly"].metrics}/metrics`,
     async stop() {
       sessions.close();
       assembly.close();
+      rules.close();
       await paDb.destroy();
       // prompt-assembly first: it calls the other two.
       for (const service of [...serviceNames].reverse()) await processes[service]?.stop();
@@ -262,4 +267,21 @@ export function buildRequest(
 export async function build(stack: Stack, request: BuildRequestRequest): Promise<string> {
   const response = await callUnary(stack.assembly, stack.assembly.buildRequest, request, call);
   return response.bodyJson;
+}
+
+/** Resolve of the rules file for a session (the first call pins, later ones are "retained"). */
+export async function resolveRules(stack: Stack, sessionId: string, workspace: string, rulesPath: string) {
+  return callUnary(
+    stack.rules,
+    stack.rules.resolve,
+    {
+      sessionId,
+      workspace,
+      source: { $case: "file", value: { path: rulesPath } },
+      compactionGeneration: 0,
+      embed: false,
+      locale: "",
+    },
+    call,
+  );
 }
