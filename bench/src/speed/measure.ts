@@ -139,7 +139,8 @@ export async function pacedWrites(options: {
     for (;;) {
       const i = k++;
       const due = options.rate > 0 ? started + (i * 1000) / options.rate : performance.now();
-      if (due >= end) return;
+      // Past the window either way: when the writers fall behind the pace they do not make it up.
+      if (due >= end || performance.now() >= end) return;
       const wait = due - performance.now();
       if (wait > 1) await sleep(wait);
       const probe = i % options.probeEvery === 0;
