@@ -75,6 +75,8 @@ export async function throughput(
 export interface PacedResult {
   readonly offeredPerSecond: number;
   readonly answeredPerSecond: number;
+  /** Writes answered: exact, for comparing with the projection's counts. */
+  readonly answered: number;
   readonly seconds: number;
   readonly errors: number;
   readonly lag: Quantiles;
@@ -176,6 +178,7 @@ export async function pacedWrites(options: {
   return {
     offeredPerSecond: options.rate,
     answeredPerSecond: Number((answered / seconds).toFixed(1)),
+    answered,
     seconds: Number(seconds.toFixed(2)),
     errors,
     lag: quantiles(lags.map((l) => l.lag)),

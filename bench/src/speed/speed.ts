@@ -468,7 +468,7 @@ async function measurePipeline(
       appliedAtEnd = await sumProjected(stack, prefix);
     },
   });
-  const answered = Math.round(saturation.answeredPerSecond * saturation.seconds);
+  const answered = saturation.answered;
   // End to end: every answered event applied, timed from the first write.
   const fullyApplied = startSum + answered;
   const deadline = Date.now() + plan.drainMs;
