@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.9
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help install proto run up down status test test-unit test-int lint format bench kafka-start kafka-stop mariadb clean
+.PHONY: help install proto run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean
 
 help:
 	@echo "make run     whole system in one process (SQLite + embedded transport), Ctrl-C stops"
@@ -63,8 +63,12 @@ lint: proto
 format: install
 	biome check --write .
 
-bench: proto kafka-start mariadb
-	node --import tsx bench/src/run.ts
+# The bench runs its own broker on 39092 (bench/src/speed/bench.sh); BENCH_ARGS=--quick for a short run.
+bench: proto mariadb
+	bash bench/src/speed/bench.sh $(BENCH_ARGS)
+
+bench-quick: proto mariadb
+	bash bench/src/speed/bench.sh --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf .run .data proto/gen libs/client/build libs/client/dist

@@ -1,44 +1,69 @@
-// `make bench`: runs every benchmark and writes bench/results/*.json (and replay.svg); the tables go
-// to stdout. `--quick` runs smaller versions of each.
+// `make bench`: runs every benchmark and writes bench/results/*.json (and replay.svg, speed.md); the
+// tables go to stdout. `--quick` runs smaller versions of each; `--only=speed` or `--only=replay`
+// runs one. Start it through bench/src/speed/bench.sh, which owns the bench Kafka broker.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { runLatencyBench } from "./latency";
+import { join, resolve } from "node:path";
 import { runReplayBench } from "./replay/run-replay";
 import { FULL_WORKLOAD, QUICK_WORKLOAD } from "./replay/workload";
+import { buildStages, renderMarkdown } from "./speed/render";
+import { readKafkaPid, runSpeedBench } from "./speed/speed";
 import { progress } from "./stats";
 
+const repo = resolve(import.meta.dirname, "../..");
 const resultsDir = join(import.meta.dirname, "../results");
 mkdirSync(resultsDir, { recursive: true });
 const quick = process.argv.includes("--quick");
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
 const measuredAt = new Date().toISOString();
-const latency = await runLatencyBench(
-  quick ? { sessions: 20, retainedPerSession: 5, builds: 20 } : { sessions: 200, retainedPerSession: 20, builds: 200 },
-);
-writeFileSync(
-  join(resultsDir, "latency.json"),
-  `${JSON.stringify({ measuredAt, node: process.version, ...latency }, null, 2)}\n`,
-);
-progress(`wrote ${join(resultsDir, "latency.json")}`);
 
-const { svg, ...replay } = await runReplayBench(quick ? QUICK_WORKLOAD : FULL_WORKLOAD);
-writeFileSync(
-  join(resultsDir, "replay.json"),
-  `${JSON.stringify({ measuredAt, node: process.version, quick, ...replay }, null, 2)}\n`,
-);
-writeFileSync(join(resultsDir, "replay.svg"), svg);
-// What an SRE gets from `prefixctl collapses --since all` on each run's data.
-writeFileSync(
-  join(resultsDir, "replay-collapses.txt"),
-  [
-    `# prefixctl collapses --since all --limit 100000, after each replay run (${measuredAt})`,
-    "",
-    "## naive (the seeds' before)",
-    "",
-    replay.naive.collapses.table,
-    "## stabilised",
-    "",
-    replay.stabilised.collapses.table,
-  ].join("\n"),
-);
-progress(`wrote ${join(resultsDir, "replay.json")}, replay.svg and replay-collapses.txt`);
+if (only === undefined || only === "speed") {
+  const kafkaData = process.env["KAFKA_DATA"] ?? join(repo, ".run", "kafka-bench");
+  const kafkaScript = join(repo, "deploy", "kafka", "kafka.sh");
+  const baselineRoot = process.env["BENCH_BASELINE"];
+  const speed = await runSpeedBench({
+    repo,
+    baselineRoot: baselineRoot === undefined || baselineRoot === "" ? undefined : baselineRoot,
+    quick,
+    kafkaBrokers: process.env["KAFKA_BROKERS"] ?? "127.0.0.1:39092",
+    resetKafka: () => {
+      for (const command of ["reset", "start"])
+        execFileSync("bash", [kafkaScript, command], { stdio: ["ignore", 2, 2] });
+    },
+    kafkaPid: () => readKafkaPid(kafkaData),
+  });
+  const markdown = renderMarkdown(speed, measuredAt);
+  writeFileSync(
+    join(resultsDir, "speed.json"),
+    `${JSON.stringify({ measuredAt, node: process.version, ...speed }, null, 2)}\n`,
+  );
+  writeFileSync(join(resultsDir, "build-stages.json"), `${JSON.stringify(buildStages(speed, measuredAt), null, 2)}\n`);
+  writeFileSync(join(resultsDir, "speed.md"), `${markdown}\n`);
+  process.stdout.write(`\n${markdown}\n`);
+  progress(`wrote ${join(resultsDir, "speed.json")}, build-stages.json and speed.md`);
+}
+
+if (only === undefined || only === "replay") {
+  const { svg, ...replay } = await runReplayBench(quick ? QUICK_WORKLOAD : FULL_WORKLOAD);
+  writeFileSync(
+    join(resultsDir, "replay.json"),
+    `${JSON.stringify({ measuredAt, node: process.version, quick, ...replay }, null, 2)}\n`,
+  );
+  writeFileSync(join(resultsDir, "replay.svg"), svg);
+  // What an SRE gets from `prefixctl collapses --since all` on each run's data.
+  writeFileSync(
+    join(resultsDir, "replay-collapses.txt"),
+    [
+      `# prefixctl collapses --since all --limit 100000, after each replay run (${measuredAt})`,
+      "",
+      "## naive (the seeds' before)",
+      "",
+      replay.naive.collapses.table,
+      "## stabilised",
+      "",
+      replay.stabilised.collapses.table,
+    ].join("\n"),
+  );
+  progress(`wrote ${join(resultsDir, "replay.json")}, replay.svg and replay-collapses.txt`);
+}
 process.exit(0);

@@ -35,6 +35,9 @@ export function formatTable(rows: readonly LatencySummary[], baseline?: string):
   return [header, "-".repeat(header.length), ...lines].join("\n");
 }
 
+const startedAt = performance.now();
+
+/** On stderr, with seconds since the bench started (to see which phase the time goes to). */
 export function progress(message: string): void {
-  process.stderr.write(`[bench] ${message}\n`);
+  process.stderr.write(`[bench +${((performance.now() - startedAt) / 1000).toFixed(0)}s] ${message}\n`);
 }

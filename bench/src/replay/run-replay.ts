@@ -1,7 +1,7 @@
 // Replays a workload through the real services twice, with the naive assembly policy (the seeds'
 // "before") and the stabilised one (the product), and reports them side by side.
 //
-// Wiring as in bench/src/latency.ts: session-events, rules-snapshot and prompt-assembly in this
+// Wiring as in the former bench/src/latency.ts: session-events, rules-snapshot and prompt-assembly in this
 // process on fresh MariaDB databases and the embedded bus, all three on one injected clock that the
 // replay moves from event to event. The harness flow is the real one over gRPC: SaveMessage, then
 // BuildRequest(min_seq) with the workspace rules FILE source; CommitCompaction for compactions; the

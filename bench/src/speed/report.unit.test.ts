@@ -1,0 +1,82 @@
+import { describe, expect, it } from "vitest";
+import {
+  cpuPercent,
+  cpuTicksFromStat,
+  gaugeValue,
+  histogramTotals,
+  markdownTable,
+  meanMsBetween,
+  quantiles,
+  ratio,
+  rssBytesFromStatus,
+} from "./report";
+
+describe("speed report helpers", () => {
+  it("takes utime + stime from /proc/<pid>/stat even when the command holds spaces and parens", () => {
+    const stat = "4242 (node (main) x) S 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 11 0 123 456 789";
+    expect(cpuTicksFromStat(stat)).toBe(300);
+  });
+
+  it("turns ticks into percent of one core", () => {
+    expect(cpuPercent(150, 1_000)).toBe(150);
+    expect(cpuPercent(50, 10_000)).toBe(5);
+    expect(cpuPercent(1, 0)).toBeNaN();
+  });
+
+  it("reads VmRSS in bytes", () => {
+    expect(rssBytesFromStatus("Name:\tnode\nVmRSS:\t  2048 kB\nVmSwap:\t0 kB\n")).toBe(2048 * 1024);
+    expect(rssBytesFromStatus("Name:\tnode\n")).toBeNaN();
+  });
+
+  it("sums a histogram per label and averages the delta between two scrapes", () => {
+    const scrape = (sum: number, count: number) =>
+      [
+        "# TYPE prefixguard_build_stage_seconds histogram",
+        `prefixguard_build_stage_seconds_bucket{le="0.001",stage="assemble"} ${count}`,
+        `prefixguard_build_stage_seconds_sum{stage="assemble"} ${sum}`,
+        `prefixguard_build_stage_seconds_count{stage="assemble"} ${count}`,
+        `prefixguard_build_stage_seconds_sum{stage="record"} 1`,
+        `prefixguard_build_stage_seconds_count{stage="record"} 10`,
+        `other_sum{stage="assemble"} 99`,
+      ].join("\n");
+    const before = histogramTotals(scrape(0.5, 100), "prefixguard_build_stage_seconds", "stage");
+    const after = histogramTotals(scrape(0.8, 200), "prefixguard_build_stage_seconds", "stage");
+    expect(before.get("assemble")).toEqual({ sum: 0.5, count: 100 });
+    const means = meanMsBetween(before, after);
+    expect(means["assemble"]?.count).toBe(100);
+    expect(means["assemble"]?.meanMs).toBeCloseTo(3, 9);
+    // No new observations: left out rather than reported as 0/0.
+    expect(means["record"]).toBeUndefined();
+  });
+
+  it("filters histogram series on other labels", () => {
+    const text = [
+      `grpc_server_handling_seconds_sum{service="a",method="BuildRequest",code="OK"} 2`,
+      `grpc_server_handling_seconds_count{service="a",method="BuildRequest",code="OK"} 4`,
+      `grpc_server_handling_seconds_sum{service="a",method="BuildRequest",code="NOT_FOUND"} 1`,
+      `grpc_server_handling_seconds_count{service="a",method="BuildRequest",code="NOT_FOUND"} 1`,
+    ].join("\n");
+    expect(histogramTotals(text, "grpc_server_handling_seconds", "method", { code: "OK" }).get("BuildRequest")).toEqual(
+      { sum: 2, count: 4 },
+    );
+  });
+
+  it("summarises samples and ratios", () => {
+    const q = quantiles(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(q.p50).toBe(50);
+    expect(q.p99).toBe(99);
+    expect(q.mean).toBe(50.5);
+    expect(ratio(10, 4)).toBe(2.5);
+    expect(ratio(10, 0)).toBeNaN();
+  });
+
+  it("reads a gauge with or without default labels", () => {
+    expect(gaugeValue('# HELP g x\ng{service="pa"} 42\n', "g")).toBe(42);
+    expect(gaugeValue("g_total 1\ng 7\n", "g")).toBe(7);
+    expect(gaugeValue("h 1\n", "g")).toBeNaN();
+  });
+
+  it("writes a markdown table", () => {
+    expect(markdownTable(["a", "b"], [["1", "2"]])).toBe("| a | b |\n| --- | --- |\n| 1 | 2 |");
+  });
+});
