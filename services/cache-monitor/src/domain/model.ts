@@ -22,6 +22,7 @@ export interface ProviderCacheReport {
 }
 
 export interface UsageFacts extends TokenUsage {
+  readonly cacheCreation1hTokens: number;
   readonly requestId: string;
   readonly model: string;
   readonly provider: string;
