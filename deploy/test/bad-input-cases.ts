@@ -18,6 +18,7 @@ import {
 import { type ContentPart, Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import { type UsageRecorded, UsageRecorded as UsageRecordedFns } from "@prefix-guard/proto/events/v1/usage_events";
 import {
+  type RawProviderUsage,
   type RecordUsageRequest,
   RecordUsageRequest as RecordUsageRequestFns,
   type TraceSessionRequest,
@@ -1326,7 +1327,70 @@ function cacheMonitorCases(): BadInputCase[] {
   /** UsageRecorded (field 2 of RecordUsageRequest) with one hand-made field appended. */
   const usageWith = (raw: Uint8Array) => lenField(2, concatBytes(UsageRecordedBytes(usage()), raw));
   const noUsage = (b: RecordUsageRequest): RecordUsageRequest => ({ sessionId: b.sessionId });
+  /** The baseline call sent as RecordUsageRequest.raw (an Anthropic usage object) with one thing broken. */
+  const rawUsage = (patch: Partial<RawProviderUsage>) => (b: RecordUsageRequest) => ({
+    sessionId: b.sessionId,
+    raw: {
+      provider: "anthropic",
+      usageJson: '{"input_tokens":1000,"cache_read_input_tokens":11000,"output_tokens":200}',
+      requestId: "req-bad-input-1",
+      model: "claude-test",
+      calledAtMs: 1_791_777_600_000,
+      ...patch,
+    },
+  });
   return [
+    typed(
+      recordUsage,
+      "bad-value",
+      'raw.provider "mistral" (unknown provider)',
+      rawUsage({ provider: "mistral" }),
+      invalid("raw.provider"),
+    ),
+    typed(recordUsage, "empty", "raw.provider empty", rawUsage({ provider: "" }), invalid("raw.provider")),
+    typed(
+      recordUsage,
+      "bad-value",
+      "raw.usage_json malformed JSON",
+      rawUsage({ usageJson: '{"input_tokens":1000,' }),
+      invalid("raw.usage_json"),
+    ),
+    typed(recordUsage, "empty", "raw.usage_json empty", rawUsage({ usageJson: "" }), invalid("raw.usage_json")),
+    typed(
+      recordUsage,
+      "empty",
+      "raw.usage_json without input_tokens",
+      rawUsage({ usageJson: '{"usage":{"cache_read_input_tokens":11000,"output_tokens":200}}' }),
+      invalid("raw.usage_json.usage.input_tokens"),
+    ),
+    typed(
+      recordUsage,
+      "negative-or-overflow",
+      "raw.usage_json output_tokens = -1",
+      rawUsage({ usageJson: '{"input_tokens":1000,"output_tokens":-1}' }),
+      invalid("raw.usage_json.output_tokens"),
+    ),
+    typed(
+      recordUsage,
+      "bad-value",
+      "raw.usage_json input_tokens = 12.5 (not an integer)",
+      rawUsage({ usageJson: '{"input_tokens":12.5,"output_tokens":1}' }),
+      invalid("raw.usage_json.input_tokens"),
+    ),
+    typed(
+      recordUsage,
+      "bad-value",
+      "usage and raw both set",
+      (b) => ({ ...rawUsage({})(b), usage: b.usage }),
+      invalid("raw"),
+    ),
+    typed(
+      recordUsage,
+      "oversized",
+      "raw.usage_json of 10 MB",
+      rawUsage({ usageJson: tenMegabytes() }),
+      tooLarge("raw.usage_json"),
+    ),
     typed(recordUsage, "empty", "usage missing", noUsage, invalid("usage")),
     typed(recordUsage, "empty", "usage.request_id empty", withUsage({ requestId: "" }), invalid("usage.request_id")),
     typed(recordUsage, "empty", "usage.model empty", withUsage({ model: "" }), invalid("usage.model")),

@@ -200,6 +200,26 @@ const observationCompactionRequest: Migration = {
   },
 };
 
+/**
+ * Issue 17: the currency each usage was priced in (a price book has one; "" = a row stored before
+ * this was recorded) and the 1-hour share of its cache writes, priced apart from 5-minute writes.
+ */
+const usageCurrencyAndLongWrites: Migration = {
+  name: "0008_cm_usage_currency_1h_writes",
+  async up(db) {
+    await db.schema.alterTable("cm_usage", (t) => {
+      t.string("currency", 16).notNullable().defaultTo("");
+      t.bigInteger("cache_creation_1h_tokens").notNullable().defaultTo(0);
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_usage", (t) => {
+      t.dropColumn("currency");
+      t.dropColumn("cache_creation_1h_tokens");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -209,4 +229,5 @@ export const cacheMonitorMigrations: Migration[] = [
   collapseTable,
   collapseSectionTable,
   observationCompactionRequest,
+  usageCurrencyAndLongWrites,
 ];

@@ -2,6 +2,7 @@ import { loadConfig, port, z } from "@prefix-guard/config";
 import { commonConfigShape } from "@prefix-guard/runtime";
 import type { AttributionThresholds } from "./domain/attribution";
 import { type CollapseThresholds, DEFAULT_COLLAPSE_THRESHOLDS } from "./domain/collapse-detection";
+import { BUILTIN_CATALOGUE, CATALOGUE_CURRENCY } from "./domain/price-catalogue";
 import { type PriceBook, type PriceTable, SEED_001_PRICES } from "./domain/pricing";
 
 const pricePerMillion = (fallback: number) => z.coerce.number().finite().min(0).default(fallback);
@@ -13,9 +14,13 @@ const priceTableSchema = z.object({
   cachedInputPerMillion: z.number().finite().min(0),
   outputPerMillion: z.number().finite().min(0),
   cacheWritePerMillion: z.number().finite().min(0).optional(),
+  cacheWrite1hPerMillion: z.number().finite().min(0).optional(),
 });
 
-/** `{"model": {"inputPerMillion": 3, "cachedInputPerMillion": 0.3, "outputPerMillion": 15, "cacheWritePerMillion": 3.75}}` */
+/**
+ * `{"model": {"inputPerMillion": 3, "cachedInputPerMillion": 0.3, "outputPerMillion": 15,
+ * "cacheWritePerMillion": 3.75, "cacheWrite1hPerMillion": 6}}`
+ */
 const modelOverrides = z
   .string()
   .default("{}")
@@ -29,7 +34,7 @@ const modelOverrides = z
   })
   .pipe(z.record(z.string().min(1), priceTableSchema));
 
-export const cacheMonitorConfigSchema = z.object({
+const cacheMonitorConfigShape = z.object({
   ...commonConfigShape,
   GRPC_PORT: port(50054),
   DATABASE_URL: z.string().min(1).default("sqlite:.data/cache-monitor.sqlite"),
@@ -39,11 +44,22 @@ export const cacheMonitorConfigSchema = z.object({
   PRICE_INPUT_PER_MTOK: pricePerMillion(SEED_001_PRICES.inputPerMillion),
   PRICE_CACHED_INPUT_PER_MTOK: pricePerMillion(SEED_001_PRICES.cachedInputPerMillion),
   PRICE_OUTPUT_PER_MTOK: pricePerMillion(SEED_001_PRICES.outputPerMillion),
-  /** Unset: cache writes cost the input price. */
+  /** 5-minute (default TTL) cache writes. Unset: they cost the input price. */
   PRICE_CACHE_WRITE_PER_MTOK: z.coerce.number().finite().min(0).optional(),
-  /** Label of the unit prices are in (metrics help text, logs). */
-  PRICE_CURRENCY: z.string().min(1).default("CNY"),
+  /** 1-hour cache writes (Anthropic ttl "1h"). Unset: they cost the 5-minute write price. */
+  PRICE_CACHE_WRITE_1H_PER_MTOK: z.coerce.number().finite().min(0).optional(),
+  /**
+   * Label of the unit prices are in, stored with every usage. Unset: CNY (seed 001's yuan), or USD
+   * when PRICE_CATALOGUE=builtin (the catalogue's list prices are USD).
+   */
+  PRICE_CURRENCY: z.string().min(1).max(16).optional(),
   PRICE_MODEL_OVERRIDES: modelOverrides,
+  /**
+   * "off" (default): every model not in PRICE_MODEL_OVERRIDES is priced with PRICE_*. "builtin":
+   * models of a known family (claude-*, gpt-*, gemini-*, deepseek-*) get the built-in USD list
+   * prices (domain/price-catalogue.ts) unless PRICE_MODEL_OVERRIDES names them.
+   */
+  PRICE_CATALOGUE: z.enum(["off", "builtin"]).default("off"),
   COLLAPSE_MIN_PROMPT_TOKENS: count(DEFAULT_COLLAPSE_THRESHOLDS.minPromptTokens, 0),
   COLLAPSE_BASELINE_CALLS: count(DEFAULT_COLLAPSE_THRESHOLDS.baselineCalls, 1),
   COLLAPSE_MIN_HISTORY_CALLS: count(DEFAULT_COLLAPSE_THRESHOLDS.minHistoryCalls, 1),
@@ -51,6 +67,20 @@ export const cacheMonitorConfigSchema = z.object({
   COLLAPSE_MIN_BASELINE_SHARE: share(DEFAULT_COLLAPSE_THRESHOLDS.minBaselineShare),
   /** A provider cache read at or below this share of the prompt counts as "read ≈ 0" (a miss). */
   ATTRIBUTION_NEAR_ZERO_READ_SHARE: share(0.05),
+});
+
+/** One price book, one currency: the USD catalogue cannot be mixed with prices in another unit. */
+export const cacheMonitorConfigSchema = cacheMonitorConfigShape.superRefine((config, ctx) => {
+  if (
+    config.PRICE_CATALOGUE === "builtin" &&
+    config.PRICE_CURRENCY !== undefined &&
+    config.PRICE_CURRENCY !== CATALOGUE_CURRENCY
+  )
+    ctx.addIssue({
+      code: "custom",
+      path: ["PRICE_CURRENCY"],
+      message: `must be ${CATALOGUE_CURRENCY} (or unset) with PRICE_CATALOGUE=builtin: the catalogue's prices are ${CATALOGUE_CURRENCY}`,
+    });
 });
 
 export type CacheMonitorConfig = z.infer<typeof cacheMonitorConfigSchema>;
@@ -67,6 +97,9 @@ export function priceBookOf(config: CacheMonitorConfig): PriceBook {
     ...(config.PRICE_CACHE_WRITE_PER_MTOK !== undefined
       ? { cacheWritePerMillion: config.PRICE_CACHE_WRITE_PER_MTOK }
       : {}),
+    ...(config.PRICE_CACHE_WRITE_1H_PER_MTOK !== undefined
+      ? { cacheWrite1hPerMillion: config.PRICE_CACHE_WRITE_1H_PER_MTOK }
+      : {}),
   };
   const perModel: Record<string, PriceTable> = {};
   for (const [model, table] of Object.entries(config.PRICE_MODEL_OVERRIDES)) {
@@ -75,9 +108,12 @@ export function priceBookOf(config: CacheMonitorConfig): PriceBook {
       cachedInputPerMillion: table.cachedInputPerMillion,
       outputPerMillion: table.outputPerMillion,
       ...(table.cacheWritePerMillion !== undefined ? { cacheWritePerMillion: table.cacheWritePerMillion } : {}),
+      ...(table.cacheWrite1hPerMillion !== undefined ? { cacheWrite1hPerMillion: table.cacheWrite1hPerMillion } : {}),
     };
   }
-  return { currency: config.PRICE_CURRENCY, defaults, perModel };
+  if (config.PRICE_CATALOGUE === "builtin")
+    return { currency: config.PRICE_CURRENCY ?? CATALOGUE_CURRENCY, defaults, perModel, catalogue: BUILTIN_CATALOGUE };
+  return { currency: config.PRICE_CURRENCY ?? "CNY", defaults, perModel };
 }
 
 export function collapseThresholdsOf(config: CacheMonitorConfig): CollapseThresholds {

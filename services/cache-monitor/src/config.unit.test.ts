@@ -44,6 +44,28 @@ describe("cache-monitor configuration", () => {
     });
   });
 
+  it("reads the 1-hour write price, in the defaults and in an override", () => {
+    const config = loadCacheMonitorConfig({
+      PRICE_CACHE_WRITE_PER_MTOK: "2.5",
+      PRICE_CACHE_WRITE_1H_PER_MTOK: "4",
+      PRICE_MODEL_OVERRIDES:
+        '{"claude-x":{"inputPerMillion":3,"cachedInputPerMillion":0.3,"outputPerMillion":15,"cacheWritePerMillion":3.75,"cacheWrite1hPerMillion":6}}',
+    });
+    const book = priceBookOf(config);
+    expect(book.defaults).toMatchObject({ cacheWritePerMillion: 2.5, cacheWrite1hPerMillion: 4 });
+    expect(book.perModel["claude-x"]).toMatchObject({ cacheWritePerMillion: 3.75, cacheWrite1hPerMillion: 6 });
+    expect(book.catalogue).toBeUndefined();
+  });
+
+  it("turns the built-in catalogue on with PRICE_CATALOGUE=builtin, in USD", () => {
+    const book = priceBookOf(loadCacheMonitorConfig({ PRICE_CATALOGUE: "builtin" }));
+    expect(book.currency).toBe("USD");
+    expect(book.catalogue?.length).toBeGreaterThan(0);
+    expect(priceBookOf(loadCacheMonitorConfig({ PRICE_CATALOGUE: "builtin", PRICE_CURRENCY: "USD" })).currency).toBe(
+      "USD",
+    );
+  });
+
   it("refuses bad values naming the variable", () => {
     const fieldOf = (env: NodeJS.ProcessEnv) => {
       try {
@@ -58,6 +80,9 @@ describe("cache-monitor configuration", () => {
       fieldOf({ PRICE_MODEL_OVERRIDES: '{"m":{"inputPerMillion":-1,"cachedInputPerMillion":0,"outputPerMillion":0}}' }),
     ).toMatch(/^PRICE_MODEL_OVERRIDES/);
     expect(fieldOf({ COLLAPSE_FRACTION_OF_BASELINE: "1.5" })).toBe("COLLAPSE_FRACTION_OF_BASELINE");
+    expect(fieldOf({ PRICE_CATALOGUE: "builtin", PRICE_CURRENCY: "CNY" })).toBe("PRICE_CURRENCY");
+    expect(fieldOf({ PRICE_CATALOGUE: "everything" })).toBe("PRICE_CATALOGUE");
+    expect(fieldOf({ PRICE_CACHE_WRITE_1H_PER_MTOK: "-1" })).toBe("PRICE_CACHE_WRITE_1H_PER_MTOK");
     expect(fieldOf({ PRICE_INPUT_PER_MTOK: "-2" })).toBe("PRICE_INPUT_PER_MTOK");
     expect(fieldOf({ COLLAPSE_BASELINE_CALLS: "0" })).toBe("COLLAPSE_BASELINE_CALLS");
   });

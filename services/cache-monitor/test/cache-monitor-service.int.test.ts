@@ -15,6 +15,7 @@ import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1
 import {
   CacheMonitorClient,
   type ListCollapsesResponse,
+  type RawProviderUsage,
   type RecordUsageResponse,
   type TraceSessionResponse,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
@@ -119,6 +120,13 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
         client,
         client.recordUsage,
         u ? { sessionId, usage: u } : { sessionId },
+        { deadlineMs: 10_000 },
+      ),
+    recordRawUsage: (sessionId: string, raw: RawProviderUsage, typed?: UsageRecorded) =>
+      callUnary<{ sessionId: string; usage?: UsageRecorded; raw: RawProviderUsage }, RecordUsageResponse>(
+        client,
+        client.recordUsage,
+        typed ? { sessionId, usage: typed, raw } : { sessionId, raw },
         { deadlineMs: 10_000 },
       ),
     listCollapses: (sessionId: string) =>
@@ -305,6 +313,107 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
       const error = (await rpc.recordUsage(sessionId, u).catch((e: unknown) => e)) as ServiceError;
       expect(error.code).toBe(status.INVALID_ARGUMENT);
       expect(error.details).toContain(field);
+      expect((error.metadata ?? new Metadata()).get("pg-field")).toEqual([field]);
+    }
+    expect(await Promise.all(tables.map((t) => count(t)))).toEqual(before);
+  });
+
+  it("records a provider's usage object verbatim (Anthropic, OpenAI), normalized, priced and stored with its currency", async () => {
+    const session = "raw-1";
+    const anthropicResponse = JSON.stringify({
+      id: "msg_01",
+      type: "message",
+      diagnostics: { cache_miss_reason: { type: "system_changed", cache_missed_input_tokens: 44_800 } },
+      usage: {
+        input_tokens: 312,
+        cache_creation_input_tokens: 45_000,
+        cache_read_input_tokens: 2_048,
+        cache_creation: { ephemeral_5m_input_tokens: 5_000, ephemeral_1h_input_tokens: 40_000 },
+        output_tokens: 503,
+      },
+    });
+    const anthropic = await rpc.recordRawUsage(session, {
+      provider: "anthropic",
+      usageJson: anthropicResponse,
+      requestId: "ra1",
+      model: "claude-sonnet-4-5",
+      calledAtMs: T_13_00,
+    });
+    // Seed prices (no write price: writes cost the input price): 45,312 × 2 + 2,048 × 0.04 + 503 × 8 per million
+    expect(anthropic.cost).toBeCloseTo((45_312 * 2 + 2_048 * 0.04 + 503 * 8) / 1_000_000, 9);
+    const openai = await rpc.recordRawUsage(session, {
+      provider: "openai_chat",
+      usageJson: JSON.stringify({
+        prompt_tokens: 2_006,
+        completion_tokens: 300,
+        total_tokens: 2_306,
+        prompt_tokens_details: { cached_tokens: 1_920 },
+      }),
+      requestId: "ro1",
+      model: "gpt-4o",
+      calledAtMs: T_13_00 + 60_000,
+      reportedCost: 0.0042,
+    });
+    expect(openai.cost).toBe(0.0042);
+
+    const trace = await rpc.traceSession(session);
+    const byRequest = new Map(trace.builds.map((b) => [b.requestId, b]));
+    expect(byRequest.get("ra1")?.usage).toMatchObject({
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      promptTokens: 47_360,
+      cachedTokens: 2_048,
+      cacheCreationTokens: 45_000,
+      cacheCreation1hTokens: 40_000,
+      completionTokens: 503,
+      providerReport: { cacheMissReason: "system_changed", cacheReadInputTokens: 2_048 },
+    });
+    expect(byRequest.get("ro1")?.usage).toMatchObject({
+      provider: "openai_chat",
+      promptTokens: 2_006,
+      cachedTokens: 1_920,
+      completionTokens: 300,
+      reportedCost: 0.0042,
+      providerReport: { openaiCachedTokens: 1_920 },
+    });
+    const rows = await mariadb.db("cm_usage").where({ session_id: session }).orderBy("called_at_ms");
+    expect(rows.map((r) => [r.request_id, r.currency, Number(r.cache_creation_1h_tokens)])).toEqual([
+      ["ra1", "CNY", 40_000],
+      ["ro1", "CNY", 0],
+    ]);
+
+    // The same raw usage again is the same call: found, not billed twice.
+    await rpc.recordRawUsage(session, {
+      provider: "anthropic",
+      usageJson: anthropicResponse,
+      requestId: "ra1",
+      model: "claude-sonnet-4-5",
+      calledAtMs: T_13_00,
+    });
+    expect(await count("cm_usage", { session_id: session })).toBe(2);
+  });
+
+  it("refuses a bad raw usage with INVALID_ARGUMENT naming the field, and stores nothing", async () => {
+    const tables = ["cm_usage", "cm_session", "cm_collapse", "outbox_message"];
+    const before = await Promise.all(tables.map((t) => count(t)));
+    const raw = (provider: string, usageJson: string): RawProviderUsage => ({
+      provider,
+      usageJson,
+      requestId: "rb1",
+      model: "claude-sonnet-4-5",
+      calledAtMs: T_13_00,
+    });
+    const cases: Array<[string, RawProviderUsage, UsageRecorded | undefined]> = [
+      ["raw.provider", raw("mistral", '{"input_tokens":1,"output_tokens":1}'), undefined],
+      ["raw.usage_json", raw("anthropic", "{not json"), undefined],
+      ["raw.usage_json.usage.input_tokens", raw("anthropic", '{"usage":{"output_tokens":1}}'), undefined],
+      ["raw.usage_json.output_tokens", raw("anthropic", '{"input_tokens":5,"output_tokens":-1}'), undefined],
+      ["raw.model", { ...raw("anthropic", '{"input_tokens":5,"output_tokens":1}'), model: "" }, undefined],
+      ["raw", raw("anthropic", '{"input_tokens":5,"output_tokens":1}'), usage("rb1", T_13_00)],
+    ];
+    for (const [field, r, typed] of cases) {
+      const error = (await rpc.recordRawUsage("s-bad-raw", r, typed).catch((e: unknown) => e)) as ServiceError;
+      expect(error.code).toBe(status.INVALID_ARGUMENT);
       expect((error.metadata ?? new Metadata()).get("pg-field")).toEqual([field]);
     }
     expect(await Promise.all(tables.map((t) => count(t)))).toEqual(before);

@@ -6,6 +6,7 @@ import type {
   BuildTrace,
   CollapseRow,
   ListCollapsesResponse,
+  RawProviderUsage,
   SectionTotal,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import type { Knex } from "knex";
@@ -16,7 +17,8 @@ import { assessCall, type CollapseExplanation, explainCollapse } from "../domain
 import type { CollapseThresholds } from "../domain/collapse-detection";
 import type { UsageFacts } from "../domain/model";
 import { type PriceBook, pricesFor } from "../domain/pricing";
-import { validateSessionId, validateUsage } from "../domain/usage-validation";
+import { usageInputOf } from "../domain/usage-intake/raw-usage";
+import { type UsageInput, validateSessionId, validateUsage } from "../domain/usage-validation";
 import { cacheCollapsedEvent, usageRecordedEvent, type ValidPrefixEvent, type ValidUsageEvent } from "./monitor-events";
 import { toCacheCollapsed, toUsageRecorded } from "./proto-mapping";
 import { buildSessionTrace } from "./session-trace";
@@ -55,9 +57,11 @@ export interface CacheMonitorDeps {
   readonly observer?: CacheMonitorObserver;
 }
 
+/** Exactly one of `usage` (typed) and `raw` (the provider's usage object, parsed here). */
 export interface RecordUsageInput {
   readonly sessionId: string;
   readonly usage?: UsageRecorded | undefined;
+  readonly raw?: RawProviderUsage | undefined;
 }
 
 /** Where a usage came from: RecordUsage (published on llm.usage.v1 by us) or llm.usage.v1 itself. */
@@ -90,14 +94,15 @@ const MAX_TRACE_LIMIT = 10_000;
 const tracer = trace.getTracer("prefix-guard.cache-monitor");
 
 /** OpenTelemetry GenAI semantic-convention attributes of the call being recorded, read from the request as sent. */
-function genAiAttributes(input: RecordUsageInput): Attributes {
-  const usage = input.usage;
-  const attributes: Attributes = { "session.id": input.sessionId };
+function genAiAttributes(sessionId: string, usage: UsageInput | undefined): Attributes {
+  const attributes: Attributes = { "session.id": sessionId };
   if (usage === undefined) return attributes;
   attributes["gen_ai.request.model"] = usage.model;
   attributes["gen_ai.usage.input_tokens"] = usage.promptTokens;
   attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cachedTokens;
   attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cacheCreationTokens;
+  if ((usage.cacheCreation1hTokens ?? 0) > 0)
+    attributes["prefix_guard.usage.cache_creation_1h.input_tokens"] = usage.cacheCreation1hTokens ?? 0;
   attributes["gen_ai.usage.output_tokens"] = usage.completionTokens;
   if (usage.provider !== "") attributes["gen_ai.provider.name"] = usage.provider;
   attributes["prefix_guard.request_id"] = usage.requestId;
@@ -140,10 +145,17 @@ export class CacheMonitor {
   async recordUsage(input: RecordUsageInput, origin: UsageOrigin = { source: "rpc" }): Promise<RecordUsageResult> {
     return tracer.startActiveSpan(
       "cache_monitor.record_usage",
-      { attributes: { ...genAiAttributes(input), "prefix_guard.usage.source": origin.source } },
+      { attributes: { ...genAiAttributes(input.sessionId, input.usage), "prefix_guard.usage.source": origin.source } },
       async (span) => {
         try {
-          const result = await this.recordValidatedUsage(input, origin);
+          const { usage, path } = usageInputOf(input.usage, input.raw);
+          if (input.raw !== undefined)
+            span.setAttributes({
+              ...genAiAttributes(input.sessionId, usage),
+              "prefix_guard.usage.intake": "raw",
+              "prefix_guard.usage.raw_provider": input.raw.provider,
+            });
+          const result = await this.recordValidatedUsage(input.sessionId, usage, path, origin);
           span.setAttributes({
             "prefix_guard.cost": result.cost,
             "prefix_guard.cache.collapsed": result.collapse !== null,
@@ -169,12 +181,17 @@ export class CacheMonitor {
     );
   }
 
-  private async recordValidatedUsage(input: RecordUsageInput, origin: UsageOrigin): Promise<RecordUsageResult> {
+  private async recordValidatedUsage(
+    sessionIdInput: string,
+    usageInput: UsageInput | undefined,
+    path: "usage" | "raw",
+    origin: UsageOrigin,
+  ): Promise<RecordUsageResult> {
     const { store, events, thresholds } = this.deps;
     const receivedAtMs = this.deps.now();
-    const sessionId = validateSessionId(input.sessionId);
-    const usage = validateUsage(input.usage, receivedAtMs);
-    const eventId = origin.source === "topic" ? origin.eventId : this.rpcUsageEventId(sessionId, input.usage);
+    const sessionId = validateSessionId(sessionIdInput);
+    const usage = validateUsage(usageInput, receivedAtMs, path);
+    const eventId = origin.source === "topic" ? origin.eventId : this.rpcUsageEventId(sessionId, usageInput);
     const outcome = await store.withSessionLock(sessionId, receivedAtMs, async (trx) => {
       const existing = await store.usages.findUsageByEventId(trx, eventId);
       if (existing !== null) {
@@ -207,6 +224,7 @@ export class CacheMonitor {
         sessionId,
         usage,
         cost: assessment.cost,
+        currency: this.deps.prices.currency,
         source: origin.source,
         recordedAtMs: receivedAtMs,
       });
@@ -375,9 +393,10 @@ export class CacheMonitor {
   /**
    * A RecordUsage call is named by its content: a repeat of the same call (a retry after a lost
    * answer) finds the stored row instead of billing the call twice, while a second call that sent
-   * the same body (same request_id) differs in its counts or called_at_ms and is recorded.
+   * the same body (same request_id) differs in its counts or called_at_ms and is recorded. A raw
+   * usage is named by what it parsed into, so resending it (raw or typed) is the same call.
    */
-  private rpcUsageEventId(sessionId: string, usage: UsageRecorded | undefined): string {
+  private rpcUsageEventId(sessionId: string, usage: UsageInput | undefined): string {
     const report = usage?.providerReport;
     const identity = JSON.stringify([
       sessionId,
@@ -390,6 +409,7 @@ export class CacheMonitor {
       usage?.reportedCost ?? null,
       usage?.provider,
       usage?.calledAtMs,
+      ...((usage?.cacheCreation1hTokens ?? 0) > 0 ? [usage?.cacheCreation1hTokens] : []),
       report
         ? [
             report.cacheMissReason,

@@ -45,6 +45,7 @@ export function toUsageRecorded(usage: UsageFacts | StoredUsage): UsageRecorded 
     cachedTokens: usage.cachedTokens,
     completionTokens: usage.completionTokens,
     cacheCreationTokens: usage.cacheCreationTokens,
+    ...(usage.cacheCreation1hTokens > 0 ? { cacheCreation1hTokens: usage.cacheCreation1hTokens } : {}),
     ...(usage.reportedCost !== null ? { reportedCost: usage.reportedCost } : {}),
     provider: usage.provider,
     ...(usage.providerReport !== null ? { providerReport: toProviderReport(usage.providerReport) } : {}),

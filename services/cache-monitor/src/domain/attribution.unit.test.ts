@@ -23,6 +23,7 @@ function usage(overrides: Partial<UsageFacts> = {}): UsageFacts {
     cachedTokens: 8_576,
     completionTokens: 621,
     cacheCreationTokens: 0,
+    cacheCreation1hTokens: 0,
     reportedCost: null,
     providerReport: null,
     calledAtMs: CALLED_AT,

@@ -10,6 +10,7 @@ const T_13_11_11 = Date.UTC(2026, 9, 14, 5, 11, 11, 539);
 
 const collapse811: UsageFacts = {
   ...SESSION_811_COLLAPSE,
+  cacheCreation1hTokens: 0,
   requestId: "req-811-478",
   model: "glm-4.6",
   provider: "zhipu",

@@ -8,6 +8,8 @@ export interface TokenUsage {
   readonly completionTokens: number;
   /** Prompt tokens written to the provider cache on this call (Anthropic cache_creation_input_tokens); 0 if unknown. */
   readonly cacheCreationTokens: number;
+  /** Of cacheCreationTokens, those written with a 1-hour TTL (priced apart); absent = 0, all 5-minute writes. */
+  readonly cacheCreation1hTokens?: number;
 }
 
 /** The provider's own diagnostics (Anthropic / OpenAI), when the harness passes them on. */
@@ -20,6 +22,7 @@ export interface ProviderCacheReport {
 }
 
 export interface UsageFacts extends TokenUsage {
+  readonly cacheCreation1hTokens: number;
   readonly requestId: string;
   readonly model: string;
   readonly provider: string;

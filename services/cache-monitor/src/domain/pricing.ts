@@ -3,6 +3,7 @@
 // come out unchanged: session 811 paid 0.8953 where the hit state costs 0.023.
 
 import type { TokenUsage } from "./model";
+import { type CatalogueEntry, catalogueEntryFor } from "./price-catalogue";
 
 export interface PriceTable {
   /** Uncached prompt tokens. */
@@ -11,18 +12,22 @@ export interface PriceTable {
   readonly cachedInputPerMillion: number;
   readonly outputPerMillion: number;
   /**
-   * Prompt tokens written to the cache (Anthropic bills them above the input price). Unset = they
-   * cost the plain input price, which is how seed 001's provider bills.
+   * Prompt tokens written to the cache with the default (5-minute) TTL; Anthropic bills them above
+   * the input price. Unset = they cost the plain input price, which is how seed 001's provider bills.
    */
   readonly cacheWritePerMillion?: number;
+  /** Prompt tokens written with a 1-hour TTL (Anthropic: 2× input). Unset = the 5-minute write price. */
+  readonly cacheWrite1hPerMillion?: number;
 }
 
 export interface PriceBook {
   /** Label of the unit every price and cost is in; the seed's is yuan. */
   readonly currency: string;
   readonly defaults: PriceTable;
-  /** Exact model name → its own prices; models not listed use `defaults`. */
+  /** Exact model name → its own prices; models not listed use the catalogue (when on), then `defaults`. */
   readonly perModel: Readonly<Record<string, PriceTable>>;
+  /** The built-in per-family list prices (PRICE_CATALOGUE=builtin); absent = not consulted. */
+  readonly catalogue?: readonly CatalogueEntry[];
 }
 
 /** Seed 001 §1.1: `prompt×0.04/M + completion×8/M` for the hit state, 2/M for uncached input. */
@@ -32,23 +37,33 @@ export const DEFAULT_PRICE_BOOK: PriceBook = { currency: "CNY", defaults: SEED_0
 
 const PER_MILLION = 1_000_000;
 
+/** The model's own table (PRICE_MODEL_OVERRIDES), else its family's catalogue entry when the catalogue is on, else the defaults. */
 export function pricesFor(book: PriceBook, model: string): PriceTable {
-  return book.perModel[model] ?? book.defaults;
+  const own = book.perModel[model];
+  if (own !== undefined) return own;
+  const entry = book.catalogue === undefined ? null : catalogueEntryFor(book.catalogue, model);
+  return entry?.prices ?? book.defaults;
 }
 
 /**
- * Cost from token counts: cached tokens at the cached price, cache writes at the write price (or the
- * input price), the rest of the prompt at the input price, completion at the output price.
+ * Cost from token counts: cached tokens at the cached price, cache writes at their write price
+ * (1-hour writes at the 1-hour price, the rest at the 5-minute price; either unset falls back to the
+ * next cheaper rule, ending at the input price), the rest of the prompt at the input price,
+ * completion at the output price.
  */
 export function costOf(usage: TokenUsage, prices: PriceTable): number {
   const cached = Math.min(usage.cachedTokens, usage.promptTokens);
   const writes = Math.min(usage.cacheCreationTokens, usage.promptTokens - cached);
+  const writes1h = Math.min(usage.cacheCreation1hTokens ?? 0, writes);
+  const writes5m = writes - writes1h;
   const uncached = usage.promptTokens - cached - writes;
   const writePrice = prices.cacheWritePerMillion ?? prices.inputPerMillion;
+  const write1hPrice = prices.cacheWrite1hPerMillion ?? writePrice;
   return (
     (uncached * prices.inputPerMillion +
       cached * prices.cachedInputPerMillion +
-      writes * writePrice +
+      writes5m * writePrice +
+      writes1h * write1hPrice +
       usage.completionTokens * prices.outputPerMillion) /
     PER_MILLION
   );
@@ -56,17 +71,20 @@ export function costOf(usage: TokenUsage, prices: PriceTable): number {
 
 /**
  * The same call had `share` of its prompt been read from the cache. Writes keep their count, capped
- * to what is left uncached: the share moves tokens from "input" to "cached", nothing else.
+ * to what is left uncached (1-hour writes first): the share moves tokens from "input" to "cached",
+ * nothing else.
  */
 export function costAtCachedShare(usage: TokenUsage, prices: PriceTable, share: number): number {
   const bounded = Math.min(Math.max(share, 0), 1);
   const cachedTokens = Math.round(usage.promptTokens * bounded);
+  const cacheCreationTokens = Math.min(usage.cacheCreationTokens, usage.promptTokens - cachedTokens);
   return costOf(
     {
       promptTokens: usage.promptTokens,
       cachedTokens,
       completionTokens: usage.completionTokens,
-      cacheCreationTokens: Math.min(usage.cacheCreationTokens, usage.promptTokens - cachedTokens),
+      cacheCreationTokens,
+      cacheCreation1hTokens: Math.min(usage.cacheCreation1hTokens ?? 0, cacheCreationTokens),
     },
     prices,
   );

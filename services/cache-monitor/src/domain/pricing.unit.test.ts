@@ -77,6 +77,50 @@ describe("costAtCachedShare", () => {
   });
 });
 
+describe("cache writes by TTL", () => {
+  const usage = {
+    promptTokens: 10_000,
+    cachedTokens: 2_000,
+    completionTokens: 100,
+    cacheCreationTokens: 5_000,
+    cacheCreation1hTokens: 4_000,
+  };
+  const anthropic = {
+    inputPerMillion: 3,
+    cachedInputPerMillion: 0.3,
+    cacheWritePerMillion: 3.75,
+    cacheWrite1hPerMillion: 6,
+    outputPerMillion: 15,
+  };
+
+  it("bills 1-hour writes at their own price and the rest of the writes at the 5-minute price", () => {
+    // 3,000 × 3 + 2,000 × 0.3 + 1,000 × 3.75 + 4,000 × 6 + 100 × 15 = 38,850 per million
+    expect(costOf(usage, anthropic)).toBeCloseTo(0.03885, 10);
+  });
+
+  it("falls back to the 5-minute price without a 1-hour price, and to the input price without either", () => {
+    const { cacheWrite1hPerMillion: _unused, ...fiveMinuteOnly } = anthropic;
+    // 3,000 × 3 + 2,000 × 0.3 + 5,000 × 3.75 + 100 × 15 = 29,850 per million
+    expect(costOf(usage, fiveMinuteOnly)).toBeCloseTo(0.02985, 10);
+    // 8,000 × 2 + 2,000 × 0.04 + 100 × 8 = 16,880 per million: seed 001's provider bills writes as input
+    expect(costOf(usage, SEED_001_PRICES)).toBeCloseTo(0.01688, 10);
+  });
+
+  it("caps 1-hour writes to the writes, and keeps them through the hit-state counterfactual", () => {
+    expect(costOf({ ...usage, cacheCreation1hTokens: 9_000 }, anthropic)).toBeCloseTo(
+      costOf({ ...usage, cacheCreation1hTokens: 5_000 }, anthropic),
+      12,
+    );
+    // Fully cached: no room left for writes, so the hit state is reads + output only.
+    expect(hitStateCost(usage, anthropic)).toBeCloseTo((10_000 * 0.3 + 100 * 15) / 1_000_000, 12);
+    // Half cached: 5,000 left uncached, all of them the call's writes (4,000 of them 1-hour).
+    expect(costAtCachedShare(usage, anthropic, 0.5)).toBeCloseTo(
+      (5_000 * 0.3 + 1_000 * 3.75 + 4_000 * 6 + 100 * 15) / 1_000_000,
+      12,
+    );
+  });
+});
+
 describe("prices per model", () => {
   const book: PriceBook = {
     ...DEFAULT_PRICE_BOOK,

@@ -18,6 +18,8 @@ export interface UsageInput {
   readonly cachedTokens: number;
   readonly completionTokens: number;
   readonly cacheCreationTokens: number;
+  /** Of cacheCreationTokens, the 1-hour writes; absent = 0. */
+  readonly cacheCreation1hTokens?: number | undefined;
   readonly reportedCost?: number | undefined;
   readonly provider: string;
   readonly providerReport?: ProviderCacheReport | undefined;
@@ -36,41 +38,52 @@ export function validateSessionId(sessionId: string): string {
 /**
  * @param receivedAtMs stands in for a missing called_at_ms (0): the harness did not say, and the
  *   arrival time is the best estimate of when the call happened.
+ * @param path what the fields are named under in errors: `usage` (typed) or `raw` (parsed from a
+ *   provider's usage object, whose own fields the parser has already checked).
  */
-export function validateUsage(usage: UsageInput | undefined, receivedAtMs: number): UsageFacts {
-  if (usage === undefined) throw new ValidationError("usage", "is required");
-  const requestId = requireId(usage.requestId, "usage.request_id", MAX_ID_CHARS);
-  const model = requireBoundedText(usage.model, "usage.model", MAX_MODEL_CHARS);
-  const promptTokens = requireCount("usage.prompt_tokens", usage.promptTokens);
-  if (promptTokens === 0) throw new ValidationError("usage.prompt_tokens", "must be > 0 (every call sends a prompt)");
-  const cachedTokens = requireCount("usage.cached_tokens", usage.cachedTokens);
+export function validateUsage(usage: UsageInput | undefined, receivedAtMs: number, path = "usage"): UsageFacts {
+  if (usage === undefined) throw new ValidationError(path, "is required");
+  const requestId = requireId(usage.requestId, `${path}.request_id`, MAX_ID_CHARS);
+  const model = requireBoundedText(usage.model, `${path}.model`, MAX_MODEL_CHARS);
+  const promptTokens = requireCount(`${path}.prompt_tokens`, usage.promptTokens);
+  if (promptTokens === 0) throw new ValidationError(`${path}.prompt_tokens`, "must be > 0 (every call sends a prompt)");
+  const cachedTokens = requireCount(`${path}.cached_tokens`, usage.cachedTokens);
   if (cachedTokens > promptTokens)
-    throw new ValidationError("usage.cached_tokens", `${cachedTokens} exceeds prompt_tokens ${promptTokens}`);
-  const cacheCreationTokens = requireCount("usage.cache_creation_tokens", usage.cacheCreationTokens);
+    throw new ValidationError(`${path}.cached_tokens`, `${cachedTokens} exceeds prompt_tokens ${promptTokens}`);
+  const cacheCreationTokens = requireCount(`${path}.cache_creation_tokens`, usage.cacheCreationTokens);
   if (cachedTokens + cacheCreationTokens > promptTokens)
     throw new ValidationError(
-      "usage.cache_creation_tokens",
+      `${path}.cache_creation_tokens`,
       `cached_tokens + cache_creation_tokens (${cachedTokens + cacheCreationTokens}) exceed prompt_tokens ${promptTokens}`,
     );
-  const completionTokens = requireCount("usage.completion_tokens", usage.completionTokens);
+  const cacheCreation1hTokens = requireCount(`${path}.cache_creation_1h_tokens`, usage.cacheCreation1hTokens ?? 0);
+  if (cacheCreation1hTokens > cacheCreationTokens)
+    throw new ValidationError(
+      `${path}.cache_creation_1h_tokens`,
+      `${cacheCreation1hTokens} exceeds cache_creation_tokens ${cacheCreationTokens}`,
+    );
+  const completionTokens = requireCount(`${path}.completion_tokens`, usage.completionTokens);
   if (usage.reportedCost !== undefined && (!Number.isFinite(usage.reportedCost) || usage.reportedCost < 0))
-    throw new ValidationError("usage.reported_cost", "must be a finite, non-negative number");
+    throw new ValidationError(`${path}.reported_cost`, "must be a finite, non-negative number");
   if (usage.provider.length > MAX_PROVIDER_CHARS)
-    throw new ValidationError("usage.provider", `must be at most ${MAX_PROVIDER_CHARS} characters`);
+    throw new ValidationError(`${path}.provider`, `must be at most ${MAX_PROVIDER_CHARS} characters`);
   if (!Number.isSafeInteger(usage.calledAtMs) || usage.calledAtMs < 0)
-    throw new ValidationError("usage.called_at_ms", "must be a non-negative integer (UTC ms)");
+    throw new ValidationError(`${path}.called_at_ms`, "must be a non-negative integer (UTC ms)");
   const report = usage.providerReport;
   if (report !== undefined) {
-    requireCount("usage.provider_report.cache_read_input_tokens", report.cacheReadInputTokens);
-    requireCount("usage.provider_report.cache_creation_input_tokens", report.cacheCreationInputTokens);
-    requireCount("usage.provider_report.openai_cached_tokens", report.openaiCachedTokens);
+    requireCount(`${path}.provider_report.cache_read_input_tokens`, report.cacheReadInputTokens);
+    requireCount(`${path}.provider_report.cache_creation_input_tokens`, report.cacheCreationInputTokens);
+    requireCount(`${path}.provider_report.openai_cached_tokens`, report.openaiCachedTokens);
     if (report.cacheMissReason.length > MAX_MISS_REASON_CHARS)
       throw new ValidationError(
-        "usage.provider_report.cache_miss_reason",
+        `${path}.provider_report.cache_miss_reason`,
         `must be at most ${MAX_MISS_REASON_CHARS} characters`,
       );
     if (report.rawJson.length > MAX_RAW_REPORT_CHARS)
-      throw new ValidationError("usage.provider_report.raw_json", `must be at most ${MAX_RAW_REPORT_CHARS} characters`);
+      throw new ValidationError(
+        `${path}.provider_report.raw_json`,
+        `must be at most ${MAX_RAW_REPORT_CHARS} characters`,
+      );
   }
   return {
     requestId,
@@ -80,6 +93,7 @@ export function validateUsage(usage: UsageInput | undefined, receivedAtMs: numbe
     cachedTokens,
     completionTokens,
     cacheCreationTokens,
+    cacheCreation1hTokens,
     reportedCost: usage.reportedCost ?? null,
     providerReport:
       report === undefined

@@ -1,5 +1,6 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
+import { usageInputOf } from "./usage-intake/raw-usage";
 import { type UsageInput, validateSessionId, validateUsage } from "./usage-validation";
 
 const NOW = 1_760_418_671_539;
@@ -73,5 +74,41 @@ describe("validateUsage", () => {
 
   it("keeps a reported cost of zero (a free call) apart from no reported cost", () => {
     expect(validateUsage(input({ reportedCost: 0 }), NOW).reportedCost).toBe(0);
+  });
+});
+
+describe("1-hour cache writes and the raw intake", () => {
+  it("keeps the 1-hour share of the writes and refuses more than the writes", () => {
+    expect(validateUsage(input(), NOW).cacheCreation1hTokens).toBe(0);
+    expect(
+      validateUsage(input({ cachedTokens: 0, cacheCreationTokens: 400_000, cacheCreation1hTokens: 300_000 }), NOW),
+    ).toMatchObject({ cacheCreationTokens: 400_000, cacheCreation1hTokens: 300_000 });
+    expect(fieldOf(() => validateUsage(input({ cacheCreationTokens: 1_000, cacheCreation1hTokens: 1_001 }), NOW))).toBe(
+      "usage.cache_creation_1h_tokens",
+    );
+  });
+
+  it("takes exactly one of usage and raw, and names a raw usage's own fields under raw", () => {
+    const raw = {
+      provider: "deepseek",
+      usageJson: '{"prompt_cache_hit_tokens":1280,"prompt_cache_miss_tokens":20,"completion_tokens":128}',
+      requestId: "req-ds",
+      model: "deepseek-chat",
+      calledAtMs: 0,
+    };
+    const { usage, path } = usageInputOf(undefined, raw);
+    expect(path).toBe("raw");
+    expect(validateUsage(usage, NOW, path)).toMatchObject({
+      requestId: "req-ds",
+      provider: "deepseek",
+      promptTokens: 1_300,
+      cachedTokens: 1_280,
+      completionTokens: 128,
+      calledAtMs: NOW,
+    });
+    expect(fieldOf(() => usageInputOf(input(), raw))).toBe("raw");
+    expect(fieldOf(() => validateUsage(usageInputOf(undefined, undefined).usage, NOW))).toBe("usage");
+    const noRequest = usageInputOf(undefined, { ...raw, requestId: "" });
+    expect(fieldOf(() => validateUsage(noRequest.usage, NOW, noRequest.path))).toBe("raw.request_id");
   });
 });

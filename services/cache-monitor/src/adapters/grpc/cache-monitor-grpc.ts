@@ -17,7 +17,11 @@ export function cacheMonitorRegistration(monitor: CacheMonitor, afterRecord: () 
     definition: CacheMonitorDefinition,
     methods: {
       recordUsage: async (request: RecordUsageRequest): Promise<RecordUsageResponse> => {
-        const result = await monitor.recordUsage({ sessionId: request.sessionId, usage: request.usage });
+        const result = await monitor.recordUsage({
+          sessionId: request.sessionId,
+          usage: request.usage,
+          raw: request.raw,
+        });
         if (!result.duplicate) afterRecord();
         return { cost: result.cost, ...(result.collapse ? { collapse: result.collapse } : {}) };
       },

@@ -13,6 +13,8 @@ export interface StoredUsage extends UsageFacts {
   readonly eventId: string;
   readonly sessionId: string;
   readonly cost: number;
+  /** The price book's currency when the call was priced; "" for rows stored before it was recorded. */
+  readonly currency: string;
   readonly source: UsageSource;
   readonly recordedAtMs: number;
 }
@@ -84,6 +86,7 @@ export interface NewUsage {
   readonly sessionId: string;
   readonly usage: UsageFacts;
   readonly cost: number;
+  readonly currency: string;
   readonly source: UsageSource;
   readonly recordedAtMs: number;
 }
@@ -140,10 +143,12 @@ export function toUsage(row: Row): StoredUsage {
     cachedTokens: num(row.cached_tokens),
     completionTokens: num(row.completion_tokens),
     cacheCreationTokens: num(row.cache_creation_tokens),
+    cacheCreation1hTokens: num(row.cache_creation_1h_tokens),
     reportedCost: row.reported_cost === null || row.reported_cost === undefined ? null : num(row.reported_cost),
     providerReport: report,
     calledAtMs: num(row.called_at_ms),
     cost: num(row.cost),
+    currency: str(row.currency),
     source: str(row.source) === "topic" ? "topic" : "rpc",
     recordedAtMs: num(row.recorded_at_ms),
   };

@@ -22,6 +22,7 @@ function usage(requestId: string, overrides: Partial<UsageFacts> = {}): UsageFac
     cachedTokens: 449_000,
     completionTokens: 600,
     cacheCreationTokens: 0,
+    cacheCreation1hTokens: 0,
     reportedCost: null,
     providerReport: null,
     calledAtMs: T0,
@@ -123,6 +124,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0005_cm_collapse",
         "0006_cm_collapse_section",
         "0007_cm_observation_compaction_request",
+        "0008_cm_usage_currency_1h_writes",
       ]);
       store = new MonitorStore(db);
     });
@@ -142,6 +144,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           sessionId: "s-usage",
           usage: usage("r1", { reportedCost: 0.9, providerReport: report }),
           cost: 0.9,
+          currency: "CNY",
           source: "topic",
           recordedAtMs: T0 + 5,
         }),
@@ -154,6 +157,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         eventId: "evt-u1",
         sessionId: "s-usage",
         cost: 0.9,
+        currency: "CNY",
         source: "topic",
         recordedAtMs: T0 + 5,
       });
@@ -165,6 +169,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
             sessionId: "s-usage",
             usage: usage("r2"),
             cost: 0,
+            currency: "CNY",
             source: "rpc",
             recordedAtMs: T0,
           }),
@@ -184,6 +189,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
               sessionId: session,
               usage: usage(`r${i}`, { calledAtMs: at, cachedTokens: 1_000 * i }),
               cost: 0,
+              currency: "CNY",
               source: "rpc",
               recordedAtMs: at,
             }),
@@ -283,6 +289,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           sessionId: session,
           usage: usage("r-c", { cachedTokens: 8_576 }),
           cost: 0.8953,
+          currency: "CNY",
           source: "rpc",
           recordedAtMs: T0,
         });
@@ -358,6 +365,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
               sessionId: "s-seed",
               usage: u,
               cost: 0.9,
+              currency: "CNY",
               source: "rpc",
               recordedAtMs: base,
             });
