@@ -296,6 +296,21 @@ describe("harness client over real gRPC (three servers)", () => {
     expect(fakes.callsOf("buildRequest", "down")).toBe(3);
   });
 
+  it("recordRawUsage sends the provider's usage JSON untouched as raw, once", async () => {
+    const usageJson =
+      '{"input_tokens":12,"cache_read_input_tokens":4096,"cache_creation_input_tokens":0,"output_tokens":7}';
+    const raw = { provider: "anthropic", usageJson, requestId: "r-raw", model: "claude-sonnet-4-5", calledAtMs: 5 };
+    await client.recordRawUsage("raw", raw);
+    expect(fakes.usages.at(-1)).toMatchObject({
+      sessionId: "raw",
+      usage: undefined,
+      raw: { ...raw, reportedCost: undefined },
+    });
+    fakes.failNext.set("recordUsage:raw", 1);
+    expect(await failure(client.recordRawUsage("raw", raw))).toBeInstanceOf(UnavailableError);
+    expect(fakes.callsOf("recordUsage", "raw")).toBe(2);
+  });
+
   it("never retries SaveMessage or RecordUsage on UNAVAILABLE", async () => {
     fakes.failNext.set("saveMessage:flaky", 1);
     const saveError = await failure(client.saveMessage({ sessionId: "flaky", role: Role.ROLE_USER, content: "hi" }));

@@ -111,6 +111,20 @@ export interface BuildOptions {
   readonly maxOutputTokens?: number;
 }
 
+/** The provider's own usage object, sent as it came; cache-monitor parses and prices it. */
+export interface RawUsageInput {
+  /** "openai_chat" | "openai_responses" | "anthropic" | "gemini" | "bedrock_converse" | "deepseek" */
+  readonly provider: string;
+  /** The provider's usage object (or its whole response) as JSON text, unchanged. */
+  readonly usageJson: string;
+  /** request_id of the BuildRequest whose body was sent. */
+  readonly requestId: string;
+  readonly model: string;
+  /** When the LLM call was made (UTC ms), as the harness saw it. */
+  readonly calledAtMs: number;
+  readonly reportedCost?: number;
+}
+
 export interface UsageInput {
   /** request_id of the BuildRequest whose body was sent. */
   readonly requestId: string;
@@ -167,6 +181,8 @@ export interface HarnessClient {
     overrides?: CallOverrides,
   ): Promise<Plain<BuildCompactionRequestResponse>>;
   recordUsage(sessionId: string, usage: UsageInput, overrides?: CallOverrides): Promise<Plain<RecordUsageResponse>>;
+  /** RecordUsage with the provider's usage object verbatim (docs/usage-intake.md lists the formats). */
+  recordRawUsage(sessionId: string, raw: RawUsageInput, overrides?: CallOverrides): Promise<Plain<RecordUsageResponse>>;
   /** Saves the user message, then builds with min_seq = its seq (read-your-writes). */
   runTurn(
     sessionId: string,
@@ -372,6 +388,28 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
           assembly.buildCompactionRequest,
           { request: buildRequestOf(sessionId, minSeq, options), keepRecentTurns: options.keepRecentTurns },
           callOptions(true, buildDeadlineMs, overrides),
+        ),
+      ),
+
+    recordRawUsage: (sessionId, raw, overrides) =>
+      translated("cache-monitor", () =>
+        callUnary(
+          monitor,
+          monitor.recordUsage,
+          {
+            sessionId,
+            raw: {
+              provider: raw.provider,
+              usageJson: raw.usageJson,
+              requestId: raw.requestId,
+              model: raw.model,
+              calledAtMs: raw.calledAtMs,
+              reportedCost: raw.reportedCost,
+            },
+          },
+          // Sent once like recordUsage: a repeat of the same raw usage is found, not billed twice, but
+          // the caller decides whether to repeat.
+          callOptions(false, deadlineMs, overrides),
         ),
       ),
 

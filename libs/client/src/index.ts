@@ -43,7 +43,7 @@ export {
 } from "@prefix-guard/proto/common/v1/common";
 export { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 export { ProviderCacheReport } from "@prefix-guard/proto/events/v1/usage_events";
-export { RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+export { RawProviderUsage, RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 export { ContentSource, Decision, FileSource } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 export {
   CommitCompactionResponse,
@@ -64,6 +64,7 @@ export type {
   HarnessClient,
   HarnessClientOptions,
   MessageContent,
+  RawUsageInput,
   SaveMessageInput,
   TlsOptions,
   TurnResult,
