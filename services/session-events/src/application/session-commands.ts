@@ -6,6 +6,7 @@ import {
   type SessionEventPayload,
   sessionEventType,
 } from "@prefix-guard/events";
+import { localDateOf } from "@prefix-guard/events/local-date";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import type {
@@ -45,7 +46,6 @@ import {
   requireWritableSession,
 } from "../domain/decisions";
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "../domain/limits";
-import { localDateOf } from "../domain/local-date";
 import { kindFromName, roleFromName, type SessionState } from "../domain/model";
 import { storedContentJson } from "../domain/stored-content";
 import { extractPersonalTerms, scrubSummary } from "../domain/summary-scrub";

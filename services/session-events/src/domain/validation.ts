@@ -1,5 +1,6 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { checkId as checkSharedId, MAX_ID_CHARS, requireId as requireSharedId } from "@prefix-guard/events/ids";
+import { isValidTimeZone } from "@prefix-guard/events/local-date";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type {
@@ -24,7 +25,6 @@ import {
   READ_EVENTS_DEFAULT_LIMIT,
   READ_EVENTS_MAX_LIMIT,
 } from "./limits";
-import { isValidTimeZone } from "./local-date";
 import { kindName, type MessageRole, roleName, type SessionKindName } from "./model";
 import { contentCharCount, serializedMessageBytes } from "./stored-content";
 import { codePointLength, isWellFormedText } from "./text";

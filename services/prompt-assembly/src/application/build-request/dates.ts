@@ -3,6 +3,7 @@
 // copy (seed 000); a benchmark baseline can show today's date instead through the same port.
 
 import { InternalError } from "@prefix-guard/errors";
+import { isValidTimeZone, localDateOf } from "@prefix-guard/events/local-date";
 import { resolveAnchorDate } from "../../domain/date-anchor";
 import type { StoredMessage } from "../../domain/model";
 
@@ -19,29 +20,9 @@ export const ANCHOR_TO_FIRST_USER_MESSAGE: DateAnchoring = {
   announceDayChanges: true,
 };
 
-const localDateFormatters = new Map<string, Intl.DateTimeFormat>();
-
 /** YYYY-MM-DD at instant `ms` in `timeZone`, computed the way session-events computes message dates. */
 export function localDateIn(ms: number, timeZone: string): string {
-  let formatter = localDateFormatters.get(timeZone);
-  if (formatter === undefined) {
-    try {
-      formatter = new Intl.DateTimeFormat("en-US", {
-        timeZone,
-        calendar: "gregory",
-        numberingSystem: "latn",
-        year: "numeric",
-        month: "2-digit",
-        day: "2-digit",
-      });
-    } catch (error) {
-      throw new InternalError(`stored session timezone ${JSON.stringify(timeZone)} is not a time zone`, {
-        cause: error,
-      });
-    }
-    localDateFormatters.set(timeZone, formatter);
-  }
-  const parts = formatter.formatToParts(new Date(ms));
-  const value = (type: Intl.DateTimeFormatPartTypes): string => parts.find((part) => part.type === type)?.value ?? "";
-  return `${value("year").padStart(4, "0")}-${value("month")}-${value("day")}`;
+  if (!isValidTimeZone(timeZone))
+    throw new InternalError(`stored session timezone ${JSON.stringify(timeZone)} is not a time zone`);
+  return localDateOf(ms, timeZone);
 }

@@ -1,4 +1,6 @@
-// Intl is pure computation over the runtime's tz database, so it is allowed in the domain.
+// The local calendar date of an instant in a session's zone: session-events stores it with each
+// message, prompt-assembly computes today's with the very same formatter, so the two never disagree.
+// Intl is pure computation over the runtime's tz database, so domain code may call it.
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
