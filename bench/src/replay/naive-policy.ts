@@ -115,6 +115,9 @@ export function forgetfulPrefixMemory(db: Database, now: () => number): PrefixMe
       const event = compactionObservedEvent(record, nowMs, () => newEventId(nowMs));
       await enqueueOutboxMessages(db, prefixOutboxEntries(record.sessionId, [event], {}, nowMs));
     },
+    async forget(sessionIds) {
+      for (const sessionId of sessionIds) remembered.delete(sessionId);
+    },
     async close() {},
   };
 }

@@ -72,7 +72,6 @@ export async function startPromptAssembly(
       sessions.close();
     });
     const projectionStore = new ProjectionStore(db);
-    const projection = new SessionProjection({ store: projectionStore, now });
     const views = new SessionViews({ store: projectionStore, sessions, cacheBytes: config.VIEW_CACHE_BYTES });
     const overrides = deps.ports?.({ db, now }) ?? {};
     const prefixMemory =
@@ -86,6 +85,13 @@ export async function startPromptAssembly(
         maxGroup: config.PREFIX_GROUP_MAX,
         logger,
       });
+    // The projection says which sessions were removed or re-created; the builder's prefix memory,
+    // which owns the fingerprints, forgets theirs.
+    const projection = new SessionProjection({
+      store: projectionStore,
+      now,
+      onSessionsReset: (sessionIds) => prefixMemory.forget(sessionIds),
+    });
     const stageSeconds = new Histogram({
       name: "prefixguard_build_stage_seconds",
       help: "Time spent in each stage of BuildRequest (load_view and resolve_rules run at the same time).",

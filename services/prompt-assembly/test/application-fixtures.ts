@@ -384,10 +384,6 @@ export function assemblyCore(deps: {
   rulesTimeoutMs?: number;
 }) {
   const store = new ProjectionStore(deps.db);
-  const projection = new SessionProjection({
-    store,
-    now: deps.now,
-  });
   const views = new SessionViews({
     store,
     sessions: deps.sessions,
@@ -404,6 +400,12 @@ export function assemblyCore(deps: {
       cacheBytes: 16 * 1024 * 1024,
       logger: deps.logger,
     });
+  // As service.ts wires it: the projection tells the builder's prefix memory what to forget.
+  const projection = new SessionProjection({
+    store,
+    now: deps.now,
+    onSessionsReset: (sessionIds) => prefixMemory.forget(sessionIds),
+  });
   const builder = new PromptBuilder({
     views,
     rules:

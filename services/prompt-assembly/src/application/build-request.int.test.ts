@@ -31,6 +31,7 @@ import {
   shanghai,
   type TestStore,
 } from "../../test/application-fixtures";
+import { FingerprintStore } from "../adapters/mysql/fingerprint-store";
 import { canonicalJson } from "../domain/canonical-json";
 import type { PromptBuilderOptions } from "./build-request/build-request";
 
@@ -546,6 +547,22 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       expect(pa.events.readCalls).toBe(readsBefore + 2);
       expect(pa.events.readsAfter.at(-1)).toBe(saved.seq);
       expect(latest.bodyJson).toBe(response.bodyJson);
+    });
+
+    it("forgets a removed session's last fingerprint through the builder's prefix memory, row and memory", async () => {
+      const pa = service();
+      const sessionId = nextSessionId();
+      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
+      const saved = await pa.events.saveMessage(sessionId, {
+        atMs: shanghai("2026-10-12", "09:01"),
+        role: "user",
+        content: "记住这个前缀",
+      });
+      await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
+      const fingerprints = new FingerprintStore(store.db);
+      expect(await fingerprints.storedFingerprint(sessionId)).not.toBeNull();
+      await pa.events.deleteSession(sessionId, shanghai("2026-10-12", "09:02"));
+      expect(await fingerprints.storedFingerprint(sessionId)).toBeNull();
     });
 
     it("does not serve a deleted session from memory once its delete is consumed, even for an old min_seq", async () => {

@@ -30,6 +30,11 @@ export interface SessionProjectionDeps {
   readonly now: () => number;
   /** ReadEvents page size for catchUp. */
   readonly pageSize?: number;
+  /**
+   * Told after a batch commits which sessions were removed or re-created: the builder, which owns
+   * the prefix fingerprints, forgets theirs.
+   */
+  readonly onSessionsReset?: (sessionIds: readonly string[]) => Promise<void>;
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -45,7 +50,7 @@ class SessionWriteBuilder {
   private readonly existed: boolean;
 
   constructor(
-    private readonly sessionId: string,
+    readonly sessionId: string,
     before: ProjectedSession | null,
     position: number,
   ) {
@@ -94,6 +99,11 @@ class SessionWriteBuilder {
     }
   }
 
+  /** The session was removed or re-created: its old prefix must not be compared with its next build. */
+  get resetsPrefix(): boolean {
+    return this.forgetPrefix;
+  }
+
   build(): SessionWrite {
     return {
       sessionId: this.sessionId,
@@ -101,7 +111,6 @@ class SessionWriteBuilder {
       dropStored: this.dropStored,
       flagStored: this.flagStored,
       insert: this.insert,
-      forgetPrefix: this.forgetPrefix,
       lastSeq: this.lastSeq,
     };
   }
@@ -133,7 +142,8 @@ export class SessionProjection {
       await this.store.ensurePositions([...new Set(firstEvents)], nowMs);
       // Two writers of one session (the consumer and an operator's rebuild, or two replicas during a
       // rebalance) can deadlock; the transaction was rolled back whole and is simply rerun.
-      return await retryOnDeadlock(() =>
+      let reset: string[] = [];
+      const outcomes = await retryOnDeadlock(() =>
         this.store.transaction(async (tx) => {
           const positions = await tx.lockPositions(sessionIds);
           const sessions = await tx.readSessions(sessionIds);
@@ -161,9 +171,13 @@ export class SessionProjection {
             [...writes.values()].map((write) => write.build()),
             nowMs,
           );
+          reset = [...writes.values()].filter((write) => write.resetsPrefix).map((write) => write.sessionId);
           return outcomes;
         }),
       );
+      // After the commit: a crash before this leaves an unused fingerprint row of a removed session.
+      if (reset.length > 0) await this.deps.onSessionsReset?.(reset);
+      return outcomes;
     } catch (error) {
       throw translateDbError(error);
     }

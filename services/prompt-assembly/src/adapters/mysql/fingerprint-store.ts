@@ -15,7 +15,6 @@ import {
   valueRows,
   withSql,
 } from "@prefix-guard/db";
-import type { Knex } from "knex";
 
 /** fingerprint_json of a row created before its first build committed. */
 export const NO_FINGERPRINT = "";
@@ -103,6 +102,18 @@ export class FingerprintStore {
     });
   }
 
+  /** Removes the sessions' last fingerprints (sessions removed or re-created). */
+  async forget(sessionIds: readonly string[]): Promise<void> {
+    if (sessionIds.length === 0) return;
+    try {
+      await this.db("pa_prefix_fingerprint")
+        .whereIn("session_id", [...sessionIds])
+        .delete();
+    } catch (error) {
+      throw translateDbError(error);
+    }
+  }
+
   /** PrefixEvents that change no row (a compaction request's observation). */
   async publish(events: readonly OutboxEntry[]): Promise<void> {
     if (events.length === 0) return;
@@ -121,13 +132,6 @@ export class FingerprintStore {
       throw translateDbError(error, { session_id: sessionId });
     }
   }
-}
-
-/** Called by the projection in its own transaction when a session is re-created or removed. */
-export async function forgetPrefixFingerprints(trx: Knex.Transaction, sessionIds: readonly string[]): Promise<void> {
-  await trx("pa_prefix_fingerprint")
-    .whereIn("session_id", [...sessionIds])
-    .delete();
 }
 
 function createRows(dialect: SqlDialect, sessionIds: readonly string[], nowMs: number): Statement[] {

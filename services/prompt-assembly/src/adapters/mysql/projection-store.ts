@@ -15,7 +15,6 @@ import type { Knex } from "knex";
 import { parseStoredContent, storedContentJson, storedRole } from "../../application/content-mapping";
 import type { StoredMessage } from "../../domain/model";
 import type { ProjectedSession, SessionKindName } from "../../domain/session-projection";
-import { forgetPrefixFingerprints } from "./fingerprint-store";
 
 /** Name of this projection in consumer_position. */
 export const PROJECTION_CONSUMER = "prompt-assembly";
@@ -75,8 +74,6 @@ export interface SessionWrite {
   /** Ids of already stored messages to flag as deleted. */
   readonly flagStored: readonly string[];
   readonly insert: readonly StoredMessage[];
-  /** Drop the session's last prefix fingerprint (the session was re-created or removed). */
-  readonly forgetPrefix: boolean;
   readonly lastSeq: number;
 }
 
@@ -218,8 +215,6 @@ async function writeSessions(trx: Knex.Transaction, writes: readonly SessionWrit
   if (writes.length === 0) return;
   const dropped = writes.filter((write) => write.dropStored).map((write) => write.sessionId);
   if (dropped.length > 0) await trx("pa_message").whereIn("session_id", dropped).delete();
-  const forgotten = writes.filter((write) => write.forgetPrefix).map((write) => write.sessionId);
-  if (forgotten.length > 0) await forgetPrefixFingerprints(trx, forgotten);
   for (const write of writes) {
     if (write.flagStored.length === 0) continue;
     await trx("pa_message")

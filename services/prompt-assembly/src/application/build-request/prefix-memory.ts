@@ -57,6 +57,11 @@ export interface PrefixMemory {
    * never remembered as the session's prefix, which the next turn is compared with.
    */
   observeCompactionRequest(record: PrefixRecord): Promise<void>;
+  /**
+   * The sessions were removed or re-created: their next build is a first build, never compared
+   * with what the old session sent.
+   */
+  forget(sessionIds: readonly string[]): Promise<void>;
   /** Records what is queued and stops taking more. */
   close(): Promise<void>;
 }
@@ -229,6 +234,11 @@ export class DurablePrefixMemory implements PrefixMemory {
     await this.flushing;
   }
 
+  async forget(sessionIds: readonly string[]): Promise<void> {
+    for (const sessionId of sessionIds) this.evict(sessionId);
+    await this.options.store.forget(sessionIds);
+  }
+
   async observeCompactionRequest(record: PrefixRecord): Promise<void> {
     const nowMs = this.options.now();
     const event = compactionObservedEvent(record, nowMs, this.options.newEventId);
@@ -315,7 +325,7 @@ export class DurablePrefixMemory implements PrefixMemory {
       });
     } catch (error) {
       // Nothing of the group was stored; each build fails and the harness may retry it.
-      for (const sessionId of sessionIds) this.forget(sessionId);
+      for (const sessionId of sessionIds) this.evict(sessionId);
       const translated = translateDbError(error);
       for (const pending of group) pending.reject(translated);
     }
@@ -355,7 +365,7 @@ export class DurablePrefixMemory implements PrefixMemory {
   }
 
   private remember(sessionId: string, entry: Remembered): void {
-    this.forget(sessionId);
+    this.evict(sessionId);
     this.remembered.set(sessionId, entry);
     this.rememberedBytes += entry.bytes;
     for (const [oldest, evicted] of this.remembered) {
@@ -365,7 +375,7 @@ export class DurablePrefixMemory implements PrefixMemory {
     }
   }
 
-  private forget(sessionId: string): void {
+  private evict(sessionId: string): void {
     const entry = this.remembered.get(sessionId);
     if (entry === undefined) return;
     this.remembered.delete(sessionId);
