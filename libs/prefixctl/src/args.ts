@@ -24,10 +24,31 @@ export const defaultTraceLimit = 200;
 const maxLimit = 100_000;
 const maxTimeoutMs = 600_000;
 
+/** How prefixctl reaches a secured deployment; everything off by default (loopback). */
+export interface ConnectionSecurity {
+  readonly tls: boolean;
+  /** PEM of the CA to trust; unset with TLS: the system's roots. */
+  readonly caFile: string | null;
+  /** Client certificate and key for mTLS (both or neither). */
+  readonly certFile: string | null;
+  readonly keyFile: string | null;
+  /** Sent as `authorization: Bearer <token>` on every call. */
+  readonly token: string | null;
+}
+
+export const securityEnvVars = {
+  tls: "PREFIXCTL_TLS",
+  ca: "PREFIXCTL_CA",
+  cert: "PREFIXCTL_CERT",
+  key: "PREFIXCTL_KEY",
+  token: "PREFIXCTL_TOKEN",
+} as const;
+
 interface CommonOptions {
   readonly json: boolean;
   readonly timeoutMs: number;
   readonly targets: ServiceTargets;
+  readonly security: ConnectionSecurity;
 }
 
 export type Command =
@@ -65,9 +86,14 @@ type FlagName =
   | "reason"
   | "cache-monitor"
   | "rules-snapshot"
-  | "prompt-assembly";
+  | "prompt-assembly"
+  | "tls"
+  | "ca"
+  | "cert"
+  | "key"
+  | "token";
 
-const booleanFlags: ReadonlySet<string> = new Set(["json", "help"]);
+const booleanFlags: ReadonlySet<string> = new Set(["json", "help", "tls"]);
 const valueFlags: ReadonlySet<string> = new Set([
   "since",
   "session",
@@ -77,6 +103,10 @@ const valueFlags: ReadonlySet<string> = new Set([
   "cache-monitor",
   "rules-snapshot",
   "prompt-assembly",
+  "ca",
+  "cert",
+  "key",
+  "token",
 ]);
 const commonFlags: readonly FlagName[] = [
   "json",
@@ -85,6 +115,11 @@ const commonFlags: readonly FlagName[] = [
   "cache-monitor",
   "rules-snapshot",
   "prompt-assembly",
+  "tls",
+  "ca",
+  "cert",
+  "key",
+  "token",
 ];
 
 type CommandKind = Exclude<Command["kind"], "help">;
@@ -246,6 +281,23 @@ function sessionArgument(kind: CommandKind, rest: readonly string[]): string | U
  * argv (without node and script) → what to do. Pure: the environment is passed in, so flags beat
  * PREFIXCTL_* variables, which beat the defaults.
  */
+/** Flags beat the environment; a CA or a client certificate implies TLS. */
+function resolveSecurity(flags: Tokens["flags"], env: Env): ConnectionSecurity | UsageError {
+  const pick = (flag: FlagName, envVar: string): string | null => {
+    const value = stringFlag(flags, flag) ?? env[envVar];
+    return value === undefined || value.trim().length === 0 ? null : value.trim();
+  };
+  const caFile = pick("ca", securityEnvVars.ca);
+  const certFile = pick("cert", securityEnvVars.cert);
+  const keyFile = pick("key", securityEnvVars.key);
+  const token = pick("token", securityEnvVars.token);
+  if ((certFile === null) !== (keyFile === null))
+    return usageError("--cert and --key go together (a client certificate needs its key)");
+  const tlsEnv = env[securityEnvVars.tls];
+  const tls = flags.has("tls") || tlsEnv === "1" || tlsEnv === "true" || caFile !== null || certFile !== null;
+  return { tls, caFile, certFile, keyFile, token };
+}
+
 export function parseArgs(argv: readonly string[], env: Env = {}): Command | UsageError {
   const tokens = tokenize(argv);
   if ("kind" in tokens) return tokens;
@@ -265,7 +317,9 @@ export function parseArgs(argv: readonly string[], env: Env = {}): Command | Usa
   if ("kind" in targets) return targets as UsageError;
   const timeoutMs = parseTimeout(stringFlag(flags, "timeout"));
   if (typeof timeoutMs !== "number") return timeoutMs;
-  const common: CommonOptions = { json: flags.has("json"), timeoutMs, targets };
+  const security = resolveSecurity(flags, env);
+  if ("kind" in security) return security;
+  const common: CommonOptions = { json: flags.has("json"), timeoutMs, targets, security };
 
   if (kind === "collapses") {
     if (rest.length > 0)

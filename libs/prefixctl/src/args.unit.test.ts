@@ -34,8 +34,23 @@ describe("parseArgs: collapses", () => {
       json: false,
       timeoutMs: defaultTimeoutMs,
       targets: defaultTargets,
+      security: { tls: false, caFile: null, certFile: null, keyFile: null, token: null },
     });
     expect(defaultWindowMs).toBe(24 * 3_600_000);
+  });
+
+  it("reads TLS and token options from flags before the environment; a CA or client certificate implies TLS", () => {
+    expect(command(["trace", "811", "--ca", "/etc/pg/ca.pem", "--token", "sre-token"])).toMatchObject({
+      security: { tls: true, caFile: "/etc/pg/ca.pem", certFile: null, keyFile: null, token: "sre-token" },
+    });
+    const env = { PREFIXCTL_TLS: "1", PREFIXCTL_TOKEN: "from-env", PREFIXCTL_CERT: "/c.pem", PREFIXCTL_KEY: "/k.pem" };
+    expect(parseArgs(["collapses", "--token=from-flag"], env)).toMatchObject({
+      security: { tls: true, caFile: null, certFile: "/c.pem", keyFile: "/k.pem", token: "from-flag" },
+    });
+    expect(parseArgs(["collapses", "--cert", "/c.pem"], {})).toMatchObject({
+      kind: "usage_error",
+      message: "--cert and --key go together (a client certificate needs its key)",
+    });
   });
 
   it("reads --since, --session, --limit and --json in any order and in --flag=value form", () => {

@@ -1,5 +1,6 @@
-import type { Client, ServiceError } from "@grpc/grpc-js";
-import { callUnary, insecureCredentials } from "@prefix-guard/grpc";
+import { readFileSync } from "node:fs";
+import { type ChannelCredentials, type Client, credentials, Metadata, type ServiceError } from "@grpc/grpc-js";
+import { callUnary } from "@prefix-guard/grpc";
 import {
   PromptAssemblyClient,
   type RebuildProjectionRequest,
@@ -19,7 +20,7 @@ import {
   type InvalidateResponse,
   RulesSnapshotClient,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import type { ServiceName, ServiceTargets } from "./args";
+import type { ConnectionSecurity, ServiceName, ServiceTargets } from "./args";
 import { ServiceCallError } from "./service-error";
 
 /** What prefixctl needs from the services; failures are ServiceCallError. */
@@ -36,6 +37,32 @@ export interface PrefixctlClients {
 export interface ConnectOptions {
   readonly targets: ServiceTargets;
   readonly timeoutMs: number;
+  readonly security?: ConnectionSecurity;
+}
+
+/** A file prefixctl was told to read and could not: the flag is named, nothing is sent. */
+export class SecurityFileError extends Error {}
+
+function readPem(path: string, flag: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new SecurityFileError(`${flag} ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** Channel credentials and per-call metadata for the connection options given. */
+export function channelSecurity(security: ConnectionSecurity | undefined): {
+  credentials: ChannelCredentials;
+  metadata: Metadata;
+} {
+  const metadata = new Metadata();
+  if (security?.token) metadata.set("authorization", `Bearer ${security.token}`);
+  if (!security?.tls) return { credentials: credentials.createInsecure(), metadata };
+  const ca = security.caFile === null ? null : readPem(security.caFile, "--ca");
+  const key = security.keyFile === null ? null : readPem(security.keyFile, "--key");
+  const cert = security.certFile === null ? null : readPem(security.certFile, "--cert");
+  return { credentials: credentials.createSsl(ca, key, cert), metadata };
 }
 
 export type ConnectClients = (options: ConnectOptions) => PrefixctlClients;
@@ -48,7 +75,8 @@ function isServiceError(error: unknown): error is ServiceError {
  * gRPC clients, each channel opened on first use: a command talks to one service and must not fail
  * or wait because another one is down.
  */
-export const connectGrpcClients: ConnectClients = ({ targets, timeoutMs }) => {
+export const connectGrpcClients: ConnectClients = ({ targets, timeoutMs, security }) => {
+  const channel = channelSecurity(security);
   const opened: Client[] = [];
   const lazily = <C extends Client>(create: () => C) => {
     let client: C | undefined;
@@ -60,9 +88,9 @@ export const connectGrpcClients: ConnectClients = ({ targets, timeoutMs }) => {
       return client;
     };
   };
-  const cacheMonitor = lazily(() => new CacheMonitorClient(targets["cache-monitor"], insecureCredentials()));
-  const rulesSnapshot = lazily(() => new RulesSnapshotClient(targets["rules-snapshot"], insecureCredentials()));
-  const promptAssembly = lazily(() => new PromptAssemblyClient(targets["prompt-assembly"], insecureCredentials()));
+  const cacheMonitor = lazily(() => new CacheMonitorClient(targets["cache-monitor"], channel.credentials));
+  const rulesSnapshot = lazily(() => new RulesSnapshotClient(targets["rules-snapshot"], channel.credentials));
+  const promptAssembly = lazily(() => new PromptAssemblyClient(targets["prompt-assembly"], channel.credentials));
 
   const call = async <T>(service: ServiceName, method: string, send: () => Promise<T>): Promise<T> => {
     try {
@@ -80,8 +108,8 @@ export const connectGrpcClients: ConnectClients = ({ targets, timeoutMs }) => {
     }
   };
   // Reads and the snapshot delete are safe to retry on UNAVAILABLE; a rebuild is not retried.
-  const read = { deadlineMs: timeoutMs, idempotent: true, maxAttempts: 2 };
-  const once = { deadlineMs: timeoutMs };
+  const read = { deadlineMs: timeoutMs, idempotent: true, maxAttempts: 2, metadata: channel.metadata };
+  const once = { deadlineMs: timeoutMs, metadata: channel.metadata };
 
   return {
     listCollapses: (request) =>

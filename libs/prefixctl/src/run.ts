@@ -1,5 +1,5 @@
 import { type Command, type Env, isUsageError, parseArgs } from "./args";
-import { type ConnectClients, connectGrpcClients, type PrefixctlClients } from "./clients";
+import { type ConnectClients, connectGrpcClients, type PrefixctlClients, SecurityFileError } from "./clients";
 import { collapsesToJson, formatCollapses } from "./format/collapses";
 import { formatReplay, replayToJson } from "./format/replay";
 import { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./format/snapshot";
@@ -90,7 +90,19 @@ export async function run(argv: readonly string[], io: CliIo, deps: RunDeps = {}
     return exitCodes.ok;
   }
 
-  const clients = (deps.connect ?? connectGrpcClients)({ targets: command.targets, timeoutMs: command.timeoutMs });
+  let clients: PrefixctlClients;
+  try {
+    clients = (deps.connect ?? connectGrpcClients)({
+      targets: command.targets,
+      timeoutMs: command.timeoutMs,
+      security: command.security,
+    });
+  } catch (error) {
+    // A certificate or key file that cannot be read: nothing was sent.
+    if (!(error instanceof SecurityFileError)) throw error;
+    io.stderr.write(`prefixctl: ${error.message}\n`);
+    return exitCodes.usage;
+  }
   try {
     const output = await execute(command, clients, deps.now ?? Date.now);
     io.stdout.write(command.json ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);

@@ -1,4 +1,4 @@
-import { defaultCollapseLimit, defaultTargets, defaultTraceLimit, targetEnvVars } from "./args";
+import { defaultCollapseLimit, defaultTargets, defaultTraceLimit, securityEnvVars, targetEnvVars } from "./args";
 
 export const usageText = `prefixctl: why did the prompt cache miss, and what to do about it.
 
@@ -23,6 +23,10 @@ Options for every command:
   --cache-monitor H:P     default ${defaultTargets["cache-monitor"]}, env ${targetEnvVars["cache-monitor"]}
   --rules-snapshot H:P    default ${defaultTargets["rules-snapshot"]}, env ${targetEnvVars["rules-snapshot"]}
   --prompt-assembly H:P   default ${defaultTargets["prompt-assembly"]}, env ${targetEnvVars["prompt-assembly"]}
+  --tls                   connect with TLS (system roots unless --ca), env ${securityEnvVars.tls}=1
+  --ca FILE               PEM of the CA to trust (implies --tls), env ${securityEnvVars.ca}
+  --cert FILE --key FILE  client certificate for mTLS (implies --tls), env ${securityEnvVars.cert} / ${securityEnvVars.key}
+  --token TOKEN           bearer token sent on every call, env ${securityEnvVars.token}
 
 Exit codes: 0 ok, 1 the call failed (service down, not found, rejected), 2 usage error.
 `;

@@ -1,0 +1,130 @@
+// prefixctl against a secured deployment: rules-snapshot serving mTLS with bearer tokens required.
+// With the CA, a client certificate and the SRE token it reads the snapshot; without the token it is
+// refused, and without TLS it cannot connect. Each run is the real CLI entry (run) over real gRPC.
+import { Writable } from "node:stream";
+import { createEmbeddedBus, embeddedBusMigrations } from "@prefix-guard/bus";
+import { runMigrations } from "@prefix-guard/db";
+import { createMemoryDatabase } from "@prefix-guard/db/testing";
+import { silentLogger } from "@prefix-guard/logging";
+import { run } from "@prefix-guard/prefixctl";
+import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
+import { defaultTopicSpecs } from "@prefix-guard/runtime";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTlsFixture, type TlsFixture } from "./tls-fixtures";
+
+const SRE_TOKEN = "sre-token-abcdefghijklmn";
+
+function capture() {
+  let text = "";
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      text += String(chunk);
+      done();
+    },
+  });
+  return { stream, text: () => text };
+}
+
+async function prefixctl(argv: string[]) {
+  const stdout = capture();
+  const stderr = capture();
+  const code = await run(argv, { stdout: stdout.stream, stderr: stderr.stream });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+describe("prefixctl with --ca, --cert/--key and --token", () => {
+  let tls: TlsFixture;
+  let address: string;
+  let stop: () => Promise<void>;
+  const busDb = createMemoryDatabase();
+
+  beforeAll(async () => {
+    tls = makeTlsFixture();
+    await runMigrations(busDb, embeddedBusMigrations);
+    const bus = createEmbeddedBus({ db: busDb, logger: silentLogger() });
+    await bus.ensureTopics(defaultTopicSpecs(1));
+    const service = await startRulesSnapshot(
+      loadRulesSnapshotConfig({
+        GRPC_PORT: "0",
+        DATABASE_URL: "sqlite::memory:",
+        GRPC_TLS_CERT_FILE: tls.serverCert,
+        GRPC_TLS_KEY_FILE: tls.serverKey,
+        GRPC_TLS_CLIENT_CA_FILE: tls.caCert,
+        GRPC_AUTH_TOKENS: `sre:${SRE_TOKEN}`,
+      }),
+      { bus, logger: silentLogger() },
+    );
+    // A pinned snapshot to read back.
+    await service.service.resolveWorkspaceRules({
+      sessionId: "811",
+      workspace: "/srv/ws/oc_4fc3",
+      source: { $case: "content", value: { text: "# Rules\n- use pnpm\n" } },
+      compactionGeneration: 0,
+      embed: false,
+      locale: "",
+    });
+    address = service.address;
+    stop = async () => {
+      await service.stop();
+      await bus.close();
+      await busDb.destroy();
+    };
+  });
+  afterAll(async () => stop?.());
+
+  const target = () => ["--rules-snapshot", address];
+  const mtls = () => ["--ca", tls.caCert, "--cert", tls.clientCert, "--key", tls.clientKey];
+
+  it("reads the snapshot over mTLS with the token", async () => {
+    const result = await prefixctl(["snapshot", "get", "811", "--json", ...target(), ...mtls(), "--token", SRE_TOKEN]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ session_id: "811", found: true });
+    expect(result.stdout).toContain("/srv/ws/oc_4fc3");
+  });
+
+  it("takes the token and the files from the environment too", async () => {
+    const stdout = capture();
+    const stderr = capture();
+    const code = await run(
+      ["snapshot", "get", "811", ...target()],
+      { stdout: stdout.stream, stderr: stderr.stream },
+      {
+        env: {
+          PREFIXCTL_CA: tls.caCert,
+          PREFIXCTL_CERT: tls.clientCert,
+          PREFIXCTL_KEY: tls.clientKey,
+          PREFIXCTL_TOKEN: SRE_TOKEN,
+        },
+      },
+    );
+    expect(stderr.text()).toBe("");
+    expect(code).toBe(0);
+    expect(stdout.text()).toContain("/srv/ws/oc_4fc3");
+  });
+
+  it("is refused without the token, cannot connect without TLS, and names an unreadable key file", async () => {
+    const noToken = await prefixctl(["snapshot", "get", "811", ...target(), ...mtls()]);
+    expect(noToken.code).toBe(1);
+    expect(noToken.stderr).toMatch(/UNAUTHENTICATED/);
+
+    const plaintext = await prefixctl(["snapshot", "get", "811", ...target(), "--token", SRE_TOKEN, "--timeout", "2s"]);
+    expect(plaintext.code).toBe(1);
+    expect(plaintext.stderr).toMatch(/rules-snapshot/);
+
+    const missingKey = await prefixctl([
+      "snapshot",
+      "get",
+      "811",
+      ...target(),
+      "--ca",
+      tls.caCert,
+      "--cert",
+      tls.clientCert,
+      "--key",
+      "/nonexistent/client.key",
+    ]);
+    expect(missingKey.code).toBe(2);
+    expect(missingKey.stderr).toMatch(/--key \/nonexistent\/client\.key: .*ENOENT/);
+  });
+});
