@@ -1,7 +1,8 @@
 import { defineConfig } from "vitest/config";
 
-// Tiers by suffix: *.unit.test.ts are pure; *.int.test.ts need real MariaDB and Kafka;
-// *.e2e.test.ts start whole services and talk gRPC.
+// Tiers by suffix, named by what a test starts: *.unit.test.ts are pure; *.int.test.ts need real
+// MariaDB and Kafka, a store or fake gRPC servers; *.e2e.test.ts start whole services (startX from a
+// service package, or startStack) and talk gRPC.
 export default defineConfig({
   test: {
     projects: [

@@ -7,86 +7,42 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { credentials } from "@grpc/grpc-js";
-import { createKafkaBus, type MessageBus } from "@prefix-guard/bus";
-import { testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
-import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { uniqueName } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import { silentLogger } from "@prefix-guard/logging";
-import {
-  loadPromptAssemblyConfig,
-  type RunningPromptAssembly,
-  startPromptAssembly,
-} from "@prefix-guard/prompt-assembly";
+import type { RunningPromptAssembly } from "@prefix-guard/prompt-assembly";
 import {
   type BuildRequestResponse,
   PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
-import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
-import { defaultTopicSpecs } from "@prefix-guard/runtime";
-import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
+import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Stack, startStack } from "./stack";
 
 describe("two prompt-assembly replicas serving one session", () => {
-  const dbs: TestDatabase[] = [];
-  const buses: MessageBus[] = [];
-  const stops: Array<() => Promise<void>> = [];
+  let stack: Stack;
   const replicas: RunningPromptAssembly[] = [];
   const clients: PromptAssemblyClient[] = [];
   let sessions: SessionEventsClient;
   let workspace: string;
   let agentsMd: string;
   const runId = uniqueName("replicas");
-  const logger = silentLogger();
-
-  const newBus = () => {
-    const bus = createKafkaBus({ brokers: testKafkaBrokers, clientId: uniqueName("replica-bus"), logger });
-    buses.push(bus);
-    return bus;
-  };
 
   beforeAll(async () => {
-    const setup = newBus();
-    await setup.ensureTopics(defaultTopicSpecs());
-    const [se, rs, pa] = await Promise.all(["rep_se", "rep_rs", "rep_pa"].map((label) => createTestDatabase(label)));
-    dbs.push(se!, rs!, pa!);
-    const env = { TRANSPORT: "kafka", KAFKA_BROKERS: testKafkaBrokers.join(","), GRPC_PORT: "0", LOG_LEVEL: "silent" };
-    const sessionEvents = await startSessionEvents(loadSessionEventsConfig({ ...env, DATABASE_URL: se!.url }), {
-      bus: setup,
-      logger,
-    });
-    const rulesSnapshot = await startRulesSnapshot(
-      loadRulesSnapshotConfig({ ...env, DATABASE_URL: rs!.url, CONSUMER_GROUP: `${runId}-rules` }),
-      { bus: setup, logger },
-    );
-    stops.push(rulesSnapshot.stop, sessionEvents.stop);
-    const config = loadPromptAssemblyConfig({
-      ...env,
-      DATABASE_URL: pa!.url,
-      CONSUMER_GROUP: `${runId}-assembly`,
-      SESSION_EVENTS_ADDRESS: sessionEvents.address,
-      RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
-    });
-    for (let replica = 0; replica < 2; replica += 1) {
-      const running = await startPromptAssembly(config, { bus: newBus(), logger });
-      replicas.push(running);
-      clients.push(new PromptAssemblyClient(running.address, credentials.createInsecure()));
-    }
-    sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure());
+    stack = await startStack({ store: "mariadb", transport: "kafka" });
+    const second = await stack.startAssemblyReplica();
+    replicas.push(stack.promptAssembly(), second);
+    clients.push(stack.assembly(), new PromptAssemblyClient(second.address, credentials.createInsecure()));
+    sessions = stack.sessions;
     workspace = mkdtempSync(join(tmpdir(), "pg-replicas-"));
     agentsMd = join(workspace, "AGENTS.md");
     writeFileSync(agentsMd, "# Rules\n- use pnpm\n");
   });
 
   afterAll(async () => {
-    sessions?.close();
-    for (const client of clients) client.close();
-    for (const replica of replicas) await replica.stop();
-    for (const stop of stops) await stop();
-    for (const bus of buses) await bus.close();
-    for (const db of dbs) await db.drop();
+    clients[1]?.close();
+    await stack?.stop();
   });
 
   const deadline = { deadlineMs: 10_000 };

@@ -2,66 +2,44 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentials } from "@grpc/grpc-js";
 import { context, SpanKind, trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { createEmbeddedBus, embeddedBusMigrations } from "@prefix-guard/bus";
 import { eventually } from "@prefix-guard/bus/testing";
-import { runMigrations } from "@prefix-guard/db";
-import { createMemoryDatabase } from "@prefix-guard/db/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import { silentLogger } from "@prefix-guard/logging";
-import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/prompt-assembly";
-import { PromptAssemblyClient, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { type PromptAssemblyClient, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
-import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
-import { defaultTopicSpecs } from "@prefix-guard/runtime";
-import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
+import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { startTelemetry } from "@prefix-guard/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Stack, startStack } from "./stack";
 
 const basePort = 39_100 + Math.floor(Math.random() * 800);
 
 describe("observability of one harness turn", () => {
   const exporter = new InMemorySpanExporter();
   const telemetry = startTelemetry({ serviceName: "observability-test", exporter });
-  const busDb = createMemoryDatabase();
-  let stops: Array<() => Promise<void>> = [];
+  let stack: Stack | undefined;
   let sessions: SessionEventsClient;
   let assembly: PromptAssemblyClient;
   let workspace: string;
 
   beforeAll(async () => {
-    await runMigrations(busDb, embeddedBusMigrations);
-    const bus = createEmbeddedBus({ db: busDb, logger: silentLogger(), pollIntervalMs: 20 });
-    await bus.ensureTopics(defaultTopicSpecs(2));
-    const env = (metricsPort: number) => ({
-      GRPC_PORT: "0",
-      DATABASE_URL: "sqlite::memory:",
-      METRICS_PORT: String(metricsPort),
+    const metricsPort = (port: number) => ({ METRICS_PORT: String(port) });
+    stack = await startStack({
+      serviceEnv: {
+        "session-events": metricsPort(basePort),
+        "rules-snapshot": metricsPort(basePort + 1),
+        "prompt-assembly": metricsPort(basePort + 2),
+      },
     });
-    const logger = silentLogger();
-    const se = await startSessionEvents(loadSessionEventsConfig(env(basePort)), { bus, logger });
-    const rs = await startRulesSnapshot(loadRulesSnapshotConfig(env(basePort + 1)), { bus, logger });
-    const pa = await startPromptAssembly(
-      loadPromptAssemblyConfig({
-        ...env(basePort + 2),
-        SESSION_EVENTS_ADDRESS: se.address,
-        RULES_SNAPSHOT_ADDRESS: rs.address,
-      }),
-      { bus, logger },
-    );
-    stops = [pa.stop, rs.stop, se.stop, () => bus.close(), () => busDb.destroy(), () => telemetry.shutdown()];
-    sessions = new SessionEventsClient(se.address, credentials.createInsecure());
-    assembly = new PromptAssemblyClient(pa.address, credentials.createInsecure());
+    sessions = stack.sessions;
+    assembly = stack.assembly();
     workspace = mkdtempSync(join(tmpdir(), "pg-obs-"));
     writeFileSync(join(workspace, "AGENTS.md"), "# Rules\n- be brief\n");
   });
   afterAll(async () => {
-    sessions.close();
-    assembly.close();
-    for (const stop of stops) await stop();
+    await stack?.stop();
+    await telemetry.shutdown();
   });
 
   it("follows SaveMessage through the relay to both consumers, and BuildRequest into Resolve, in one trace", async () => {

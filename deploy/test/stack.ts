@@ -55,6 +55,12 @@ export interface Stack {
   databaseUrl(service: ServiceName): string;
   /** Stops prompt-assembly and starts a new one on the same database: nothing in memory survives. */
   restartAssembly(): Promise<void>;
+  /**
+   * Starts another prompt-assembly on the same database and consumer group, with its own bus
+   * connection (Kafka transport only). Its stop() also closes that connection; stop() of the
+   * stack stops any replica still running.
+   */
+  startAssemblyReplica(): Promise<RunningPromptAssembly>;
   stop(): Promise<void>;
 }
 
@@ -114,14 +120,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
     }),
   );
-  const startAssembly = () =>
+  const startAssembly = (on: MessageBus = bus) =>
     startPromptAssembly(assemblyConfig, {
-      bus,
+      bus: on,
       logger,
       now,
       ...(options.assemblyPorts === undefined ? {} : { ports: options.assemblyPorts }),
     });
   let promptAssembly = await startAssembly();
+  const replicas = new Set<RunningPromptAssembly>();
   const cacheMonitor =
     options.cacheMonitor === true
       ? await startCacheMonitor(
@@ -156,12 +163,36 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       promptAssembly = await startAssembly();
       assembly = new PromptAssemblyClient(promptAssembly.address, insecure);
     },
+    async startAssemblyReplica() {
+      if (options.transport !== "kafka") throw new Error("startAssemblyReplica needs transport: kafka");
+      const ownBus = createKafkaBus({ brokers: testKafkaBrokers, clientId: uniqueName(`${runId}-replica`), logger });
+      let running: RunningPromptAssembly;
+      try {
+        running = await startAssembly(ownBus);
+      } catch (error) {
+        await ownBus.close();
+        throw error;
+      }
+      const replica: RunningPromptAssembly = {
+        address: running.address,
+        builder: running.builder,
+        views: running.views,
+        async stop() {
+          if (!replicas.delete(replica)) return;
+          await running.stop();
+          await ownBus.close();
+        },
+      };
+      replicas.add(replica);
+      return replica;
+    },
     async stop() {
       sessions.close();
       rules.close();
       assembly.close();
       monitor?.close();
       await cacheMonitor?.stop();
+      for (const replica of [...replicas]) await replica.stop();
       await promptAssembly.stop();
       await rulesSnapshot.stop();
       await sessionEvents.stop();
