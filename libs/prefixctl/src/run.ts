@@ -27,10 +27,11 @@ export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;
 
 type ServiceCommand = Exclude<Command, { kind: "help" }>;
 
-/** What a command prints: text for people or a value for --json. */
+/** What a command prints: text for people or a value for --json; `failed` makes the exit code 1. */
 interface Output {
   readonly text: string;
   readonly json: unknown;
+  readonly failed?: boolean;
 }
 
 async function execute(command: ServiceCommand, clients: PrefixctlClients, now: () => number): Promise<Output> {
@@ -48,7 +49,13 @@ async function execute(command: ServiceCommand, clients: PrefixctlClients, now: 
     case "trace": {
       const response = await clients.traceSession({ sessionId: command.sessionId, limit: command.limit });
       const query = { sessionId: command.sessionId, limit: command.limit };
-      return { text: formatTrace(response, query), json: traceToJson(response, query) };
+      // Nothing recorded is an answer a script must not mistake for "all fine": an unknown session,
+      // a typo, or one older than the monitor keeps.
+      return {
+        text: formatTrace(response, query),
+        json: traceToJson(response, query),
+        failed: response.builds.length === 0,
+      };
     }
     case "snapshot-get": {
       const response = await clients.getSnapshot({ sessionId: command.sessionId });
@@ -105,8 +112,10 @@ export async function run(argv: readonly string[], io: CliIo, deps: RunDeps = {}
   }
   try {
     const output = await execute(command, clients, deps.now ?? Date.now);
-    io.stdout.write(command.json ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
-    return exitCodes.ok;
+    const printed = command.json ? `${JSON.stringify(output.json, null, 2)}\n` : output.text;
+    // A failure's text goes to stderr; its JSON stays on stdout for the script that asked for it.
+    (output.failed && !command.json ? io.stderr : io.stdout).write(printed);
+    return output.failed ? exitCodes.failed : exitCodes.ok;
   } catch (error) {
     if (error instanceof ServiceCallError) {
       io.stderr.write(`prefixctl: ${describeServiceCallError(error)}\n`);

@@ -96,6 +96,17 @@ describe("run", () => {
     expect(out.stdout()).toContain("projection seq 3");
   });
 
+  it("exits 1 for a trace with nothing recorded: text on stderr, --json still on stdout", async () => {
+    const fake = fakeClients({ traceSession: async () => ({ builds: [] }) });
+    const text = capture();
+    expect(await run(["trace", "typo-811"], text.io, { connect: fake.connect })).toBe(1);
+    expect(text.stderr()).toBe("No builds recorded for session typo-811.\n");
+    expect(text.stdout()).toBe("");
+    const json = capture();
+    expect(await run(["trace", "typo-811", "--json"], json.io, { connect: fake.connect })).toBe(1);
+    expect(JSON.parse(json.stdout())).toMatchObject({ builds: [] });
+  });
+
   it("turns a service failure into one friendly line and exit code 1", async () => {
     const fake = fakeClients({
       traceSession: async () => {
