@@ -6,9 +6,12 @@ import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/pro
 import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
 import { defaultTopicSpecs, openBus, runUntilSignal } from "@prefix-guard/runtime";
 import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
-import { startTelemetry } from "@prefix-guard/telemetry";
+import { startCombinedMetricsServer, startTelemetry } from "@prefix-guard/telemetry";
 
-const env = { ...process.env, TRANSPORT: "embedded" };
+// One /metrics for the whole process (each service's series labelled by `service`), so the
+// services themselves serve none.
+const metricsPort = process.env.METRICS_PORT ?? "9460";
+const env = { ...process.env, TRANSPORT: "embedded", METRICS_PORT: "0" };
 const dataDir = process.env.DATA_DIR ?? ".data";
 const sessionEventsPort = process.env.SESSION_EVENTS_PORT ?? "50051";
 const rulesSnapshotPort = process.env.RULES_SNAPSHOT_PORT ?? "50052";
@@ -65,6 +68,15 @@ const cacheMonitor = await startCacheMonitor(
   { bus: bus.bus, logger: logger.child({ component: "cache-monitor" }) },
 );
 
+const metricsServer =
+  metricsPort === "0"
+    ? null
+    : await startCombinedMetricsServer(
+        [sessionEvents.metrics, rulesSnapshot.metrics, promptAssembly.metrics, cacheMonitor.metrics],
+        sessionEventsConfig.GRPC_HOST,
+        Number(metricsPort),
+      );
+
 logger.info(
   {
     sessionEvents: sessionEvents.address,
@@ -82,6 +94,9 @@ process.stdout.write(
     `  rules-snapshot   grpc://${rulesSnapshot.address}   prefixguard.rules.v1.RulesSnapshot`,
     `  prompt-assembly  grpc://${promptAssembly.address}   prefixguard.assembly.v1.PromptAssembly`,
     `  cache-monitor    grpc://${cacheMonitor.address}   prefixguard.monitor.v1.CacheMonitor`,
+    metricsServer === null
+      ? "  metrics          off (METRICS_PORT=0)"
+      : `  metrics          http://${sessionEventsConfig.GRPC_HOST}:${metricsServer.port}/metrics   every service, label service`,
     `  data             ${dataDir}/`,
     "",
   ].join("\n"),
@@ -89,6 +104,7 @@ process.stdout.write(
 
 runUntilSignal(
   async () => {
+    await metricsServer?.close();
     await cacheMonitor.stop();
     await promptAssembly.stop();
     await rulesSnapshot.stop();

@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 import { checkHealth } from "@prefix-guard/grpc";
 import { describe, expect, it } from "vitest";
 import { startEmbeddedSystem } from "./support";
@@ -17,5 +18,32 @@ describe("make run (embedded: SQLite + in-process transport)", () => {
     const { code, ms } = await system.stop("SIGINT");
     expect(code).toBe(0);
     expect(ms).toBeLessThan(5_000);
+  });
+});
+
+describe("make run's one /metrics", () => {
+  it("serves every service's series on one port, each family once, told apart by the service label", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer();
+      probe.listen(0, "127.0.0.1", () => {
+        const address = probe.address();
+        probe.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
+      });
+    });
+    const system = await startEmbeddedSystem({ METRICS_PORT: String(port) });
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(text).toContain('relay_events_published_total{service="session-events"} 0');
+      expect(text).toContain('prompt_checkpoint_due_total{service="prompt-assembly"} 0');
+      expect(text).toContain('prefixguard_view_cache_sessions{service="prompt-assembly"} 0');
+      expect(text).toContain("# TYPE cache_monitor_collapses_total counter");
+      expect(text).toContain("# TYPE rules_resolve_decisions_total counter");
+      // Prometheus rejects a family declared twice; the runtime's metrics describe one process.
+      const declared = text.split("\n").filter((line) => line.startsWith("# TYPE "));
+      expect(new Set(declared).size).toBe(declared.length);
+      expect(text.match(/^process_cpu_user_seconds_total\{/gm)).toHaveLength(1);
+    } finally {
+      await system.stop("SIGINT");
+    }
   });
 });

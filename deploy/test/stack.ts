@@ -177,6 +177,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         address: running.address,
         builder: running.builder,
         views: running.views,
+        metrics: running.metrics,
         async stop() {
           if (!replicas.delete(replica)) return;
           await running.stop();

@@ -26,6 +26,8 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
       RULES_SNAPSHOT_PORT: "0",
       PROMPT_ASSEMBLY_PORT: "0",
       CACHE_MONITOR_PORT: "0",
+      // Off unless a test asks: tests run side by side, and one fixed port would collide.
+      METRICS_PORT: "0",
       ...env,
       DATA_DIR: dataDir,
     },

@@ -1,4 +1,9 @@
 export type { MetricsServer } from "./metrics";
-export { createMetricsRegistry, startMetricsServer } from "./metrics";
+export {
+  combinedMetricsText,
+  createMetricsRegistry,
+  startCombinedMetricsServer,
+  startMetricsServer,
+} from "./metrics";
 export type { Telemetry, TelemetryOptions } from "./tracing";
 export { startTelemetry } from "./tracing";

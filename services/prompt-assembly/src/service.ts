@@ -6,7 +6,7 @@ import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { grpcPeerSecurity, ServiceKit } from "@prefix-guard/runtime";
-import { Counter, Gauge, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { grpcRulesResolver, grpcSessionEventsReader } from "./adapters/grpc/peer-clients";
 import { promptAssemblyRegistration } from "./adapters/grpc/prompt-assembly-grpc";
 import { FingerprintStore } from "./adapters/mysql/fingerprint-store";
@@ -23,6 +23,8 @@ export interface RunningPromptAssembly {
   readonly address: string;
   readonly builder: PromptBuilder;
   readonly views: SessionViews;
+  /** Its Prometheus registry (served on METRICS_PORT when > 0). */
+  readonly metrics: Registry;
   stop(): Promise<void>;
 }
 
@@ -204,6 +206,6 @@ export async function startPromptAssembly(
       // Sections, tools and reported rules together; the per-field bounds are checked in validation.
       { maxReceiveMessageBytes: 4 * 1024 * 1024 },
     );
-    return { address: server.address, builder, views, stop: () => kit.stop() };
+    return { address: server.address, builder, views, metrics: metrics.registry, stop: () => kit.stop() };
   });
 }

@@ -4,7 +4,7 @@ import type { Logger } from "@prefix-guard/logging";
 import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { ServiceKit } from "@prefix-guard/runtime";
-import { Counter } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { cachedAgentsMdReader } from "./adapters/fs/agents-md-reader";
 import { rulesSnapshotRegistration } from "./adapters/grpc/rules-snapshot-grpc";
 import { outboxRulesEventSink } from "./adapters/mysql/outbox-event-sink";
@@ -15,6 +15,8 @@ import type { RulesSnapshotConfig } from "./config";
 export interface RunningRulesSnapshot {
   readonly address: string;
   readonly service: RulesSnapshotService;
+  /** Its Prometheus registry (served on METRICS_PORT when > 0). */
+  readonly metrics: Registry;
   stop(): Promise<void>;
 }
 
@@ -83,6 +85,6 @@ export async function startRulesSnapshot(
       // Reported AGENTS.md content is capped at 1 MiB; anything much larger is not a rules file.
       { maxReceiveMessageBytes: 2 * 1024 * 1024 },
     );
-    return { address: server.address, service, stop: () => kit.stop() };
+    return { address: server.address, service, metrics: kit.metrics.registry, stop: () => kit.stop() };
   });
 }

@@ -4,7 +4,7 @@ import { newEventId } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
 import { ServiceKit } from "@prefix-guard/runtime";
-import { Counter, Gauge } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
 import { SessionStore } from "./adapters/mysql/session-store";
@@ -15,6 +15,8 @@ import { MAX_REQUEST_BYTES } from "./domain/limits";
 export interface RunningSessionEvents {
   readonly address: string;
   readonly relay: OutboxRelay;
+  /** Its Prometheus registry (served on METRICS_PORT when > 0). */
+  readonly metrics: Registry;
   stop(): Promise<void>;
 }
 
@@ -69,6 +71,6 @@ export async function startSessionEvents(
       // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
       maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,
     });
-    return { address: server.address, relay, stop: () => kit.stop() };
+    return { address: server.address, relay, metrics: kit.metrics.registry, stop: () => kit.stop() };
   });
 }
