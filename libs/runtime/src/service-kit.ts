@@ -95,8 +95,8 @@ export class ServiceKit {
   }
 
   /**
-   * A consumer of one topic with this process's partition concurrency, counted in
-   * events_consumed_total under its group unless the service counts its own outcomes.
+   * A consumer of one topic with this process's partition concurrency, always counted in the shared
+   * events_consumed_total under its group (and in the service's own counter when it has one).
    */
   async consume<E>(
     options: Omit<EventConsumerOptions<E>, "bus" | "logger" | "partitionsConcurrently" | "onOutcome"> & {
@@ -108,9 +108,10 @@ export class ServiceKit {
       bus: this.options.bus,
       logger: this.options.logger,
       partitionsConcurrently: this.config.CONSUMER_PARTITIONS_CONCURRENTLY,
-      onOutcome:
-        options.onOutcome ??
-        ((outcome, count) => this.metrics.eventsConsumed.inc({ consumer: options.groupId, outcome }, count)),
+      onOutcome: (outcome, count) => {
+        this.metrics.eventsConsumed.inc({ consumer: options.groupId, outcome }, count);
+        options.onOutcome?.(outcome, count);
+      },
     }).catch((error: unknown) => {
       throw new UnavailableError(`cannot subscribe to ${options.topic}`, { cause: error });
     });

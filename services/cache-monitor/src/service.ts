@@ -64,6 +64,10 @@ export async function startCacheMonitor(
         apply: async (events) => {
           for (const event of events) {
             metrics.eventAged(Topics.promptPrefix, now() - event.occurredAtMs);
+            kit.metrics.eventApplyDelay.observe(
+              { consumer: `${config.CONSUMER_GROUP}.prefix` },
+              Math.max(0, Date.now() - event.occurredAtMs) / 1000,
+            );
             const outcome = await monitor.applyPrefixEvent(event);
             if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0) relay.notify();
           }
@@ -77,6 +81,10 @@ export async function startCacheMonitor(
         apply: async (events) => {
           for (const event of events) {
             metrics.eventAged(Topics.llmUsage, now() - event.occurredAtMs);
+            kit.metrics.eventApplyDelay.observe(
+              { consumer: `${config.CONSUMER_GROUP}.usage` },
+              Math.max(0, Date.now() - event.occurredAtMs) / 1000,
+            );
             try {
               const result = await monitor.applyUsageEvent(event);
               if (!result.duplicate && result.collapse !== null) relay.notify();

@@ -506,6 +506,11 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
     expect(text).toMatch(
       /cache_monitor_events_consumed_total\{(?=[^}]*topic="prompt\.prefix\.v1")(?=[^}]*outcome="dead_lettered")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
+    // The event-pipeline series every service shares (README "Metrics and traces").
+    expect(text).toMatch(
+      /events_consumed_total\{(?=[^}]*consumer="[^"]*\.prefix")(?=[^}]*outcome="dead_lettered")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+    );
+    expect(text).toMatch(/event_apply_delay_seconds_count\{(?=[^}]*consumer="[^"]*\.(prefix|usage)")[^}]*\} [1-9]/);
     expect(text).toContain("process_cpu_user_seconds_total");
   });
 });
