@@ -118,7 +118,9 @@ describe("observability of one harness turn", () => {
     const se = await scrape(basePort);
     expect(se).toMatch(/relay_backlog_events\S* 0/);
     expect(se).toMatch(/relay_events_published_total\S* [1-9]/);
-    expect(se).toMatch(/grpc_server_handling_seconds_count\{[^}]*method="SaveMessage"[^}]*code="OK"/);
+    expect(se).toMatch(
+      /grpc_server_handling_seconds_count\{(?=[^}]*grpc_method="SaveMessage")(?=[^}]*grpc_code="OK")(?=[^}]*grpc_service="prefixguard\.sessionevents\.v1\.SessionEvents")(?=[^}]*service="session-events")[^}]*\}/,
+    );
     const rs = await scrape(basePort + 1);
     expect(rs).toMatch(/rules_resolve_decisions_total\{[^}]*decision="PINNED"[^}]*\} 1/);
     expect(rs).toMatch(/event_apply_delay_seconds_count\{[^}]*consumer="rules-snapshot"/);

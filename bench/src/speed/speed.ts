@@ -262,8 +262,13 @@ async function runTree(context: TreeContext, tag: "before" | "after", tree: stri
       );
       if (turns === 500) {
         const scrapeAfter = await scrape(stack.metricsUrl);
-        const handling = (text: string) =>
-          histogramTotals(text, "grpc_server_handling_seconds", "method", { code: "OK" });
+        // grpc_method / grpc_code since the label rename; the baseline tree still says method / code.
+        const handling = (text: string) => {
+          const renamed = histogramTotals(text, "grpc_server_handling_seconds", "grpc_method", { grpc_code: "OK" });
+          return renamed.size > 0
+            ? renamed
+            : histogramTotals(text, "grpc_server_handling_seconds", "method", { code: "OK" });
+        };
         serverMsPerBuild500 =
           meanMsBetween(handling(scrapeBefore), handling(scrapeAfter))["BuildRequest"]?.meanMs ?? Number.NaN;
         const stageTotals = (text: string) => histogramTotals(text, "prefixguard_build_stage_seconds", "stage");

@@ -42,7 +42,7 @@ export interface GrpcServerOptions {
    * reflection stay open so load balancers and probes work without secrets.
    */
   readonly callerTokens?: CallerTokens;
-  /** Prometheus registry for grpc_server_handling_seconds{service,method,code}. */
+  /** Prometheus registry for grpc_server_handling_seconds{grpc_service,grpc_method,grpc_code}. */
   readonly metrics?: Registry;
 }
 
@@ -60,7 +60,7 @@ function wrapUnary(
   handler: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>,
   logger: Logger,
   callerTokens: CallerTokens,
-  handling: Histogram<"service" | "method" | "code"> | undefined,
+  handling: Histogram<"grpc_service" | "grpc_method" | "grpc_code"> | undefined,
 ) {
   const tracer = trace.getTracer("prefix-guard.grpc");
   return (call: ServerUnaryCall<never, never>, callback: sendUnaryData<unknown>) => {
@@ -96,7 +96,7 @@ function wrapUnary(
           } finally {
             span.end();
             handling?.observe(
-              { service: serviceName, method: methodName, code: status[code] ?? String(code) },
+              { grpc_service: serviceName, grpc_method: methodName, grpc_code: status[code] ?? String(code) },
               (performance.now() - started) / 1000,
             );
             logger.debug(
@@ -144,8 +144,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   const handling = options.metrics
     ? new Histogram({
         name: "grpc_server_handling_seconds",
-        help: "Time to handle a unary RPC, by service, method and status code.",
-        labelNames: ["service", "method", "code"] as const,
+        help: "Time to handle a unary RPC, by gRPC service, method and status code.",
+        // Not `service`: that label names the prefix-guard service on every series of a registry.
+        labelNames: ["grpc_service", "grpc_method", "grpc_code"] as const,
         buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
         registers: [options.metrics],
       })
