@@ -9,48 +9,28 @@
 // appended field overrides the baseline's value of the same number.
 
 import {
-  type BuildRequestRequest,
-  BuildRequestRequest as BuildRequestRequestFns,
-  type RebuildProjectionRequest,
-  RebuildProjectionRequest as RebuildProjectionRequestFns,
+  BuildRequestRequest,
+  RebuildProjectionRequest,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { type ContentPart, Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
-import { type UsageRecorded, UsageRecorded as UsageRecordedFns } from "@prefix-guard/proto/events/v1/usage_events";
+import { UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import {
   type RawProviderUsage,
-  type RecordUsageRequest,
-  RecordUsageRequest as RecordUsageRequestFns,
-  type TraceSessionRequest,
-  TraceSessionRequest as TraceSessionRequestFns,
+  RecordUsageRequest,
+  TraceSessionRequest,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { GetRequest, InvalidateRequest, ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import {
-  type GetRequest,
-  GetRequest as GetRequestFns,
-  type InvalidateRequest,
-  InvalidateRequest as InvalidateRequestFns,
-  type ResolveRequest,
-  ResolveRequest as ResolveRequestFns,
-} from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import {
-  type CommitCompactionRequest,
-  CommitCompactionRequest as CommitCompactionRequestFns,
-  type CreateSessionRequest,
-  CreateSessionRequest as CreateSessionRequestFns,
-  type DeleteMessageRequest,
-  DeleteMessageRequest as DeleteMessageRequestFns,
-  type DeleteSessionRequest,
-  DeleteSessionRequest as DeleteSessionRequestFns,
-  type GetSessionRequest,
-  GetSessionRequest as GetSessionRequestFns,
-  type ListMessagesRequest,
-  ListMessagesRequest as ListMessagesRequestFns,
-  type PromoteSideTaskRequest,
-  PromoteSideTaskRequest as PromoteSideTaskRequestFns,
-  type ReadEventsRequest,
-  ReadEventsRequest as ReadEventsRequestFns,
-  type SaveMessageRequest,
-  SaveMessageRequest as SaveMessageRequestFns,
+  CommitCompactionRequest,
+  CreateSessionRequest,
+  DeleteMessageRequest,
+  DeleteSessionRequest,
+  GetSessionRequest,
+  ListMessagesRequest,
+  PromoteSideTaskRequest,
+  ReadEventsRequest,
+  SaveMessageRequest,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 
 // ---------------------------------------------------------------------------------------------
@@ -201,6 +181,13 @@ interface RpcSpec<T extends { sessionId: string }> {
   readonly baseline: (f: Fixture) => T;
 }
 
+const rpc = <T extends { sessionId: string }>(
+  service: ServiceName,
+  method: string,
+  fns: Encoder<T>,
+  baseline: (f: Fixture) => T,
+): RpcSpec<T> => ({ service, method, fns, baseline });
+
 const text = (value: string): ContentPart => ({ part: { $case: "text", value: { text: value } } });
 const image = (mediaType: string, url: string): ContentPart => ({
   part: { $case: "image", value: { mediaType, url } },
@@ -218,125 +205,81 @@ const rulesContent = (value: string): BuildRequestRequest["rulesSource"] => ({
   $case: "rulesContent",
   value: { text: value },
 });
+const section = (key: string, value: string) => ({ key, text: value });
+const tool = (name: string, description = "", inputSchemaJson = "{}") => ({ name, description, inputSchemaJson });
 
-const createSession: RpcSpec<CreateSessionRequest> = {
-  service: "sessionEvents",
-  method: "CreateSession",
-  fns: CreateSessionRequestFns,
-  baseline: (f) => ({
-    sessionId: f.newSessionId,
-    owner: f.owner,
-    workspace: f.workspace,
-    timezone: "Asia/Shanghai",
-    kind: SessionKind.SESSION_KIND_MAIN,
-    parentSessionId: "",
-    continuedFromSessionId: "",
-    personalTerms: [],
-    locale: "",
-  }),
-};
-const saveMessage: RpcSpec<SaveMessageRequest> = {
-  service: "sessionEvents",
-  method: "SaveMessage",
-  fns: SaveMessageRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId, role: Role.ROLE_USER, content: [text("继续")], thinkingText: "" }),
-};
-const deleteMessage: RpcSpec<DeleteMessageRequest> = {
-  service: "sessionEvents",
-  method: "DeleteMessage",
-  fns: DeleteMessageRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId, messageId: f.secondMessageId }),
-};
-const commitCompaction: RpcSpec<CommitCompactionRequest> = {
-  service: "sessionEvents",
-  method: "CommitCompaction",
-  fns: CommitCompactionRequestFns,
-  baseline: (f) => ({
-    sessionId: f.sessionId,
-    expectedGeneration: 0,
-    boundaryMessageId: f.firstMessageId,
-    summary: "用户在做压测重试",
-    personalTerms: [],
-  }),
-};
-const deleteSession: RpcSpec<DeleteSessionRequest> = {
-  service: "sessionEvents",
-  method: "DeleteSession",
-  fns: DeleteSessionRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId }),
-};
-const promoteSideTask: RpcSpec<PromoteSideTaskRequest> = {
-  service: "sessionEvents",
-  method: "PromoteSideTask",
-  fns: PromoteSideTaskRequestFns,
-  baseline: (f) => ({ sessionId: f.sideSessionId }),
-};
-const readEvents: RpcSpec<ReadEventsRequest> = {
-  service: "sessionEvents",
-  method: "ReadEvents",
-  fns: ReadEventsRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId, afterSeq: 0, limit: 10 }),
-};
-const getSession: RpcSpec<GetSessionRequest> = {
-  service: "sessionEvents",
-  method: "GetSession",
-  fns: GetSessionRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId }),
-};
-const listMessages: RpcSpec<ListMessagesRequest> = {
-  service: "sessionEvents",
-  method: "ListMessages",
-  fns: ListMessagesRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId, includeDeleted: false }),
-};
-const resolve: RpcSpec<ResolveRequest> = {
-  service: "rulesSnapshot",
-  method: "Resolve",
-  fns: ResolveRequestFns,
-  baseline: (f) => ({
-    sessionId: f.sessionId,
-    workspace: f.workspace,
-    source: contentSource(f.rulesText),
-    compactionGeneration: 0,
-    embed: false,
-    locale: "",
-  }),
-};
-const invalidate: RpcSpec<InvalidateRequest> = {
-  service: "rulesSnapshot",
-  method: "Invalidate",
-  fns: InvalidateRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId, reason: "bad-input baseline" }),
-};
-const getSnapshot: RpcSpec<GetRequest> = {
-  service: "rulesSnapshot",
-  method: "Get",
-  fns: GetRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId }),
-};
-const buildRequest: RpcSpec<BuildRequestRequest> = {
-  service: "promptAssembly",
-  method: "BuildRequest",
-  fns: BuildRequestRequestFns,
-  baseline: (f) => ({
-    sessionId: f.sessionId,
-    minSeq: f.lastSeq,
-    sections: ["persona", "experiences", "memories", "environment"].map((k) => ({ key: k, text: `${k} text` })),
-    tools: [{ name: "shell", description: "run a command", inputSchemaJson: '{"type":"object"}' }],
-    wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
-    model: "claude-test",
-    workspace: f.workspace,
-    rulesSource: rulesContent(f.rulesText),
-    embed: false,
-    locale: "zh-CN",
-  }),
-};
-const rebuildProjection: RpcSpec<RebuildProjectionRequest> = {
-  service: "promptAssembly",
-  method: "RebuildProjection",
-  fns: RebuildProjectionRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId }),
-};
+const createSession = rpc("sessionEvents", "CreateSession", CreateSessionRequest, (f) => ({
+  sessionId: f.newSessionId,
+  owner: f.owner,
+  workspace: f.workspace,
+  timezone: "Asia/Shanghai",
+  kind: SessionKind.SESSION_KIND_MAIN,
+  parentSessionId: "",
+  continuedFromSessionId: "",
+  personalTerms: [],
+  locale: "",
+}));
+const saveMessage = rpc("sessionEvents", "SaveMessage", SaveMessageRequest, (f) => ({
+  sessionId: f.sessionId,
+  role: Role.ROLE_USER,
+  content: [text("继续")],
+  thinkingText: "",
+}));
+const deleteMessage = rpc("sessionEvents", "DeleteMessage", DeleteMessageRequest, (f) => ({
+  sessionId: f.sessionId,
+  messageId: f.secondMessageId,
+}));
+const commitCompaction = rpc("sessionEvents", "CommitCompaction", CommitCompactionRequest, (f) => ({
+  sessionId: f.sessionId,
+  expectedGeneration: 0,
+  boundaryMessageId: f.firstMessageId,
+  summary: "用户在做压测重试",
+  personalTerms: [],
+}));
+const deleteSession = rpc("sessionEvents", "DeleteSession", DeleteSessionRequest, (f) => ({
+  sessionId: f.sessionId,
+}));
+const promoteSideTask = rpc("sessionEvents", "PromoteSideTask", PromoteSideTaskRequest, (f) => ({
+  sessionId: f.sideSessionId,
+}));
+const readEvents = rpc("sessionEvents", "ReadEvents", ReadEventsRequest, (f) => ({
+  sessionId: f.sessionId,
+  afterSeq: 0,
+  limit: 10,
+}));
+const getSession = rpc("sessionEvents", "GetSession", GetSessionRequest, (f) => ({ sessionId: f.sessionId }));
+const listMessages = rpc("sessionEvents", "ListMessages", ListMessagesRequest, (f) => ({
+  sessionId: f.sessionId,
+  includeDeleted: false,
+}));
+const resolve = rpc("rulesSnapshot", "Resolve", ResolveRequest, (f) => ({
+  sessionId: f.sessionId,
+  workspace: f.workspace,
+  source: contentSource(f.rulesText),
+  compactionGeneration: 0,
+  embed: false,
+  locale: "",
+}));
+const invalidate = rpc("rulesSnapshot", "Invalidate", InvalidateRequest, (f) => ({
+  sessionId: f.sessionId,
+  reason: "bad-input baseline",
+}));
+const getSnapshot = rpc("rulesSnapshot", "Get", GetRequest, (f) => ({ sessionId: f.sessionId }));
+const buildRequest = rpc("promptAssembly", "BuildRequest", BuildRequestRequest, (f) => ({
+  sessionId: f.sessionId,
+  minSeq: f.lastSeq,
+  sections: ["persona", "experiences", "memories", "environment"].map((k) => section(k, `${k} text`)),
+  tools: [tool("shell", "run a command", '{"type":"object"}')],
+  wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
+  model: "claude-test",
+  workspace: f.workspace,
+  rulesSource: rulesContent(f.rulesText),
+  embed: false,
+  locale: "zh-CN",
+}));
+const rebuildProjection = rpc("promptAssembly", "RebuildProjection", RebuildProjectionRequest, (f) => ({
+  sessionId: f.sessionId,
+}));
 
 /** One LLM call's usage, as a harness reports it after sending the body BuildRequest returned. */
 const usage = (patch: Partial<UsageRecorded> = {}): UsageRecorded => ({
@@ -350,18 +293,14 @@ const usage = (patch: Partial<UsageRecorded> = {}): UsageRecorded => ({
   calledAtMs: 1_791_777_600_000,
   ...patch,
 });
-const recordUsage: RpcSpec<RecordUsageRequest> = {
-  service: "cacheMonitor",
-  method: "RecordUsage",
-  fns: RecordUsageRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId, usage: usage() }),
-};
-const traceSession: RpcSpec<TraceSessionRequest> = {
-  service: "cacheMonitor",
-  method: "TraceSession",
-  fns: TraceSessionRequestFns,
-  baseline: (f) => ({ sessionId: f.sessionId, limit: 10 }),
-};
+const recordUsage = rpc("cacheMonitor", "RecordUsage", RecordUsageRequest, (f) => ({
+  sessionId: f.sessionId,
+  usage: usage(),
+}));
+const traceSession = rpc("cacheMonitor", "TraceSession", TraceSessionRequest, (f) => ({
+  sessionId: f.sessionId,
+  limit: 10,
+}));
 
 interface ErasedSpec {
   readonly service: ServiceName;
@@ -379,7 +318,11 @@ function erase<T extends { sessionId: string }>(spec: RpcSpec<T>): ErasedSpec {
   };
 }
 
-const SESSION_RPCS: readonly ErasedSpec[] = [
+/**
+ * Every RPC that takes a required session_id as field 1, in the order the suite exercises them.
+ * CacheMonitor.ListCollapses is not here: its session_id is an optional filter ("" = all sessions).
+ */
+export const ALL_RPCS: readonly ErasedSpec[] = [
   erase(createSession),
   erase(saveMessage),
   erase(deleteMessage),
@@ -394,14 +337,9 @@ const SESSION_RPCS: readonly ErasedSpec[] = [
   erase(getSnapshot),
   erase(buildRequest),
   erase(rebuildProjection),
+  erase(recordUsage),
+  erase(traceSession),
 ];
-const CACHE_MONITOR_RPCS: readonly ErasedSpec[] = [erase(recordUsage), erase(traceSession)];
-
-/**
- * Every RPC that takes a required session_id as field 1, in the order the suite exercises them.
- * CacheMonitor.ListCollapses is not here: its session_id is an optional filter ("" = all sessions).
- */
-export const ALL_RPCS: readonly ErasedSpec[] = [...SESSION_RPCS, ...CACHE_MONITOR_RPCS];
 
 /** The valid request of each RPC, used once per RPC on a control fixture to prove the baselines pass. */
 export function baselineRequest(method: string, f: Fixture): Uint8Array {
@@ -411,1136 +349,552 @@ export function baselineRequest(method: string, f: Fixture): Uint8Array {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Case builders.
+// The session_id every RPC shares: the same breakages for all of them.
 
-function typed<T extends { sessionId: string }>(
-  spec: RpcSpec<T>,
-  batch: Batch,
-  input: string,
-  patch: (base: T, f: Fixture) => NoInfer<T>,
-  expected: Expected,
-): BadInputCase {
-  return {
+function sessionIdCases(spec: ErasedSpec): BadInputCase[] {
+  const after = (raw: Uint8Array) => (f: Fixture) => concatBytes(spec.baselineBytes(f), raw);
+  const withId = (value: string) => (f: Fixture) => spec.withSessionId(f, value);
+  const rows: ReadonlyArray<readonly [Batch, string, (f: Fixture) => Uint8Array, Expected]> = [
+    // CreateSession generates an id when none is given, so its first required field is the owner.
+    [
+      "empty",
+      "empty request (0 bytes)",
+      () => new Uint8Array(0),
+      invalid(spec.method === "CreateSession" ? "owner" : "session_id"),
+    ],
+    ...BAD_IDS.map(
+      ([label, value, batch]) =>
+        [batch, `session_id ${label}: ${JSON.stringify(value)}`, withId(value), invalid("session_id")] as const,
+    ),
+    ["oversized", "session_id of 10 MB", withId(tenMegabytes()), tooLarge("session_id")],
+    [
+      "invalid-utf8",
+      "session_id bytes 6f 6b ff fe (invalid UTF-8)",
+      after(lenField(1, INVALID_UTF8)),
+      invalidOrRequest("session_id"),
+    ],
+    [
+      "invalid-utf8",
+      "session_id bytes 6f 6b ed a0 80 (UTF-8-encoded lone surrogate U+D800)",
+      after(lenField(1, SURROGATE_UTF8)),
+      invalidOrRequest("session_id"),
+    ],
+    [
+      "wrong-type",
+      "session_id (field 1) sent as varint 7 instead of a string",
+      after(varintField(1, 7)),
+      wrongType("session_id"),
+    ],
+    ["unknown-field", "unknown field 99 (varint 1) after a valid request", after(varintField(99, 1)), unknownField(99)],
+    [
+      "unknown-field",
+      'unknown field 99 (string "x") after a valid request',
+      after(stringField(99, "x")),
+      unknownField(99),
+    ],
+    [
+      "malformed-frame",
+      "truncated: a length-delimited field 2 claiming 50 bytes with 2 present",
+      after(Uint8Array.from([0x12, 50, 0x61, 0x62])),
+      anyInvalid(),
+    ],
+    [
+      "malformed-frame",
+      "unterminated varint (bytes 08 ff ff ff)",
+      after(Uint8Array.from([0x08, 0xff, 0xff, 0xff])),
+      anyInvalid(),
+    ],
+  ];
+  return rows.map(([batch, input, request, expected]) => ({
     batch,
     service: spec.service,
     method: spec.method,
     input,
-    request: (f) => spec.fns.encode(patch(spec.baseline(f), f)).finish(),
+    request,
     expected,
-  };
+  }));
 }
 
-/** The baseline (optionally patched first) followed by hand-made bytes. */
-function appended<T extends { sessionId: string }>(
-  spec: RpcSpec<T>,
-  batch: Batch,
-  input: string,
-  raw: Uint8Array,
-  expected: Expected,
-  patch: (base: T) => NoInfer<T> = (base) => base,
-): BadInputCase {
-  return {
-    batch,
-    service: spec.service,
-    method: spec.method,
-    input,
-    request: (f) => concatBytes(spec.fns.encode(patch(spec.baseline(f))).finish(), raw),
-    expected,
-  };
+// ---------------------------------------------------------------------------------------------
+// The per-RPC tables. Each RPC declares where its fields are on the wire, which fields each generic
+// breakage applies to, and its own cases as rows of (batch, input, mutation, expected).
+
+/** How a case breaks the baseline: a patch of the typed request, or hand-made bytes appended after it
+ * (optionally after a patch that removes what the bytes replace). */
+type Mutation<T> = ((base: T, f: Fixture) => T) | Uint8Array | readonly [raw: Uint8Array, patch: (base: T) => T];
+/** Without `expected`: INVALID_ARGUMENT naming the field the input starts with. */
+type Row<T> = readonly [batch: Batch, input: string, mutation: Mutation<T>, expected?: Expected];
+/** Where a field is on the wire: its number, and how one encoded field is placed in the request. */
+type Wire<T> = number | readonly [field: number, place: (rawField: Uint8Array) => Mutation<T>];
+/** A string field: its path (a top-level field is set by name) or its path and how to set it. */
+type StringField<T> = string | readonly [path: string, set: (base: T, value: string) => T];
+
+interface Table<T extends { sessionId: string }> {
+  readonly wire?: Readonly<Record<string, Wire<T>>>;
+  /** "<path> empty": rejected naming the field. */
+  readonly required?: readonly StringField<T>[];
+  /** Each of SQL_METACHARACTERS: rejected naming the field (none is a valid value there); "<path> <note>" to add a note. */
+  readonly sql?: readonly StringField<T>[];
+  /** "<path> of 10 MB": the transport's cap or the field's; [path, set, reported field] when another field is named. */
+  readonly tenMegabytes?: readonly (StringField<T> | readonly [string, (base: T, value: string) => T, string])[];
+  /** Bytes that are not UTF-8 in a string field (by `wire`): the invalid pair, or another kind with a note. */
+  readonly utf8?: readonly (string | readonly [path: string, kind: keyof typeof BAD_UTF8, note?: string])[];
+  /** The field (by `wire`) with the wrong wire type: a number is sent as a varint, a string length-delimited. */
+  readonly wrongType?: readonly (readonly [path: string, value: number | string])[];
+  /** Enum fields (by `wire`): 99 (unknown) and -1 (a 10-byte varint) are rejected. */
+  readonly enums?: readonly string[];
+  /** int64 fields: -1 (top-level, typed) is rejected. */
+  readonly negative?: readonly string[];
+  /** int64 fields (by `wire`): 2^63-1 is rejected (beyond a safe JS integer). */
+  readonly int64Max?: readonly string[];
+  readonly rows?: readonly Row<T>[];
 }
 
-/** ContentPart { text: TextPart { text: <bytes> } } as field 3 of SaveMessageRequest. */
-const rawTextPart = (bytes: Uint8Array) => lenField(3, lenField(1, lenField(1, bytes)));
-
-function perRpcCases(rpcs: readonly ErasedSpec[]): BadInputCase[] {
-  const cases: BadInputCase[] = [];
-  for (const rpc of rpcs) {
-    const base = { service: rpc.service, method: rpc.method };
-    cases.push({
-      ...base,
-      batch: "empty",
-      input: "empty request (0 bytes)",
-      request: () => new Uint8Array(0),
-      // CreateSession generates an id when none is given, so its first required field is the owner.
-      expected: invalid(rpc.method === "CreateSession" ? "owner" : "session_id"),
-    });
-    for (const [label, value, batch] of BAD_IDS) {
-      cases.push({
-        ...base,
-        batch,
-        input: `session_id ${label}: ${JSON.stringify(value)}`,
-        request: (f) => rpc.withSessionId(f, value),
-        expected: invalid("session_id"),
-      });
-    }
-    cases.push({
-      ...base,
-      batch: "oversized",
-      input: "session_id of 10 MB",
-      request: (f) => rpc.withSessionId(f, tenMegabytes()),
-      expected: tooLarge("session_id"),
-    });
-    cases.push({
-      ...base,
-      batch: "invalid-utf8",
-      input: "session_id bytes 6f 6b ff fe (invalid UTF-8)",
-      request: (f) => concatBytes(rpc.baselineBytes(f), lenField(1, INVALID_UTF8)),
-      expected: invalidOrRequest("session_id"),
-    });
-    cases.push({
-      ...base,
-      batch: "invalid-utf8",
-      input: "session_id bytes 6f 6b ed a0 80 (UTF-8-encoded lone surrogate U+D800)",
-      request: (f) => concatBytes(rpc.baselineBytes(f), lenField(1, SURROGATE_UTF8)),
-      expected: invalidOrRequest("session_id"),
-    });
-    cases.push({
-      ...base,
-      batch: "wrong-type",
-      input: "session_id (field 1) sent as varint 7 instead of a string",
-      request: (f) => concatBytes(rpc.baselineBytes(f), varintField(1, 7)),
-      expected: wrongType("session_id"),
-    });
-    cases.push({
-      ...base,
-      batch: "unknown-field",
-      input: "unknown field 99 (varint 1) after a valid request",
-      request: (f) => concatBytes(rpc.baselineBytes(f), varintField(99, 1)),
-      expected: unknownField(99),
-    });
-    cases.push({
-      ...base,
-      batch: "unknown-field",
-      input: 'unknown field 99 (string "x") after a valid request',
-      request: (f) => concatBytes(rpc.baselineBytes(f), stringField(99, "x")),
-      expected: unknownField(99),
-    });
-    cases.push({
-      ...base,
-      batch: "malformed-frame",
-      input: "truncated: a length-delimited field 2 claiming 50 bytes with 2 present",
-      request: (f) => concatBytes(rpc.baselineBytes(f), Uint8Array.from([0x12, 50, 0x61, 0x62])),
-      expected: anyInvalid(),
-    });
-    cases.push({
-      ...base,
-      batch: "malformed-frame",
-      input: "unterminated varint (bytes 08 ff ff ff)",
-      request: (f) => concatBytes(rpc.baselineBytes(f), Uint8Array.from([0x08, 0xff, 0xff, 0xff])),
-      expected: anyInvalid(),
-    });
-  }
-  return cases;
-}
+const BAD_UTF8 = {
+  invalid: [INVALID_UTF8, "6f 6b ff fe"],
+  overlong: [OVERLONG_UTF8, "2f c0 af (overlong '/')"],
+  surrogate: [SURROGATE_UTF8, "6f 6b ed a0 80 (lone surrogate U+D800 as UTF-8)"],
+} as const;
 
 const MAX_SAFE_PLUS_ONE = 2n ** 53n;
 const INT64_MAX = 2n ** 63n - 1n;
 
-function sessionEventsCases(): BadInputCase[] {
-  const sql = SQL_METACHARACTERS;
-  return [
-    // CreateSession
-    typed(createSession, "empty", "owner empty", (b) => ({ ...b, owner: "" }), invalid("owner")),
-    ...sql.map(([label, v]) =>
-      typed(
-        createSession,
-        "sql-metacharacters",
-        `owner ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, owner: v }),
-        invalid("owner"),
-      ),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        createSession,
-        "sql-metacharacters",
-        `timezone ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, timezone: v }),
-        invalid("timezone"),
-      ),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        createSession,
-        "sql-metacharacters",
-        `parent_session_id ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, parentSessionId: v }),
-        invalid("parent_session_id"),
-      ),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        createSession,
-        "sql-metacharacters",
-        `continued_from_session_id ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, continuedFromSessionId: v }),
-        invalid("continued_from_session_id"),
-      ),
-    ),
-    typed(
-      createSession,
-      "bad-value",
-      'timezone "Mars/Olympus_Mons"',
-      (b) => ({ ...b, timezone: "Mars/Olympus_Mons" }),
-      invalid("timezone"),
-    ),
-    typed(
-      createSession,
-      "oversized",
-      "owner of 129 characters",
-      (b) => ({ ...b, owner: "o".repeat(129) }),
-      invalid("owner"),
-    ),
-    typed(
-      createSession,
-      "oversized",
-      "workspace of 1025 characters",
-      (b) => ({ ...b, workspace: `/${"w".repeat(1024)}` }),
-      invalid("workspace"),
-    ),
-    typed(
-      createSession,
-      "oversized",
-      "workspace of 10 MB",
-      (b) => ({ ...b, workspace: tenMegabytes() }),
-      tooLarge("workspace"),
-    ),
-    appended(
-      createSession,
-      "invalid-utf8",
-      "owner bytes 6f 6b ff fe",
-      lenField(2, INVALID_UTF8),
-      invalidOrRequest("owner"),
-    ),
-    appended(
-      createSession,
-      "invalid-utf8",
-      "workspace bytes 6f 6b ff fe (free text, but not text)",
-      lenField(3, INVALID_UTF8),
-      invalidOrRequest("workspace"),
-    ),
-    appended(
-      createSession,
-      "invalid-utf8",
-      "workspace bytes 2f c0 af (overlong '/')",
-      lenField(3, OVERLONG_UTF8),
-      invalidOrRequest("workspace"),
-    ),
-    appended(
-      createSession,
-      "invalid-utf8",
-      "timezone bytes 6f 6b ff fe",
-      lenField(4, INVALID_UTF8),
-      invalidOrRequest("timezone"),
-    ),
-    typed(createSession, "unknown-enum", "kind = 99", (b) => ({ ...b, kind: 99 as SessionKind }), invalid("kind")),
-    appended(createSession, "unknown-enum", "kind = -1 (10-byte varint)", varintField(5, -1), invalid("kind")),
-    appended(
-      createSession,
-      "wrong-type",
-      "kind (field 5) sent length-delimited",
-      stringField(5, "MAIN"),
-      wrongType("kind"),
-    ),
-    appended(createSession, "wrong-type", "owner (field 2) sent as varint", varintField(2, 1), wrongType("owner")),
-    typed(
-      createSession,
-      "bad-value",
-      "kind SIDE without parent_session_id",
-      (b) => ({ ...b, kind: SessionKind.SESSION_KIND_SIDE }),
-      invalid("parent_session_id"),
-    ),
-    typed(
-      createSession,
-      "bad-value",
-      "parent_session_id equal to session_id",
-      (b) => ({ ...b, kind: SessionKind.SESSION_KIND_SIDE, parentSessionId: b.sessionId }),
-      invalid("parent_session_id"),
-    ),
+const camel = (path: string) => path.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+/** A patch that sets one top-level field by its proto name. */
+const set =
+  <T>(path: string, value: unknown) =>
+  (base: T): T => ({ ...base, [camel(path)]: value });
+const setter = <T>(field: StringField<T>): readonly [string, (base: T, value: string) => T] =>
+  typeof field === "string" ? [field, (base, value) => set<T>(field, value)(base)] : field;
 
-    // SaveMessage
-    typed(saveMessage, "empty", "content empty (no parts)", (b) => ({ ...b, content: [] }), invalid("content")),
-    typed(
-      saveMessage,
-      "empty",
-      "content[0].text empty",
-      (b) => ({ ...b, content: [text("")] }),
-      invalid("content[0].text"),
-    ),
-    appended(
-      saveMessage,
-      "empty",
-      "content[0] with no part set (empty ContentPart)",
-      lenField(3, new Uint8Array(0)),
-      invalid("content[0]"),
-      (b) => ({
-        ...b,
-        content: [],
-      }),
-    ),
-    typed(saveMessage, "unknown-enum", "role = 99", (b) => ({ ...b, role: 99 as Role }), invalid("role")),
-    typed(
-      saveMessage,
-      "unknown-enum",
-      "role = ROLE_UNSPECIFIED (0)",
-      (b) => ({ ...b, role: Role.ROLE_UNSPECIFIED }),
-      invalid("role"),
-    ),
-    appended(saveMessage, "unknown-enum", "role = -1 (10-byte varint)", varintField(2, -1), invalid("role")),
-    appended(
-      saveMessage,
-      "wrong-type",
-      "role (field 2) sent length-delimited",
-      stringField(2, "ROLE_USER"),
-      wrongType("role"),
-    ),
-    appended(saveMessage, "wrong-type", "content (field 3) sent as varint", varintField(3, 1), wrongType("content")),
-    typed(
-      saveMessage,
-      "negative-or-overflow",
-      "expected_seq = -1",
-      (b) => ({ ...b, expectedSeq: -1 }),
-      invalid("expected_seq"),
-    ),
-    appended(
-      saveMessage,
-      "negative-or-overflow",
-      "expected_seq = 2^53 (beyond a safe JS integer)",
-      varintField(5, MAX_SAFE_PLUS_ONE),
-      invalidOrRequest("expected_seq"),
-    ),
-    appended(
-      saveMessage,
-      "negative-or-overflow",
-      "expected_seq = 2^63-1",
-      varintField(5, INT64_MAX),
-      invalidOrRequest("expected_seq"),
-    ),
-    typed(
-      saveMessage,
-      "oversized",
-      "101 content parts",
-      (b) => ({ ...b, content: Array.from({ length: 101 }, (_, i) => text(`p${i}`)) }),
-      invalid("content"),
-    ),
-    typed(
-      saveMessage,
-      "oversized",
-      "content[0].text of 1.5 MB (over the 1 MB message cap)",
-      (b) => ({ ...b, content: [text("y".repeat(1_500_000))] }),
-      tooLarge("content"),
-    ),
-    typed(
-      saveMessage,
-      "oversized",
-      "content[0].text of 10 MB",
-      (b) => ({ ...b, content: [text(tenMegabytes())] }),
-      tooLarge("content"),
-    ),
-    typed(
-      saveMessage,
-      "oversized",
-      "thinking_text of 10 MB",
-      (b) => ({ ...b, thinkingText: tenMegabytes() }),
-      tooLarge("content"),
-    ),
-    appended(
-      saveMessage,
-      "invalid-utf8",
-      "content[0].text bytes 6f 6b ff fe",
-      rawTextPart(INVALID_UTF8),
-      invalidOrRequest("content[0].text"),
-      (b) => ({
-        ...b,
-        content: [],
-      }),
-    ),
-    appended(
-      saveMessage,
-      "invalid-utf8",
-      "content[0].text bytes 6f 6b ed a0 80 (lone surrogate U+D800 as UTF-8)",
-      rawTextPart(SURROGATE_UTF8),
-      invalidOrRequest("content[0].text"),
-      (b) => ({ ...b, content: [] }),
-    ),
-    appended(
-      saveMessage,
-      "invalid-utf8",
-      "thinking_text bytes 6f 6b ff fe",
-      lenField(4, INVALID_UTF8),
-      invalidOrRequest("thinking_text"),
-    ),
-    typed(
-      saveMessage,
-      "bad-value",
-      'content[0].image.url "http://example.com/a.png" (not https)',
-      (b) => ({
-        ...b,
-        content: [image("image/png", "http://example.com/a.png")],
-      }),
-      invalid("content[0].image.url"),
-    ),
-    typed(
-      saveMessage,
-      "bad-value",
-      'content[0].image.url "javascript:alert(1)"',
-      (b) => ({ ...b, content: [image("", "javascript:alert(1)")] }),
-      invalid("content[0].image.url"),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        saveMessage,
-        "sql-metacharacters",
-        `content[0].image.media_type ${label}: ${JSON.stringify(v)}`,
-        (b) => ({
-          ...b,
-          content: [image(v, "https://example.com/a.png")],
-        }),
-        invalid("content[0].image.media_type"),
-      ),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        saveMessage,
-        "sql-metacharacters",
-        `content[0].tool_call.call_id ${label}: ${JSON.stringify(v)}`,
-        (b) => ({
-          ...b,
-          role: Role.ROLE_ASSISTANT,
-          content: [toolCall(v, "shell", "{}")],
-        }),
-        invalid("content[0].tool_call.call_id"),
-      ),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        saveMessage,
-        "sql-metacharacters",
-        `content[0].tool_call.name ${label}: ${JSON.stringify(v)}`,
-        (b) => ({
-          ...b,
-          role: Role.ROLE_ASSISTANT,
-          content: [toolCall("c1", v, "{}")],
-        }),
-        invalid("content[0].tool_call.name"),
-      ),
-    ),
-    typed(
-      saveMessage,
-      "bad-value",
-      "content[0].tool_call.arguments_json \"{'a':1}\" (not JSON)",
-      (b) => ({
-        ...b,
-        role: Role.ROLE_ASSISTANT,
-        content: [toolCall("c1", "shell", "{'a':1}")],
-      }),
-      invalid("content[0].tool_call.arguments_json"),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        saveMessage,
-        "sql-metacharacters",
-        `content[0].tool_result.call_id ${label}: ${JSON.stringify(v)}`,
-        (b) => ({
-          ...b,
-          role: Role.ROLE_TOOL,
-          content: [toolResult(v, "ok")],
-        }),
-        invalid("content[0].tool_result.call_id"),
-      ),
-    ),
-
-    // DeleteMessage
-    typed(deleteMessage, "empty", "message_id empty", (b) => ({ ...b, messageId: "" }), invalid("message_id")),
-    ...sql.map(([label, v]) =>
-      typed(
-        deleteMessage,
-        "sql-metacharacters",
-        `message_id ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, messageId: v }),
-        invalid("message_id"),
-      ),
-    ),
-    appended(
-      deleteMessage,
-      "invalid-utf8",
-      "message_id bytes 6f 6b ff fe",
-      lenField(2, INVALID_UTF8),
-      invalidOrRequest("message_id"),
-    ),
-    typed(
-      deleteMessage,
-      "negative-or-overflow",
-      "expected_seq = -1",
-      (b) => ({ ...b, expectedSeq: -1 }),
-      invalid("expected_seq"),
-    ),
-    appended(
-      deleteMessage,
-      "negative-or-overflow",
-      "expected_seq = 2^63-1",
-      varintField(3, INT64_MAX),
-      invalidOrRequest("expected_seq"),
-    ),
-    appended(
-      deleteMessage,
-      "wrong-type",
-      "message_id (field 2) sent as varint",
-      varintField(2, 5),
-      wrongType("message_id"),
-    ),
-
-    // CommitCompaction
-    typed(commitCompaction, "empty", "summary empty", (b) => ({ ...b, summary: "" }), invalid("summary")),
-    typed(
-      commitCompaction,
-      "empty",
-      "summary whitespace only",
-      (b) => ({ ...b, summary: " \n\t " }),
-      invalid("summary"),
-    ),
-    typed(
-      commitCompaction,
-      "empty",
-      "boundary_message_id empty",
-      (b) => ({ ...b, boundaryMessageId: "" }),
-      invalid("boundary_message_id"),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        commitCompaction,
-        "sql-metacharacters",
-        `boundary_message_id ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, boundaryMessageId: v }),
-        invalid("boundary_message_id"),
-      ),
-    ),
-    typed(
-      commitCompaction,
-      "oversized",
-      "summary of 20001 characters",
-      (b) => ({ ...b, summary: "总".repeat(20_001) }),
-      tooLarge("summary"),
-    ),
-    typed(
-      commitCompaction,
-      "oversized",
-      "summary of 10 MB",
-      (b) => ({ ...b, summary: tenMegabytes() }),
-      tooLarge("summary"),
-    ),
-    appended(
-      commitCompaction,
-      "invalid-utf8",
-      "summary bytes 6f 6b ff fe",
-      lenField(4, INVALID_UTF8),
-      invalidOrRequest("summary"),
-    ),
-    appended(
-      commitCompaction,
-      "wrong-type",
-      "expected_generation (field 2) sent length-delimited",
-      stringField(2, "0"),
-      wrongType("expected_generation"),
-    ),
-
-    // ReadEvents
-    typed(readEvents, "negative-or-overflow", "after_seq = -1", (b) => ({ ...b, afterSeq: -1 }), invalid("after_seq")),
-    appended(
-      readEvents,
-      "negative-or-overflow",
-      "after_seq = 2^63-1",
-      varintField(2, INT64_MAX),
-      invalidOrRequest("after_seq"),
-    ),
-    appended(
-      readEvents,
-      "negative-or-overflow",
-      "limit = -1 as varint (uint32 4294967295)",
-      varintField(3, -1),
-      invalid("limit"),
-    ),
-    typed(readEvents, "oversized", "limit = 1001", (b) => ({ ...b, limit: 1001 }), invalid("limit")),
-    appended(
-      readEvents,
-      "wrong-type",
-      "limit (field 3) sent length-delimited",
-      stringField(3, "10"),
-      wrongType("limit"),
-    ),
-
-    // ListMessages
-    appended(
-      listMessages,
-      "wrong-type",
-      "include_deleted (field 2) sent length-delimited",
-      stringField(2, "true"),
-      wrongType("include_deleted"),
-    ),
-  ];
-}
-
-function rulesSnapshotCases(): BadInputCase[] {
-  const sql = SQL_METACHARACTERS;
-  return [
-    typed(resolve, "empty", "workspace empty (not embed)", (b) => ({ ...b, workspace: "" }), invalid("workspace")),
-    // No source is not bad input: it means nothing was reported (seed 001 §3.4), answered from the snapshot.
-    typed(
-      resolve,
-      "empty",
-      "source.file.path empty",
-      (b) => ({ ...b, source: fileSource("") }),
-      invalid("source.file.path"),
-    ),
-    typed(
-      resolve,
-      "bad-value",
-      'source.file.path relative "AGENTS.md"',
-      (b) => ({ ...b, source: fileSource("AGENTS.md") }),
-      invalid("source.file.path"),
-    ),
-    typed(
-      resolve,
-      "sql-metacharacters",
-      'source.file.path with NUL "/tmp/AGENTS.md\\u0000.txt"',
-      (b) => ({ ...b, source: fileSource("/tmp/AGENTS.md\u0000.txt") }),
-      invalid("source.file.path"),
-    ),
-    typed(
-      resolve,
-      "oversized",
-      "workspace of 513 characters",
-      (b) => ({ ...b, workspace: `/${"w".repeat(512)}` }),
-      invalid("workspace"),
-    ),
-    typed(
-      resolve,
-      "oversized",
-      "source.file.path of 1025 characters",
-      (b) => ({ ...b, source: fileSource(`/${"p".repeat(1024)}`) }),
-      invalid("source.file.path"),
-    ),
-    typed(
-      resolve,
-      "oversized",
-      "workspace of 10 MB",
-      (b) => ({ ...b, workspace: tenMegabytes() }),
-      tooLarge("workspace"),
-    ),
-    typed(
-      resolve,
-      "oversized",
-      "source.content.text of 10 MB (one line)",
-      (b) => ({ ...b, source: contentSource(tenMegabytes()) }),
-      tooLarge("source.content.text"),
-    ),
-    appended(
-      resolve,
-      "invalid-utf8",
-      "workspace bytes 6f 6b ff fe",
-      lenField(2, INVALID_UTF8),
-      invalidOrRequest("workspace"),
-    ),
-    appended(
-      resolve,
-      "invalid-utf8",
-      "source.content.text bytes 6f 6b ff fe",
-      lenField(4, lenField(1, INVALID_UTF8)),
-      invalidOrRequest("source.content.text"),
-    ),
-    appended(
-      resolve,
-      "invalid-utf8",
-      "source.file.path bytes 2f c0 af (overlong '/')",
-      lenField(3, lenField(1, OVERLONG_UTF8)),
-      invalidOrRequest("source.file.path"),
-    ),
-    appended(
-      resolve,
-      "negative-or-overflow",
-      "compaction_generation = -1 as varint (uint32 4294967295; the column is a signed INT)",
-      varintField(5, -1),
-      invalid("compaction_generation"),
-    ),
-    typed(
-      resolve,
-      "negative-or-overflow",
-      "compaction_generation = 2147483648 (one past the signed INT column)",
-      (b) => ({ ...b, compactionGeneration: 2_147_483_648 }),
-      invalid("compaction_generation"),
-    ),
-    appended(
-      resolve,
-      "wrong-type",
-      "compaction_generation (field 5) sent length-delimited",
-      stringField(5, "0"),
-      wrongType("compaction_generation"),
-    ),
-    appended(
-      resolve,
-      "wrong-type",
-      "embed (field 6) sent length-delimited",
-      stringField(6, "true"),
-      wrongType("embed"),
-    ),
-    appended(
-      resolve,
-      "wrong-type",
-      "source.content (field 4) sent as varint",
-      varintField(4, 1),
-      wrongType("source.content"),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        resolve,
-        "sql-metacharacters",
-        `source.file.path relative ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, source: fileSource(v) }),
-        invalid("source.file.path"),
-      ),
-    ),
-    typed(invalidate, "oversized", "reason of 10 MB", (b) => ({ ...b, reason: tenMegabytes() }), tooLarge("reason")),
-    typed(
-      invalidate,
-      "oversized",
-      "reason of 100 KB",
-      (b) => ({ ...b, reason: "r".repeat(100_000) }),
-      tooLarge("reason"),
-    ),
-    appended(
-      invalidate,
-      "invalid-utf8",
-      "reason bytes 6f 6b ff fe",
-      lenField(2, INVALID_UTF8),
-      invalidOrRequest("reason"),
-    ),
-    appended(invalidate, "wrong-type", "reason (field 2) sent as varint", varintField(2, 3), wrongType("reason")),
-  ];
-}
-
-function promptAssemblyCases(): BadInputCase[] {
-  const sql = SQL_METACHARACTERS;
-  const section = (key: string, value: string) => ({ key, text: value });
-  return [
-    typed(
-      buildRequest,
-      "empty",
-      "sections[0].key empty",
-      (b) => ({ ...b, sections: [section("", "x")] }),
-      invalid("sections[0].key"),
-    ),
-    typed(buildRequest, "empty", "model empty", (b) => ({ ...b, model: "" }), invalid("model")),
-    typed(
-      buildRequest,
-      "empty",
-      "tools[0].name empty",
-      (b) => ({ ...b, tools: [{ name: "", description: "", inputSchemaJson: "{}" }] }),
-      invalid("tools[0].name"),
-    ),
-    typed(
-      buildRequest,
-      "bad-value",
-      'sections[1].key "current-date" (reserved)',
-      (b) => ({ ...b, sections: [section("persona", "p"), section("current-date", "2020-01-01")] }),
-      invalid("sections[1].key"),
-    ),
-    typed(
-      buildRequest,
-      "bad-value",
-      'sections[1].key duplicate "persona"',
-      (b) => ({ ...b, sections: [section("persona", "p"), section("persona", "q")] }),
-      invalid("sections[1].key"),
-    ),
-    typed(
-      buildRequest,
-      "bad-value",
-      'tools[0].input_schema_json "{not json"',
-      (b) => ({ ...b, tools: [{ name: "shell", description: "", inputSchemaJson: "{not json" }] }),
-      invalid("tools[0].input_schema_json"),
-    ),
-    typed(
-      buildRequest,
-      "bad-value",
-      'tools[0].input_schema_json "[1,2]" (not an object)',
-      (b) => ({ ...b, tools: [{ name: "shell", description: "", inputSchemaJson: "[1,2]" }] }),
-      invalid("tools[0].input_schema_json"),
-    ),
-    typed(
-      buildRequest,
-      "bad-value",
-      'tools[1].name duplicate "shell"',
-      (b) => ({
-        ...b,
-        tools: [
-          { name: "shell", description: "", inputSchemaJson: "{}" },
-          { name: "shell", description: "", inputSchemaJson: "{}" },
-        ],
-      }),
-      invalid("tools[1].name"),
-    ),
-    typed(buildRequest, "bad-value", 'locale "fr"', (b) => ({ ...b, locale: "fr" }), invalid("locale")),
-    typed(
-      buildRequest,
-      "bad-value",
-      'rules_file.path relative "AGENTS.md"',
-      (b) => ({ ...b, rulesSource: rulesFile("AGENTS.md") }),
-      invalid("source.file.path", "rules_file.path"),
-    ),
-    typed(
-      buildRequest,
-      "unknown-enum",
-      "wire_format = 99",
-      (b) => ({ ...b, wireFormat: 99 as WireFormat }),
-      invalid("wire_format"),
-    ),
-    typed(
-      buildRequest,
-      "unknown-enum",
-      "wire_format = WIRE_FORMAT_UNSPECIFIED (0)",
-      (b) => ({ ...b, wireFormat: WireFormat.WIRE_FORMAT_UNSPECIFIED }),
-      invalid("wire_format"),
-    ),
-    appended(
-      buildRequest,
-      "unknown-enum",
-      "wire_format = -1 (10-byte varint)",
-      varintField(6, -1),
-      invalid("wire_format"),
-    ),
-    typed(buildRequest, "negative-or-overflow", "min_seq = -1", (b) => ({ ...b, minSeq: -1 }), invalid("min_seq")),
-    appended(
-      buildRequest,
-      "negative-or-overflow",
-      "min_seq = 2^63-1",
-      varintField(2, INT64_MAX),
-      invalidOrRequest("min_seq"),
-    ),
-    typed(
-      buildRequest,
-      "negative-or-overflow",
-      "context_window = 0",
-      (b) => ({ ...b, contextWindow: 0 }),
-      invalid("context_window"),
-    ),
-    typed(
-      buildRequest,
-      "negative-or-overflow",
-      "max_output_tokens = 0",
-      (b) => ({ ...b, maxOutputTokens: 0 }),
-      invalid("max_output_tokens"),
-    ),
-    appended(
-      buildRequest,
-      "wrong-type",
-      "min_seq (field 2) sent length-delimited",
-      stringField(2, "1"),
-      wrongType("min_seq"),
-    ),
-    appended(
-      buildRequest,
-      "wrong-type",
-      "embed (field 11) sent length-delimited",
-      stringField(11, "true"),
-      wrongType("embed"),
-    ),
-    appended(buildRequest, "wrong-type", "sections (field 3) sent as varint", varintField(3, 1), wrongType("sections")),
-    typed(
-      buildRequest,
-      "oversized",
-      "sections[0].text of 10 MB",
-      (b) => ({ ...b, sections: [section("persona", tenMegabytes())] }),
-      tooLarge("sections[0].text"),
-    ),
-    typed(buildRequest, "oversized", "model of 10 MB", (b) => ({ ...b, model: tenMegabytes() }), tooLarge("model")),
-    typed(
-      buildRequest,
-      "oversized",
-      "model of 100 KB",
-      (b) => ({ ...b, model: "m".repeat(100_000) }),
-      tooLarge("model"),
-    ),
-    typed(
-      buildRequest,
-      "oversized",
-      "tools[0].description of 10 MB",
-      (b) => ({ ...b, tools: [{ name: "shell", description: tenMegabytes(), inputSchemaJson: "{}" }] }),
-      tooLarge("tools[0].description"),
-    ),
-    typed(
-      buildRequest,
-      "oversized",
-      "rules_content.text of 10 MB",
-      (b) => ({ ...b, rulesSource: rulesContent(tenMegabytes()) }),
-      tooLarge("rules_content.text"),
-    ),
-    appended(
-      buildRequest,
-      "invalid-utf8",
-      "sections[0].text bytes 6f 6b ff fe",
-      lenField(3, concatBytes(stringField(1, "persona"), lenField(2, INVALID_UTF8))),
-      invalidOrRequest("sections[0].text"),
-      (b) => ({
-        ...b,
-        sections: [],
-      }),
-    ),
-    appended(
-      buildRequest,
-      "invalid-utf8",
-      "model bytes 6f 6b ff fe",
-      lenField(7, INVALID_UTF8),
-      invalidOrRequest("model"),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        buildRequest,
-        "sql-metacharacters",
-        `locale ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, locale: v }),
-        invalid("locale"),
-      ),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        buildRequest,
-        "sql-metacharacters",
-        `tools[0].name ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, tools: [{ name: v, description: "", inputSchemaJson: "{}" }] }),
-        invalid("tools[0].name"),
-      ),
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        buildRequest,
-        "sql-metacharacters",
-        `sections[0].key ${label}: ${JSON.stringify(v)}`,
-        (b) => ({ ...b, sections: [section(v, "persona text")] }),
-        invalid("sections[0].key"),
-      ),
-    ),
-  ];
-}
-
-function cacheMonitorCases(): BadInputCase[] {
-  const sql = SQL_METACHARACTERS;
-  const withUsage = (patch: Partial<UsageRecorded>) => (b: RecordUsageRequest) => ({ ...b, usage: usage(patch) });
-  /** UsageRecorded (field 2 of RecordUsageRequest) with one hand-made field appended. */
-  const usageWith = (raw: Uint8Array) => lenField(2, concatBytes(UsageRecordedBytes(usage()), raw));
-  const noUsage = (b: RecordUsageRequest): RecordUsageRequest => ({ sessionId: b.sessionId });
-  /** The baseline call sent as RecordUsageRequest.raw (an Anthropic usage object) with one thing broken. */
-  const rawUsage = (patch: Partial<RawProviderUsage>) => (b: RecordUsageRequest) => ({
-    sessionId: b.sessionId,
-    raw: {
-      provider: "anthropic",
-      usageJson: '{"input_tokens":1000,"cache_read_input_tokens":11000,"output_tokens":200}',
-      requestId: "req-bad-input-1",
-      model: "claude-test",
-      calledAtMs: 1_791_777_600_000,
-      ...patch,
+function expand<T extends { sessionId: string }>(spec: RpcSpec<T>, table: Table<T>): BadInputCase[] {
+  const rows: Row<T>[] = [];
+  const place = (path: string, field: (n: number) => Uint8Array): Mutation<T> => {
+    const wire = table.wire?.[path];
+    if (wire === undefined) throw new Error(`${spec.method}: no wire position for ${path}`);
+    return typeof wire === "number" ? field(wire) : wire[1](field(wire[0]));
+  };
+  const fieldNumber = (path: string) => {
+    const wire = table.wire?.[path];
+    return typeof wire === "number" ? wire : wire?.[0];
+  };
+  for (const [path, put] of (table.required ?? []).map(setter))
+    rows.push(["empty", `${path} empty`, (b) => put(b, "")]);
+  for (const [path, put] of (table.sql ?? []).map(setter))
+    for (const [label, v] of SQL_METACHARACTERS)
+      rows.push(["sql-metacharacters", `${path} ${label}: ${JSON.stringify(v)}`, (b) => put(b, v)]);
+  for (const entry of table.tenMegabytes ?? []) {
+    const [path, put] = setter(typeof entry === "string" ? entry : [entry[0], entry[1]]);
+    const reported = typeof entry !== "string" && entry.length === 3 ? entry[2] : path;
+    rows.push(["oversized", `${path} of 10 MB`, (b) => put(b, tenMegabytes()), tooLarge(reported)]);
+  }
+  for (const entry of table.utf8 ?? []) {
+    const [path, kind, note] = typeof entry === "string" ? [entry, "invalid" as const] : entry;
+    const [bytes, shown] = BAD_UTF8[kind];
+    const input = `${path} bytes ${shown}${note === undefined ? "" : ` ${note}`}`;
+    rows.push(["invalid-utf8", input, place(path, (n) => lenField(n, bytes)), invalidOrRequest(path)]);
+  }
+  for (const [path, value] of table.wrongType ?? []) {
+    const how = typeof value === "number" ? "as varint" : "length-delimited";
+    const raw = (n: number) => (typeof value === "number" ? varintField(n, value) : stringField(n, value));
+    rows.push(["wrong-type", `${path} (field ${fieldNumber(path)}) sent ${how}`, place(path, raw), wrongType(path)]);
+  }
+  for (const path of table.enums ?? []) {
+    rows.push(["unknown-enum", `${path} = 99`, set<T>(path, 99)]);
+    rows.push(["unknown-enum", `${path} = -1 (10-byte varint)`, place(path, (n) => varintField(n, -1))]);
+  }
+  for (const path of table.negative ?? []) rows.push(["negative-or-overflow", `${path} = -1`, set<T>(path, -1)]);
+  for (const path of table.int64Max ?? []) {
+    const raw = place(path, (n) => varintField(n, INT64_MAX));
+    rows.push(["negative-or-overflow", `${path} = 2^63-1`, raw, invalidOrRequest(path)]);
+  }
+  rows.push(...(table.rows ?? []));
+  return rows.map(([batch, input, mutation, expected]) => ({
+    batch,
+    service: spec.service,
+    method: spec.method,
+    input,
+    expected: expected ?? invalid(input.split(" ")[0] ?? input),
+    request: (f: Fixture) => {
+      const base = spec.baseline(f);
+      if (typeof mutation === "function") return spec.fns.encode(mutation(base, f)).finish();
+      const [raw, patch] = mutation instanceof Uint8Array ? [mutation, (b: T) => b] : mutation;
+      return concatBytes(spec.fns.encode(patch(base)).finish(), raw);
     },
-  });
-  return [
-    typed(
-      recordUsage,
-      "bad-value",
-      'raw.provider "mistral" (unknown provider)',
-      rawUsage({ provider: "mistral" }),
-      invalid("raw.provider"),
-    ),
-    typed(recordUsage, "empty", "raw.provider empty", rawUsage({ provider: "" }), invalid("raw.provider")),
-    typed(
-      recordUsage,
-      "bad-value",
-      "raw.usage_json malformed JSON",
-      rawUsage({ usageJson: '{"input_tokens":1000,' }),
-      invalid("raw.usage_json"),
-    ),
-    typed(recordUsage, "empty", "raw.usage_json empty", rawUsage({ usageJson: "" }), invalid("raw.usage_json")),
-    typed(
-      recordUsage,
-      "empty",
-      "raw.usage_json without input_tokens",
-      rawUsage({ usageJson: '{"usage":{"cache_read_input_tokens":11000,"output_tokens":200}}' }),
-      invalid("raw.usage_json.usage.input_tokens"),
-    ),
-    typed(
-      recordUsage,
-      "negative-or-overflow",
-      "raw.usage_json output_tokens = -1",
-      rawUsage({ usageJson: '{"input_tokens":1000,"output_tokens":-1}' }),
-      invalid("raw.usage_json.output_tokens"),
-    ),
-    typed(
-      recordUsage,
-      "bad-value",
-      "raw.usage_json input_tokens = 12.5 (not an integer)",
-      rawUsage({ usageJson: '{"input_tokens":12.5,"output_tokens":1}' }),
-      invalid("raw.usage_json.input_tokens"),
-    ),
-    typed(
-      recordUsage,
-      "bad-value",
-      "usage and raw both set",
-      (b) => ({ ...rawUsage({})(b), usage: b.usage }),
-      invalid("raw"),
-    ),
-    typed(
-      recordUsage,
-      "oversized",
-      "raw.usage_json of 10 MB",
-      rawUsage({ usageJson: tenMegabytes() }),
-      tooLarge("raw.usage_json"),
-    ),
-    typed(recordUsage, "empty", "usage missing", noUsage, invalid("usage")),
-    typed(recordUsage, "empty", "usage.request_id empty", withUsage({ requestId: "" }), invalid("usage.request_id")),
-    typed(recordUsage, "empty", "usage.model empty", withUsage({ model: "" }), invalid("usage.model")),
-    typed(
-      recordUsage,
-      "empty",
-      "usage.prompt_tokens = 0",
-      withUsage({ promptTokens: 0 }),
-      invalid("usage.prompt_tokens"),
-    ),
-    typed(
-      recordUsage,
-      "bad-value",
-      "usage.cached_tokens 12001 > prompt_tokens 12000",
-      withUsage({ cachedTokens: 12_001 }),
-      invalid("usage.cached_tokens"),
-    ),
-    typed(
-      recordUsage,
-      "bad-value",
-      "usage.cache_creation_tokens 2000 with cached 11000 of prompt 12000",
-      withUsage({ cacheCreationTokens: 2_000 }),
-      invalid("usage.cache_creation_tokens"),
-    ),
-    typed(
-      recordUsage,
-      "bad-value",
-      "usage.reported_cost = NaN",
-      withUsage({ reportedCost: Number.NaN }),
-      invalid("usage.reported_cost"),
-    ),
-    typed(
-      recordUsage,
-      "bad-value",
-      "usage.reported_cost = +Infinity",
-      withUsage({ reportedCost: Number.POSITIVE_INFINITY }),
-      invalid("usage.reported_cost"),
-    ),
-    typed(
-      recordUsage,
-      "negative-or-overflow",
-      "usage.reported_cost = -0.5",
-      withUsage({ reportedCost: -0.5 }),
-      invalid("usage.reported_cost"),
-    ),
-    typed(
-      recordUsage,
-      "negative-or-overflow",
-      "usage.called_at_ms = -1",
-      withUsage({ calledAtMs: -1 }),
-      invalid("usage.called_at_ms"),
-    ),
-    appended(
-      recordUsage,
-      "negative-or-overflow",
-      "usage.prompt_tokens = 2^64-1 (uint64 beyond a safe JS integer)",
-      usageWith(varintField(3, 2n ** 64n - 1n)),
-      invalidOrRequest("usage.prompt_tokens"),
-      noUsage,
-    ),
-    appended(
-      recordUsage,
-      "negative-or-overflow",
-      "usage.called_at_ms = 2^63-1",
-      usageWith(varintField(10, INT64_MAX)),
-      invalidOrRequest("usage.called_at_ms"),
-      noUsage,
-    ),
-    typed(
-      recordUsage,
-      "oversized",
-      "usage.model of 201 characters",
-      withUsage({ model: "m".repeat(201) }),
-      invalid("usage.model"),
-    ),
-    typed(
-      recordUsage,
-      "oversized",
-      "usage.model of 10 MB",
-      withUsage({ model: tenMegabytes() }),
-      tooLarge("usage.model"),
-    ),
-    typed(
-      recordUsage,
-      "oversized",
-      "usage.provider_report.raw_json of 10 MB",
-      withUsage({
-        providerReport: {
-          cacheMissReason: "",
-          cacheReadInputTokens: 0,
-          cacheCreationInputTokens: 0,
-          openaiCachedTokens: 0,
-          rawJson: tenMegabytes(),
-        },
-      }),
-      tooLarge("usage.provider_report.raw_json"),
-    ),
-    appended(
-      recordUsage,
-      "invalid-utf8",
-      "usage.model bytes 6f 6b ff fe",
-      usageWith(lenField(2, INVALID_UTF8)),
-      invalidOrRequest("usage.model"),
-      noUsage,
-    ),
-    appended(
-      recordUsage,
-      "invalid-utf8",
-      "usage.request_id bytes 6f 6b ff fe",
-      usageWith(lenField(1, INVALID_UTF8)),
-      invalidOrRequest("usage.request_id"),
-      noUsage,
-    ),
-    appended(
-      recordUsage,
-      "wrong-type",
-      "usage (field 2) sent as varint",
-      varintField(2, 1),
-      wrongType("usage"),
-      noUsage,
-    ),
-    appended(
-      recordUsage,
-      "wrong-type",
-      "usage.prompt_tokens (field 3) sent length-delimited",
-      usageWith(stringField(3, "12000")),
-      wrongType("usage.prompt_tokens"),
-      noUsage,
-    ),
-    appended(
-      recordUsage,
-      "unknown-field",
-      "usage carrying unknown field 99",
-      usageWith(varintField(99, 1)),
-      unknownField(99, "usage"),
-      noUsage,
-    ),
-    ...sql.map(([label, v]) =>
-      typed(
-        recordUsage,
-        "sql-metacharacters",
-        `usage.request_id ${label}: ${JSON.stringify(v)}`,
-        withUsage({ requestId: v }),
-        invalid("usage.request_id"),
-      ),
-    ),
-  ];
+  }));
 }
 
-const UsageRecordedBytes = (value: UsageRecorded) => UsageRecordedFns.encode(value).finish();
+const withContent =
+  (...content: ContentPart[]) =>
+  (b: SaveMessageRequest): SaveMessageRequest => ({ ...b, content });
+const asAssistant =
+  (part: (v: string) => ContentPart) =>
+  (b: SaveMessageRequest, v: string): SaveMessageRequest => ({ ...b, role: Role.ROLE_ASSISTANT, content: [part(v)] });
+const noContent = (b: SaveMessageRequest): SaveMessageRequest => ({ ...b, content: [] });
+
+const sessionEventsTables = [
+  expand(createSession, {
+    wire: { owner: 2, workspace: 3, timezone: 4, kind: 5 },
+    required: ["owner"],
+    sql: ["owner", "timezone", "parent_session_id", "continued_from_session_id"],
+    tenMegabytes: ["workspace"],
+    utf8: ["owner", ["workspace", "invalid", "(free text, but not text)"], ["workspace", "overlong"], "timezone"],
+    wrongType: [
+      ["kind", "MAIN"],
+      ["owner", 1],
+    ],
+    enums: ["kind"],
+    rows: [
+      ["bad-value", 'timezone "Mars/Olympus_Mons"', set("timezone", "Mars/Olympus_Mons")],
+      ["oversized", "owner of 129 characters", set("owner", "o".repeat(129))],
+      ["oversized", "workspace of 1025 characters", set("workspace", `/${"w".repeat(1024)}`)],
+      [
+        "bad-value",
+        "kind SIDE without parent_session_id",
+        set("kind", SessionKind.SESSION_KIND_SIDE),
+        invalid("parent_session_id"),
+      ],
+      [
+        "bad-value",
+        "parent_session_id equal to session_id",
+        (b) => ({ ...b, kind: SessionKind.SESSION_KIND_SIDE, parentSessionId: b.sessionId }),
+      ],
+    ],
+  }),
+  expand(saveMessage, {
+    wire: {
+      role: 2,
+      content: 3,
+      thinking_text: 4,
+      expected_seq: 5,
+      "content[0].text": [1, (raw) => [lenField(3, lenField(1, raw)), noContent]],
+    },
+    sql: [
+      ["content[0].image.media_type", (b, v) => withContent(image(v, "https://example.com/a.png"))(b)],
+      ["content[0].tool_call.call_id", asAssistant((v) => toolCall(v, "shell", "{}"))],
+      ["content[0].tool_call.name", asAssistant((v) => toolCall("c1", v, "{}"))],
+      ["content[0].tool_result.call_id", (b, v) => ({ ...b, role: Role.ROLE_TOOL, content: [toolResult(v, "ok")] })],
+    ],
+    tenMegabytes: [
+      ["content[0].text", (b, v) => withContent(text(v))(b), "content"],
+      ["thinking_text", (b, v) => ({ ...b, thinkingText: v }), "content"],
+    ],
+    utf8: ["content[0].text", ["content[0].text", "surrogate"], "thinking_text"],
+    wrongType: [
+      ["role", "ROLE_USER"],
+      ["content", 1],
+    ],
+    enums: ["role"],
+    negative: ["expected_seq"],
+    int64Max: ["expected_seq"],
+    rows: [
+      ["empty", "content empty (no parts)", noContent],
+      ["empty", "content[0].text empty", withContent(text(""))],
+      ["empty", "content[0] with no part set (empty ContentPart)", [lenField(3, new Uint8Array(0)), noContent]],
+      ["unknown-enum", "role = ROLE_UNSPECIFIED (0)", set("role", Role.ROLE_UNSPECIFIED)],
+      [
+        "negative-or-overflow",
+        "expected_seq = 2^53 (beyond a safe JS integer)",
+        varintField(5, MAX_SAFE_PLUS_ONE),
+        invalidOrRequest("expected_seq"),
+      ],
+      [
+        "oversized",
+        "101 content parts",
+        withContent(...Array.from({ length: 101 }, (_, i) => text(`p${i}`))),
+        invalid("content"),
+      ],
+      [
+        "oversized",
+        "content[0].text of 1.5 MB (over the 1 MB message cap)",
+        withContent(text("y".repeat(1_500_000))),
+        tooLarge("content"),
+      ],
+      [
+        "bad-value",
+        'content[0].image.url "http://example.com/a.png" (not https)',
+        withContent(image("image/png", "http://example.com/a.png")),
+      ],
+      ["bad-value", 'content[0].image.url "javascript:alert(1)"', withContent(image("", "javascript:alert(1)"))],
+      [
+        "bad-value",
+        "content[0].tool_call.arguments_json \"{'a':1}\" (not JSON)",
+        (b) => asAssistant((v) => toolCall("c1", "shell", v))(b, "{'a':1}"),
+      ],
+    ],
+  }),
+  expand(deleteMessage, {
+    wire: { message_id: 2, expected_seq: 3 },
+    required: ["message_id"],
+    sql: ["message_id"],
+    utf8: ["message_id"],
+    wrongType: [["message_id", 5]],
+    negative: ["expected_seq"],
+    int64Max: ["expected_seq"],
+  }),
+  expand(commitCompaction, {
+    wire: { expected_generation: 2, summary: 4 },
+    required: ["summary", "boundary_message_id"],
+    sql: ["boundary_message_id"],
+    tenMegabytes: ["summary"],
+    utf8: ["summary"],
+    wrongType: [["expected_generation", "0"]],
+    rows: [
+      ["empty", "summary whitespace only", set("summary", " \n\t ")],
+      ["oversized", "summary of 20001 characters", set("summary", "总".repeat(20_001)), tooLarge("summary")],
+    ],
+  }),
+  expand(readEvents, {
+    wire: { after_seq: 2, limit: 3 },
+    wrongType: [["limit", "10"]],
+    negative: ["after_seq"],
+    int64Max: ["after_seq"],
+    rows: [
+      ["negative-or-overflow", "limit = -1 as varint (uint32 4294967295)", varintField(3, -1)],
+      ["oversized", "limit = 1001", set("limit", 1001)],
+    ],
+  }),
+  expand(listMessages, { wire: { include_deleted: 2 }, wrongType: [["include_deleted", "true"]] }),
+];
+
+const inSource = (raw: Uint8Array) => lenField(4, raw);
+const rulesSnapshotTables = [
+  expand(resolve, {
+    wire: {
+      workspace: 2,
+      compaction_generation: 5,
+      embed: 6,
+      "source.content": 4,
+      "source.content.text": [1, inSource],
+      "source.file.path": [1, (raw) => lenField(3, raw)],
+    },
+    sql: [["source.file.path relative", (b, v) => ({ ...b, source: fileSource(v) })]],
+    tenMegabytes: ["workspace"],
+    utf8: ["workspace", "source.content.text", ["source.file.path", "overlong"]],
+    wrongType: [
+      ["compaction_generation", "0"],
+      ["embed", "true"],
+      ["source.content", 1],
+    ],
+    rows: [
+      ["empty", "workspace empty (not embed)", set("workspace", "")],
+      // No source is not bad input: it means nothing was reported (seed 001 §3.4), answered from the snapshot.
+      ["empty", "source.file.path empty", set("source", fileSource(""))],
+      ["bad-value", 'source.file.path relative "AGENTS.md"', set("source", fileSource("AGENTS.md"))],
+      [
+        "sql-metacharacters",
+        'source.file.path with NUL "/tmp/AGENTS.md\\u0000.txt"',
+        set("source", fileSource("/tmp/AGENTS.md\u0000.txt")),
+      ],
+      ["oversized", "workspace of 513 characters", set("workspace", `/${"w".repeat(512)}`)],
+      ["oversized", "source.file.path of 1025 characters", set("source", fileSource(`/${"p".repeat(1024)}`))],
+      [
+        "oversized",
+        "source.content.text of 10 MB (one line)",
+        (b) => ({ ...b, source: contentSource(tenMegabytes()) }),
+        tooLarge("source.content.text"),
+      ],
+      [
+        "negative-or-overflow",
+        "compaction_generation = -1 as varint (uint32 4294967295; the column is a signed INT)",
+        varintField(5, -1),
+      ],
+      [
+        "negative-or-overflow",
+        "compaction_generation = 2147483648 (one past the signed INT column)",
+        set("compaction_generation", 2_147_483_648),
+      ],
+    ],
+  }),
+  expand(invalidate, {
+    wire: { reason: 2 },
+    tenMegabytes: ["reason"],
+    utf8: ["reason"],
+    wrongType: [["reason", 3]],
+    rows: [["oversized", "reason of 100 KB", set("reason", "r".repeat(100_000)), tooLarge("reason")]],
+  }),
+];
+
+const withTools =
+  (...tools: ReturnType<typeof tool>[]) =>
+  (b: BuildRequestRequest): BuildRequestRequest => ({ ...b, tools });
+const withSections =
+  (...sections: ReturnType<typeof section>[]) =>
+  (b: BuildRequestRequest): BuildRequestRequest => ({ ...b, sections });
+const promptAssemblyTables = [
+  expand(buildRequest, {
+    wire: {
+      min_seq: 2,
+      sections: 3,
+      wire_format: 6,
+      model: 7,
+      embed: 11,
+      "sections[0].text": [2, (raw) => [lenField(3, concatBytes(stringField(1, "persona"), raw)), withSections()]],
+    },
+    required: [
+      "model",
+      ["sections[0].key", (b, v) => withSections(section(v, "x"))(b)],
+      ["tools[0].name", (b, v) => withTools(tool(v))(b)],
+    ],
+    sql: [
+      "locale",
+      ["tools[0].name", (b, v) => withTools(tool(v))(b)],
+      ["sections[0].key", (b, v) => withSections(section(v, "persona text"))(b)],
+    ],
+    tenMegabytes: [
+      ["sections[0].text", (b, v) => withSections(section("persona", v))(b)],
+      "model",
+      ["tools[0].description", (b, v) => withTools(tool("shell", v))(b)],
+      ["rules_content.text", (b, v) => ({ ...b, rulesSource: rulesContent(v) })],
+    ],
+    utf8: ["sections[0].text", "model"],
+    wrongType: [
+      ["min_seq", "1"],
+      ["embed", "true"],
+      ["sections", 1],
+    ],
+    enums: ["wire_format"],
+    negative: ["min_seq"],
+    int64Max: ["min_seq"],
+    rows: [
+      [
+        "bad-value",
+        'sections[1].key "current-date" (reserved)',
+        withSections(section("persona", "p"), section("current-date", "2020-01-01")),
+      ],
+      [
+        "bad-value",
+        'sections[1].key duplicate "persona"',
+        withSections(section("persona", "p"), section("persona", "q")),
+      ],
+      ["bad-value", 'tools[0].input_schema_json "{not json"', withTools(tool("shell", "", "{not json"))],
+      ["bad-value", 'tools[0].input_schema_json "[1,2]" (not an object)', withTools(tool("shell", "", "[1,2]"))],
+      ["bad-value", 'tools[1].name duplicate "shell"', withTools(tool("shell"), tool("shell"))],
+      ["bad-value", 'locale "fr"', set("locale", "fr")],
+      [
+        "bad-value",
+        'rules_file.path relative "AGENTS.md"',
+        set("rules_source", rulesFile("AGENTS.md")),
+        invalid("source.file.path", "rules_file.path"),
+      ],
+      [
+        "unknown-enum",
+        "wire_format = WIRE_FORMAT_UNSPECIFIED (0)",
+        set("wire_format", WireFormat.WIRE_FORMAT_UNSPECIFIED),
+      ],
+      ["negative-or-overflow", "context_window = 0", set("context_window", 0)],
+      ["negative-or-overflow", "max_output_tokens = 0", set("max_output_tokens", 0)],
+      ["oversized", "model of 100 KB", set("model", "m".repeat(100_000)), tooLarge("model")],
+    ],
+  }),
+];
+
+const withUsage = (patch: Partial<UsageRecorded>) => (b: RecordUsageRequest) => ({ ...b, usage: usage(patch) });
+const noUsage = (b: RecordUsageRequest): RecordUsageRequest => ({ sessionId: b.sessionId });
+/** UsageRecorded (field 2 of RecordUsageRequest) with one hand-made field appended, instead of the baseline's. */
+const inUsage = (raw: Uint8Array) =>
+  [lenField(2, concatBytes(UsageRecorded.encode(usage()).finish(), raw)), noUsage] as const;
+/** The baseline call sent as RecordUsageRequest.raw (an Anthropic usage object) with one thing broken. */
+const rawUsage = (patch: Partial<RawProviderUsage>) => (b: RecordUsageRequest) => ({
+  sessionId: b.sessionId,
+  raw: {
+    provider: "anthropic",
+    usageJson: '{"input_tokens":1000,"cache_read_input_tokens":11000,"output_tokens":200}',
+    requestId: "req-bad-input-1",
+    model: "claude-test",
+    calledAtMs: 1_791_777_600_000,
+    ...patch,
+  },
+});
+const usageField =
+  (name: keyof UsageRecorded) =>
+  (b: RecordUsageRequest, v: string): RecordUsageRequest =>
+    withUsage({ [name]: v })(b);
+
+const cacheMonitorTables = [
+  expand(recordUsage, {
+    wire: {
+      usage: [2, (raw) => [raw, noUsage]],
+      "usage.request_id": [1, inUsage],
+      "usage.model": [2, inUsage],
+      "usage.prompt_tokens": [3, inUsage],
+      "usage.called_at_ms": [10, inUsage],
+    },
+    required: [
+      ["raw.provider", (b, v) => rawUsage({ provider: v })(b)],
+      ["raw.usage_json", (b, v) => rawUsage({ usageJson: v })(b)],
+      ["usage.request_id", usageField("requestId")],
+      ["usage.model", usageField("model")],
+    ],
+    sql: [["usage.request_id", usageField("requestId")]],
+    tenMegabytes: [
+      ["raw.usage_json", (b, v) => rawUsage({ usageJson: v })(b)],
+      ["usage.model", usageField("model")],
+      [
+        "usage.provider_report.raw_json",
+        (b, rawJson) =>
+          withUsage({
+            providerReport: {
+              cacheMissReason: "",
+              cacheReadInputTokens: 0,
+              cacheCreationInputTokens: 0,
+              openaiCachedTokens: 0,
+              rawJson,
+            },
+          })(b),
+      ],
+    ],
+    utf8: ["usage.model", "usage.request_id"],
+    wrongType: [
+      ["usage", 1],
+      ["usage.prompt_tokens", "12000"],
+    ],
+    int64Max: ["usage.called_at_ms"],
+    rows: [
+      ["bad-value", 'raw.provider "mistral" (unknown provider)', rawUsage({ provider: "mistral" })],
+      ["bad-value", "raw.usage_json malformed JSON", rawUsage({ usageJson: '{"input_tokens":1000,' })],
+      [
+        "empty",
+        "raw.usage_json without input_tokens",
+        rawUsage({ usageJson: '{"usage":{"cache_read_input_tokens":11000,"output_tokens":200}}' }),
+        invalid("raw.usage_json.usage.input_tokens"),
+      ],
+      [
+        "negative-or-overflow",
+        "raw.usage_json output_tokens = -1",
+        rawUsage({ usageJson: '{"input_tokens":1000,"output_tokens":-1}' }),
+        invalid("raw.usage_json.output_tokens"),
+      ],
+      [
+        "bad-value",
+        "raw.usage_json input_tokens = 12.5 (not an integer)",
+        rawUsage({ usageJson: '{"input_tokens":12.5,"output_tokens":1}' }),
+        invalid("raw.usage_json.input_tokens"),
+      ],
+      ["bad-value", "usage and raw both set", (b) => ({ ...rawUsage({})(b), usage: b.usage }), invalid("raw")],
+      ["empty", "usage missing", noUsage],
+      ["empty", "usage.prompt_tokens = 0", withUsage({ promptTokens: 0 })],
+      ["bad-value", "usage.cached_tokens 12001 > prompt_tokens 12000", withUsage({ cachedTokens: 12_001 })],
+      [
+        "bad-value",
+        "usage.cache_creation_tokens 2000 with cached 11000 of prompt 12000",
+        withUsage({ cacheCreationTokens: 2_000 }),
+      ],
+      ["bad-value", "usage.reported_cost = NaN", withUsage({ reportedCost: Number.NaN })],
+      ["bad-value", "usage.reported_cost = +Infinity", withUsage({ reportedCost: Number.POSITIVE_INFINITY })],
+      ["negative-or-overflow", "usage.reported_cost = -0.5", withUsage({ reportedCost: -0.5 })],
+      ["negative-or-overflow", "usage.called_at_ms = -1", withUsage({ calledAtMs: -1 })],
+      [
+        "negative-or-overflow",
+        "usage.prompt_tokens = 2^64-1 (uint64 beyond a safe JS integer)",
+        inUsage(varintField(3, 2n ** 64n - 1n)),
+        invalidOrRequest("usage.prompt_tokens"),
+      ],
+      ["oversized", "usage.model of 201 characters", withUsage({ model: "m".repeat(201) })],
+      ["unknown-field", "usage carrying unknown field 99", inUsage(varintField(99, 1)), unknownField(99, "usage")],
+    ],
+  }),
+];
 
 /** The whole table. Batches run in this order; the DB checksums are compared after each. */
 export const BATCH_ORDER: readonly Batch[] = [
@@ -1558,10 +912,10 @@ export const BATCH_ORDER: readonly Batch[] = [
 
 export function badInputCases(): BadInputCase[] {
   return [
-    ...perRpcCases(ALL_RPCS),
-    ...sessionEventsCases(),
-    ...rulesSnapshotCases(),
-    ...promptAssemblyCases(),
-    ...cacheMonitorCases(),
+    ...ALL_RPCS.flatMap(sessionIdCases),
+    ...sessionEventsTables.flat(),
+    ...rulesSnapshotTables.flat(),
+    ...promptAssemblyTables.flat(),
+    ...cacheMonitorTables.flat(),
   ];
 }

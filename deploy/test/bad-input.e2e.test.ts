@@ -1,4 +1,4 @@
-// Issue 7, the bad-input suite: every RPC of the three services, on real MariaDB, fed the table in
+// Issue 7, the bad-input suite: every RPC of the four services (started by startStack on MariaDB), fed the table in
 // bad-input-cases.ts as raw protobuf bytes. Each input must get a clear status (INVALID_ARGUMENT
 // naming the field, or RESOURCE_EXHAUSTED for size; never OK, never INTERNAL, never a hang) and
 // must leave every table of every service database byte-identical. Free text is the exception
@@ -13,15 +13,10 @@ import {
   type ServiceError,
   status,
 } from "@grpc/grpc-js";
-import { createEmbeddedBus, embeddedBusMigrations, type MessageBus } from "@prefix-guard/bus";
-import { loadCacheMonitorConfig, startCacheMonitor } from "@prefix-guard/cache-monitor";
-import { type Database, runMigrations } from "@prefix-guard/db";
-import { createMemoryDatabase, createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { createDatabase, type Database } from "@prefix-guard/db";
 import { callUnary } from "@prefix-guard/grpc";
-import { silentLogger } from "@prefix-guard/logging";
-import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/prompt-assembly";
 import {
-  PromptAssemblyClient,
+  type PromptAssemblyClient,
   PromptAssemblyService,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
@@ -29,13 +24,13 @@ import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import { CacheMonitorService, RecordUsageRequest } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import {
   Decision,
-  RulesSnapshotClient,
+  type RulesSnapshotClient,
   RulesSnapshotService,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import { SessionEventsClient, SessionEventsService } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
-import { defaultTopicSpecs } from "@prefix-guard/runtime";
-import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
+import {
+  type SessionEventsClient,
+  SessionEventsService,
+} from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ALL_RPCS,
@@ -47,6 +42,7 @@ import {
   type Fixture,
   type ServiceName,
 } from "./bad-input-cases";
+import { type Stack, type ServiceName as StackService, startStack } from "./stack";
 
 const FIXED_NOW = Date.UTC(2026, 9, 12, 4, 0); // 12:00 in Asia/Shanghai
 const now = () => FIXED_NOW;
@@ -149,7 +145,13 @@ function canonicalRows(rows: unknown[]): string {
   });
 }
 
-async function tableNames(db: TestDatabase): Promise<string[]> {
+/** A connection of the test's own to one service database (the stack's services hold theirs). */
+interface ServiceDatabase {
+  readonly name: string;
+  readonly db: Database;
+}
+
+async function tableNames(db: ServiceDatabase): Promise<string[]> {
   const rows: Array<{ name: string }> = await db.db
     .select({ name: "TABLE_NAME" })
     .from("information_schema.TABLES")
@@ -158,7 +160,7 @@ async function tableNames(db: TestDatabase): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-async function orderColumns(db: TestDatabase, table: string): Promise<string[]> {
+async function orderColumns(db: ServiceDatabase, table: string): Promise<string[]> {
   const primary: Array<{ name: string }> = await db.db
     .select({ name: "COLUMN_NAME" })
     .from("information_schema.KEY_COLUMN_USAGE")
@@ -192,11 +194,9 @@ function diffStates(before: DatabaseState, after: DatabaseState): string[] {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
-  const databases: Record<string, TestDatabase> = {};
+  const databases: Record<string, ServiceDatabase> = {};
   const orderBy = new Map<string, string[]>();
-  let busDb: Database;
-  let bus: MessageBus;
-  let stops: Array<() => Promise<void>> = [];
+  let stack: Stack | undefined;
   let sessions: SessionEventsClient;
   let rules: RulesSnapshotClient;
   let assembly: PromptAssemblyClient;
@@ -378,69 +378,41 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
   }
 
   beforeAll(async () => {
-    busDb = createMemoryDatabase();
-    await runMigrations(busDb, embeddedBusMigrations);
-    bus = createEmbeddedBus({ db: busDb, logger: silentLogger(), now, pollIntervalMs: 50 });
-    await bus.ensureTopics(defaultTopicSpecs());
-    const [se, rs, pa, cm] = await Promise.all([
-      createTestDatabase("bad_se"),
-      createTestDatabase("bad_rs"),
-      createTestDatabase("bad_pa"),
-      createTestDatabase("bad_cm"),
-    ]);
-    databases["session-events"] = se;
-    databases["rules-snapshot"] = rs;
-    databases["prompt-assembly"] = pa;
-    databases["cache-monitor"] = cm;
-    const env = { TRANSPORT: "embedded", GRPC_PORT: "0", LOG_LEVEL: "silent" };
-    const logger = silentLogger();
-    const sessionEvents = await startSessionEvents(loadSessionEventsConfig({ ...env, DATABASE_URL: se.url }), {
-      bus,
-      logger,
+    stack = await startStack({
+      store: "mariadb",
+      cacheMonitor: true,
       now,
-    });
-    const rulesSnapshot = await startRulesSnapshot(
-      loadRulesSnapshotConfig({
-        ...env,
-        DATABASE_URL: rs.url,
-        CONSUMER_GROUP: "bad-input-rules",
+      serviceEnv: {
         // Fixtures are created in parallel; a slow pool must not turn a pin into DEGRADED_RAW.
-        RULES_DB_TIMEOUT_MS: "10000",
-      }),
-      { bus, logger, now },
-    );
-    const promptAssembly = await startPromptAssembly(
-      loadPromptAssemblyConfig({
-        ...env,
-        DATABASE_URL: pa.url,
-        CONSUMER_GROUP: "bad-input-assembly",
-        SESSION_EVENTS_ADDRESS: sessionEvents.address,
-        RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
-      }),
-      { bus, logger, now },
-    );
-    const cacheMonitor = await startCacheMonitor(
-      loadCacheMonitorConfig({ ...env, DATABASE_URL: cm.url, CONSUMER_GROUP: "bad-input-monitor" }),
-      { bus, logger, now },
-    );
-    stops = [cacheMonitor.stop, promptAssembly.stop, rulesSnapshot.stop, sessionEvents.stop];
-    sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure(), CLIENT_OPTIONS);
-    rules = new RulesSnapshotClient(rulesSnapshot.address, credentials.createInsecure(), CLIENT_OPTIONS);
-    assembly = new PromptAssemblyClient(promptAssembly.address, credentials.createInsecure(), CLIENT_OPTIONS);
+        "rules-snapshot": { CONSUMER_GROUP: "bad-input-rules", RULES_DB_TIMEOUT_MS: "10000" },
+        "prompt-assembly": { CONSUMER_GROUP: "bad-input-assembly" },
+        "cache-monitor": { CONSUMER_GROUP: "bad-input-monitor" },
+      },
+    });
+    const services: readonly StackService[] = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"];
+    for (const service of services) {
+      const url = stack.databaseUrl(service);
+      const database = { name: decodeURIComponent(new URL(url).pathname.slice(1)), db: createDatabase(url) };
+      // The checksums below see this database's tables only through its name: it must be the right one.
+      expect(await tableNames(database), service).not.toEqual([]);
+      databases[service] = database;
+    }
+    sessions = stack.sessions;
+    rules = stack.rules;
+    assembly = stack.assembly();
+    const address = stack.addresses;
     raw = {
-      sessionEvents: rawClient(SessionEventsService, sessionEvents.address),
-      rulesSnapshot: rawClient(RulesSnapshotService, rulesSnapshot.address),
-      promptAssembly: rawClient(PromptAssemblyService, promptAssembly.address),
-      cacheMonitor: rawClient(CacheMonitorService, cacheMonitor.address),
+      sessionEvents: rawClient(SessionEventsService, address["session-events"]),
+      rulesSnapshot: rawClient(RulesSnapshotService, address["rules-snapshot"]),
+      promptAssembly: rawClient(PromptAssemblyService, address["prompt-assembly"]),
+      cacheMonitor: rawClient(CacheMonitorService, address["cache-monitor"]),
     };
   });
 
   afterAll(async () => {
-    for (const client of [sessions, rules, assembly, ...Object.values(raw ?? {})]) client?.close();
-    for (const stop of stops) await stop();
-    await bus?.close();
-    await busDb?.destroy();
-    for (const db of Object.values(databases)) await db.drop();
+    for (const client of Object.values(raw ?? {})) client.close();
+    for (const database of Object.values(databases)) await database.db.destroy();
+    await stack?.stop();
   });
 
   it("rejects every bad input with a clear status and changes no row of any service database", async () => {

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { newEventId } from "@prefix-guard/events";
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import type { Knex } from "knex";
 import { SessionStore } from "../src/adapters/mysql/session-store";
 import { SessionCommands } from "../src/application/session-commands";
+import { saveMessageRequest } from "./messages";
 
 export function commandsFor(db: Knex): SessionCommands {
   return new SessionCommands({
@@ -37,12 +37,7 @@ export async function writeSessions(
         locale: "",
       });
       for (let m = 0; m < messages; m++) {
-        await commands.saveMessage({
-          sessionId,
-          role: Role.ROLE_USER,
-          content: [{ part: { $case: "text", value: { text: `message ${m}` } } }],
-          thinkingText: "",
-        });
+        await commands.saveMessage(saveMessageRequest(sessionId, `message ${m}`));
       }
     }),
   );

@@ -1,5 +1,6 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
+import { deepFreeze, sessionView, stored, text } from "../../test/stored-messages";
 import {
   applyDateChangeNotices,
   firstUserSeq,
@@ -8,38 +9,8 @@ import {
   resolveAnchorDate,
 } from "./date-anchor";
 import { attachSummary, buildHistoryWindow, type WindowMessage } from "./history-window";
-import type { ContentPart, Role, SessionView, StoredMessage } from "./model";
+import type { ContentPart, StoredMessage } from "./model";
 import { dateChangeNoticeText } from "./texts";
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
-
-function stored(
-  seq: number,
-  role: Role,
-  localDate: string,
-  content: readonly ContentPart[],
-  extra: { deleted?: boolean; createdAtMs?: number } = {},
-): StoredMessage {
-  return {
-    messageId: `m${seq}`,
-    seq,
-    role,
-    content,
-    localDate,
-    createdAtMs: extra.createdAtMs ?? seq * 1000,
-    deleted: extra.deleted ?? false,
-  };
-}
-
-function text(value: string): ContentPart {
-  return { type: "text", text: value };
-}
 
 function user(
   seq: number,
@@ -47,11 +18,11 @@ function user(
   body = `question ${seq}`,
   extra: { deleted?: boolean; createdAtMs?: number } = {},
 ) {
-  return stored(seq, "user", localDate, [text(body)], extra);
+  return stored(seq, "user", [text(body)], { ...extra, localDate });
 }
 
 function assistant(seq: number, localDate: string) {
-  return stored(seq, "assistant", localDate, [text(`answer ${seq}`)]);
+  return stored(seq, "assistant", [text(`answer ${seq}`)], { localDate });
 }
 
 function windowOf(messages: readonly StoredMessage[]): WindowMessage[] {
@@ -62,19 +33,6 @@ function windowOf(messages: readonly StoredMessage[]): WindowMessage[] {
     seq: m.seq,
     localDate: m.localDate,
   }));
-}
-
-function session(messages: readonly StoredMessage[], overrides: Partial<SessionView> = {}): SessionView {
-  return {
-    sessionId: "s1",
-    kind: "main",
-    generation: 0,
-    boundaryMessageId: null,
-    summary: null,
-    messages,
-    lastSeq: messages.reduce((max, m) => Math.max(max, m.seq), 0),
-    ...overrides,
-  };
 }
 
 function leadingText(message: WindowMessage | undefined): string | undefined {
@@ -161,7 +119,7 @@ describe("previousUserDateBefore (seed 000 §5.2)", () => {
       assistant(4, "2026-10-13"),
       user(5, "2026-10-14"),
     ]);
-    const window = buildHistoryWindow(session(messages, { boundaryMessageId: "m4", summary: "s" }), {
+    const window = buildHistoryWindow(sessionView(messages, { boundaryMessageId: "m4", summary: "s" }), {
       contextWindow: null,
       locale: "zh-CN",
     });
@@ -197,7 +155,7 @@ describe("previousUserDateBefore (seed 000 §5.2)", () => {
       assistant(4, "2026-10-13"),
       user(5, "2026-10-13", big),
     ]);
-    const window = buildHistoryWindow(session(messages), {
+    const window = buildHistoryWindow(sessionView(messages), {
       contextWindow: 32_000,
       locale: "zh-CN",
     });
@@ -286,7 +244,7 @@ describe("applyDateChangeNotices (seed 000 §5.3, §7 纯函数)", () => {
         url: "https://example.test/b.jpg",
       },
     ];
-    const original = windowOf([user(1, "2026-10-12"), stored(2, "user", "2026-10-13", content)]);
+    const original = windowOf([user(1, "2026-10-12"), stored(2, "user", content, { localDate: "2026-10-13" })]);
     const snapshot = structuredClone(original);
     const window = deepFreeze(original);
     const result = applyDateChangeNotices(window, "2026-10-12", null, "zh-CN");
@@ -311,7 +269,11 @@ describe("applyDateChangeNotices (seed 000 §5.3, §7 纯函数)", () => {
 
   it("never tags assistant or tool messages, whatever their date", () => {
     const window = deepFreeze(
-      windowOf([user(1, "2026-10-12"), assistant(2, "2026-10-13"), stored(3, "tool", "2026-10-14", [text("ok")])]),
+      windowOf([
+        user(1, "2026-10-12"),
+        assistant(2, "2026-10-13"),
+        stored(3, "tool", [text("ok")], { localDate: "2026-10-14" }),
+      ]),
     );
     expect(applyDateChangeNotices(window, "2026-10-12", null, "zh-CN").noticeDates).toEqual([]);
   });
@@ -335,7 +297,7 @@ describe("seed 000 §10 acceptance 1: first message 10-12 23:50, next message 10
   const options = { contextWindow: null, locale: "zh-CN" } as const;
 
   function buildRequestParts(messages: readonly StoredMessage[], today: string) {
-    const view = deepFreeze(session(messages));
+    const view = deepFreeze(sessionView(messages));
     const anchor = resolveAnchorDate(view.messages, today);
     const section = renderCurrentDateSection(anchor, {
       locale: "zh-CN",

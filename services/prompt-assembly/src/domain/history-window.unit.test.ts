@@ -1,5 +1,6 @@
 import { FailedPreconditionError, ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
+import { deepFreeze, sessionView, stored, text } from "../../test/stored-messages";
 import { applyDateChangeNotices, firstUserSeq, previousUserDateBefore, resolveAnchorDate } from "./date-anchor";
 import {
   assertCheckpointThresholdBelowBudget,
@@ -16,53 +17,15 @@ import {
   SUMMARY_MESSAGE_ID,
   type WindowMessage,
 } from "./history-window";
-import type { ContentPart, Locale, Role, SessionView, StoredMessage } from "./model";
+import type { ContentPart, Locale, SessionView, StoredMessage } from "./model";
 import { omissionMarkerText, sessionSummaryText } from "./texts";
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
-
-function text(value: string): ContentPart {
-  return { type: "text", text: value };
-}
-
-function stored(
-  seq: number,
-  role: Role,
-  content: readonly ContentPart[],
-  extra: { deleted?: boolean; localDate?: string } = {},
-): StoredMessage {
-  return {
-    messageId: `m${seq}`,
-    seq,
-    role,
-    content,
-    localDate: extra.localDate ?? "2026-10-12",
-    createdAtMs: seq * 1000,
-    deleted: extra.deleted ?? false,
-  };
-}
 
 const user = (seq: number, body: string, extra: { deleted?: boolean; localDate?: string } = {}) =>
   stored(seq, "user", [text(body)], extra);
 const assistant = (seq: number, body: string) => stored(seq, "assistant", [text(body)]);
 
 function session(messages: readonly StoredMessage[], overrides: Partial<SessionView> = {}): SessionView {
-  return deepFreeze({
-    sessionId: "s1",
-    kind: "main",
-    generation: 0,
-    boundaryMessageId: null,
-    summary: null,
-    messages,
-    lastSeq: messages.reduce((max, m) => Math.max(max, m.seq), 0),
-    ...overrides,
-  });
+  return deepFreeze(sessionView(messages, overrides));
 }
 
 /** `turns` question/answer pairs of `chars` characters each. */

@@ -11,7 +11,7 @@ import {
 } from "@prefix-guard/errors";
 import { decodeSessionEvent, newEventId } from "@prefix-guard/events";
 import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
-import { type ContentPart, Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import {
   CommitCompactionRequest,
   CreateSessionRequest,
@@ -21,9 +21,10 @@ import {
   ListMessagesRequest,
   PromoteSideTaskRequest,
   ReadEventsRequest,
-  SaveMessageRequest,
+  type SaveMessageRequest,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { saveMessageRequest, text } from "../../test/messages";
 import { SessionStore } from "../adapters/mysql/session-store";
 import { CHARACTER_QUOTA } from "../domain/limits";
 import { SCRUB_MARKER } from "../domain/summary-scrub";
@@ -32,8 +33,6 @@ import { SessionCommands, type SessionCommandsDeps } from "./session-commands";
 const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 // 2026-10-12T16:30:00Z: the 13th in Shanghai, the 12th in New York.
 const START_MS = Date.UTC(2026, 9, 12, 16, 30);
-
-const text = (value: string): ContentPart => ({ part: { $case: "text", value: { text: value } } });
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -79,9 +78,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       return response.session.sessionId;
     };
     const say = (sessionId: string, content: string, extra: Partial<SaveMessageRequest> = {}) =>
-      commands.saveMessage(
-        SaveMessageRequest.fromPartial({ sessionId, role: Role.ROLE_USER, content: [text(content)], ...extra }),
-      );
+      commands.saveMessage(saveMessageRequest(sessionId, content, extra));
     const count = async (table: string, sessionId: string) => {
       const [row] = await db(table).where({ session_id: sessionId }).count({ n: "*" });
       return Number(row?.n);
@@ -244,9 +241,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     it("scrubs the compaction summary with the session's personal terms and returns the stored text", async () => {
       const sessionId = await createSession();
       await say(sessionId, "我叫林晓梅，出生于青岛，邮箱 lxm@example.com");
-      await commands.saveMessage(
-        SaveMessageRequest.fromPartial({ sessionId, role: Role.ROLE_ASSISTANT, content: [text("好的，我叫助手")] }),
-      );
+      await commands.saveMessage(saveMessageRequest(sessionId, "好的，我叫助手", { role: Role.ROLE_ASSISTANT }));
       const boundary = await say(sessionId, "想问工作");
       const response = await commands.commitCompaction(
         CommitCompactionRequest.fromPartial({
@@ -322,22 +317,12 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const response = await small.createSession(CreateSessionRequest.fromPartial({ owner: "u1" }));
       const sessionId = response.session?.sessionId ?? "";
       await small.saveMessage(
-        SaveMessageRequest.fromPartial({
-          sessionId,
-          role: Role.ROLE_ASSISTANT,
-          content: [text("ok")],
-          thinkingText: "t".repeat(30_000),
-        }),
+        saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }),
       );
       const before = await count("message", sessionId);
       const error = await rejection(
         small.saveMessage(
-          SaveMessageRequest.fromPartial({
-            sessionId,
-            role: Role.ROLE_ASSISTANT,
-            content: [text("ok")],
-            thinkingText: "t".repeat(30_000),
-          }),
+          saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }),
         ),
       );
       expect(error).toBeInstanceOf(ResourceExhaustedError);

@@ -1,7 +1,7 @@
 import { ResourceExhaustedError } from "@prefix-guard/errors";
-import { type ContentPart, Role } from "@prefix-guard/proto/common/v1/common";
-import { SaveMessageRequest } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { describe, expect, it } from "vitest";
+import { saveMessageRequest, text } from "../../test/messages";
 import { decideMessageCapacity } from "./decisions";
 import { CHARACTER_QUOTA, DEFAULT_SESSION_LIMITS, MAX_SERIALIZED_SESSION_BYTES } from "./limits";
 import {
@@ -15,8 +15,6 @@ import {
 } from "./stored-content";
 import { codePointLength, truncateCodePoints, utf8ByteLength } from "./text";
 import { validateSaveMessage } from "./validation";
-
-const text = (value: string): ContentPart => ({ part: { $case: "text", value: { text: value } } });
 
 function sessionFull(run: () => unknown): ResourceExhaustedError {
   try {
@@ -74,14 +72,7 @@ describe("stored content", () => {
 
 describe("decideMessageCapacity", () => {
   const message = (contentText: string, thinkingText = "") =>
-    validateSaveMessage(
-      SaveMessageRequest.fromPartial({
-        sessionId: "s",
-        role: Role.ROLE_USER,
-        content: [text(contentText)],
-        thinkingText,
-      }),
-    );
+    validateSaveMessage(saveMessageRequest("s", contentText, { thinkingText }));
 
   it("accepts up to the quota exactly and rejects one character more with session_full", () => {
     const usage = { contentChars: CHARACTER_QUOTA - 10, serializedBytes: 1_000 };

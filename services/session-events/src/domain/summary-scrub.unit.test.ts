@@ -1,10 +1,10 @@
-import { type ContentPart, Role } from "@prefix-guard/proto/common/v1/common";
+import { Role } from "@prefix-guard/proto/common/v1/common";
 import { describe, expect, it } from "vitest";
+import { text } from "../../test/messages";
 import { SUMMARY_MAX_CHARS } from "./limits";
 import { extractPersonalTerms, SCRUB_MARKER, scrubSummary } from "./summary-scrub";
 import { codePointLength } from "./text";
 
-const text = (value: string): ContentPart => ({ part: { $case: "text", value: { text: value } } });
 const user = (value: string) => ({ role: Role.ROLE_USER, content: [text(value)] });
 
 describe("scrubSummary", () => {

@@ -8,6 +8,7 @@ import {
   SaveMessageRequest,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { describe, expect, it } from "vitest";
+import { saveMessageRequest, text } from "../../test/messages";
 import {
   CHARACTER_QUOTA,
   DEFAULT_TIMEZONE,
@@ -23,14 +24,7 @@ import {
   validateSaveMessage,
 } from "./validation";
 
-const text = (value: string): ContentPart => ({ part: { $case: "text", value: { text: value } } });
-
-function save(overrides: Partial<SaveMessageRequest> = {}): SaveMessageRequest {
-  return {
-    ...SaveMessageRequest.fromPartial({ sessionId: "811", role: Role.ROLE_USER, content: [text("你好")] }),
-    ...overrides,
-  };
-}
+const save = (overrides: Partial<SaveMessageRequest> = {}) => saveMessageRequest("811", "你好", overrides);
 
 function validationFailure(run: () => unknown): ValidationError {
   try {
