@@ -15,10 +15,11 @@ import {
   PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { Role } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
+import { mainSessionRequest } from "./support";
 
 describe("two prompt-assembly replicas serving one session", () => {
   let stack: Stack;
@@ -82,22 +83,7 @@ describe("two prompt-assembly replicas serving one session", () => {
 
   it("gives identical bytes on either replica for the same state, and compares each build with the one before it", async () => {
     const sessionId = `${runId}-s`;
-    await callUnary(
-      sessions,
-      sessions.createSession,
-      {
-        sessionId,
-        owner: "u1",
-        workspace,
-        timezone: "Asia/Shanghai",
-        kind: SessionKind.SESSION_KIND_MAIN,
-        parentSessionId: "",
-        continuedFromSessionId: "",
-        personalTerms: [],
-        locale: "",
-      },
-      deadline,
-    );
+    await callUnary(sessions, sessions.createSession, mainSessionRequest(sessionId, workspace), deadline);
     let seq = 0;
     let deletable = "";
     let boundary = "";

@@ -43,6 +43,7 @@ import {
   type ServiceName,
 } from "./bad-input-cases";
 import { type Stack, type ServiceName as StackService, startStack } from "./stack";
+import { mainSessionRequest } from "./support";
 
 const FIXED_NOW = Date.UTC(2026, 9, 12, 4, 0); // 12:00 in Asia/Shanghai
 const now = () => FIXED_NOW;
@@ -503,22 +504,7 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
     const sessionId = "bi-free-text";
     const workspace = '/srv/ws/it\'s "quoted"; DROP TABLE session; --';
 
-    await callUnary(
-      sessions,
-      sessions.createSession,
-      {
-        sessionId,
-        owner: "u1",
-        workspace,
-        timezone: "Asia/Shanghai",
-        kind: SessionKind.SESSION_KIND_MAIN,
-        parentSessionId: "",
-        continuedFromSessionId: "",
-        personalTerms: [],
-        locale: "",
-      },
-      deadline,
-    );
+    await callUnary(sessions, sessions.createSession, mainSessionRequest(sessionId, workspace), deadline);
     const userMessage = await callUnary(
       sessions,
       sessions.saveMessage,

@@ -14,10 +14,11 @@ import {
 } from "@prefix-guard/errors";
 import { callUnary, translatePeerError } from "@prefix-guard/grpc";
 import { type BuildRequestRequest, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { Role } from "@prefix-guard/proto/common/v1/common";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
+import { mainSessionRequest } from "./support";
 
 const FORMATS = [
   WireFormat.WIRE_FORMAT_OPENAI_CHAT,
@@ -56,17 +57,7 @@ describe("BuildCompactionRequest and the session properties, over gRPC on MariaD
     await callUnary(
       stack.sessions,
       stack.sessions.createSession,
-      {
-        sessionId,
-        owner: "owner-1",
-        workspace,
-        timezone: "Asia/Shanghai",
-        kind: SessionKind.SESSION_KIND_MAIN,
-        parentSessionId: "",
-        continuedFromSessionId: "",
-        locale: options.locale ?? "",
-        personalTerms: [],
-      },
+      mainSessionRequest(sessionId, workspace, { owner: "owner-1", locale: options.locale ?? "" }),
       deadline,
     );
     return sessionId;

@@ -13,12 +13,13 @@ import {
   type PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { Role } from "@prefix-guard/proto/common/v1/common";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
+import { mainSessionRequest } from "./support";
 
 const SHANGHAI_2026_10_12_2350 = Date.UTC(2026, 9, 12, 15, 50); // 23:50 in Asia/Shanghai
 let clock = SHANGHAI_2026_10_12_2350;
@@ -48,22 +49,7 @@ describe("harness turn over gRPC on real Kafka + MariaDB", () => {
 
   const deadline = { deadlineMs: 10_000 };
   const createSession = (sessionId: string) =>
-    callUnary(
-      sessions,
-      sessions.createSession,
-      {
-        sessionId,
-        owner: "u1",
-        workspace,
-        timezone: "Asia/Shanghai",
-        kind: SessionKind.SESSION_KIND_MAIN,
-        parentSessionId: "",
-        continuedFromSessionId: "",
-        personalTerms: [],
-        locale: "",
-      },
-      deadline,
-    );
+    callUnary(sessions, sessions.createSession, mainSessionRequest(sessionId, workspace), deadline);
   const say = (sessionId: string, role: Role, text: string) =>
     callUnary(
       sessions,

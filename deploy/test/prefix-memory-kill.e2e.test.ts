@@ -15,10 +15,11 @@ import {
   PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { Role } from "@prefix-guard/proto/common/v1/common";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServiceProcess, serviceProcess } from "./faults/processes";
+import { mainSessionRequest } from "./support";
 
 const SESSIONS = 8;
 const brokers = process.env.TEST_KAFKA_BROKERS ?? "127.0.0.1:19092";
@@ -82,17 +83,7 @@ describe("prefix fingerprints survive SIGKILL of prompt-assembly for every answe
       await callUnary(
         sessions,
         sessions.createSession,
-        {
-          sessionId,
-          owner: "o",
-          workspace,
-          timezone: "Asia/Shanghai",
-          kind: SessionKind.SESSION_KIND_MAIN,
-          parentSessionId: "",
-          continuedFromSessionId: "",
-          personalTerms: [],
-          locale: "",
-        },
+        mainSessionRequest(sessionId, workspace, { owner: "o" }),
         deadline,
       );
     }

@@ -2,6 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SessionKind } from "@prefix-guard/proto/common/v1/common";
+import type { CreateSessionRequest } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 
 export const repoRoot = join(import.meta.dirname, "../..");
 
@@ -68,5 +70,25 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
       const code = await exited;
       return { code, ms: Date.now() - started };
     },
+  };
+}
+
+/** CreateSession of a main session in Asia/Shanghai (owner u1); a test overrides what it is about. */
+export function mainSessionRequest(
+  sessionId: string,
+  workspace: string,
+  overrides: Partial<CreateSessionRequest> = {},
+): CreateSessionRequest {
+  return {
+    sessionId,
+    owner: "u1",
+    workspace,
+    timezone: "Asia/Shanghai",
+    kind: SessionKind.SESSION_KIND_MAIN,
+    parentSessionId: "",
+    continuedFromSessionId: "",
+    personalTerms: [],
+    locale: "",
+    ...overrides,
   };
 }

@@ -14,12 +14,12 @@ import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing"
 import { decodeSessionEvent } from "@prefix-guard/events";
 import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
-import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { Role } from "@prefix-guard/proto/common/v1/common";
 import { Decision, RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../support";
+import { mainSessionRequest, repoRoot } from "../support";
 import { type ServiceProcess, serviceProcess } from "./processes";
 
 const SESSIONS = Number(process.env.FAULT_SESSIONS ?? "200");
@@ -181,17 +181,7 @@ describe("fault suite: SIGKILL, broker restart, DB drops, garbage on the bus", (
                 await callUnary(
                   sessions,
                   sessions.createSession,
-                  {
-                    sessionId,
-                    owner: "load",
-                    workspace,
-                    timezone: "Asia/Shanghai",
-                    kind: SessionKind.SESSION_KIND_MAIN,
-                    parentSessionId: "",
-                    continuedFromSessionId: "",
-                    personalTerms: [],
-                    locale: "",
-                  },
+                  mainSessionRequest(sessionId, workspace, { owner: "load" }),
                   md,
                 )
               ).seq,
@@ -346,17 +336,7 @@ describe("fault suite: SIGKILL, broker restart, DB drops, garbage on the bus", (
     const created = await callUnary(
       sessions,
       sessions.createSession,
-      {
-        sessionId,
-        owner: "g",
-        workspace,
-        timezone: "Asia/Shanghai",
-        kind: SessionKind.SESSION_KIND_MAIN,
-        parentSessionId: "",
-        continuedFromSessionId: "",
-        personalTerms: [],
-        locale: "",
-      },
+      mainSessionRequest(sessionId, workspace, { owner: "g" }),
       { deadlineMs: 5_000 },
     );
     const dead: Array<{ reason: string | undefined; group: string | undefined }> = [];

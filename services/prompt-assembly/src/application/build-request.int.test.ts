@@ -107,6 +107,17 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
   let store: TestStore;
   let sessionCounter = 0;
   const nextSessionId = () => `pa-${++sessionCounter}`;
+  /** A session created at 09:00 Shanghai with one user message at 09:01 (delivered to the projection). */
+  async function sessionWithOneMessage(pa: ReturnType<typeof service>, content: string) {
+    const sessionId = nextSessionId();
+    await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
+    const saved = await pa.events.saveMessage(sessionId, {
+      atMs: shanghai("2026-10-12", "09:01"),
+      role: "user",
+      content,
+    });
+    return { sessionId, saved };
+  }
 
   beforeAll(async () => {
     store = await open("pa_build");
@@ -551,13 +562,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
     it("forgets a removed session's last fingerprint through the builder's prefix memory, row and memory", async () => {
       const pa = service();
-      const sessionId = nextSessionId();
-      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
-      const saved = await pa.events.saveMessage(sessionId, {
-        atMs: shanghai("2026-10-12", "09:01"),
-        role: "user",
-        content: "记住这个前缀",
-      });
+      const { sessionId, saved } = await sessionWithOneMessage(pa, "记住这个前缀");
       await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
       const fingerprints = new FingerprintStore(store.db);
       expect(await fingerprints.storedFingerprint(sessionId)).not.toBeNull();
@@ -567,13 +572,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
     it("does not serve a deleted session from memory once its delete is consumed, even for an old min_seq", async () => {
       const pa = service();
-      const sessionId = nextSessionId();
-      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
-      const saved = await pa.events.saveMessage(sessionId, {
-        atMs: shanghai("2026-10-12", "09:01"),
-        role: "user",
-        content: "删除之前",
-      });
+      const { sessionId, saved } = await sessionWithOneMessage(pa, "删除之前");
       await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
       await pa.events.deleteSession(sessionId, shanghai("2026-10-12", "09:02"));
       const error = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq })).catch((e: unknown) => e);
@@ -583,13 +582,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
     it("serves min_seq from the view in memory, and sees a later write only when min_seq or 0 asks for it", async () => {
       const pa = service();
-      const sessionId = nextSessionId();
-      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
-      const first = await pa.events.saveMessage(sessionId, {
-        atMs: shanghai("2026-10-12", "09:01"),
-        role: "user",
-        content: "第一条",
-      });
+      const { sessionId, saved: first } = await sessionWithOneMessage(pa, "第一条");
       await pa.build(harnessRequest(sessionId, { minSeq: first.seq }));
       const second = await pa.events.saveMessage(sessionId, {
         atMs: shanghai("2026-10-12", "09:02"),
@@ -607,13 +600,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
     it("after a restart starts from the stored projection and reads only the events after it", async () => {
       const pa = service();
-      const sessionId = nextSessionId();
-      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
-      const saved = await pa.events.saveMessage(sessionId, {
-        atMs: shanghai("2026-10-12", "09:01"),
-        role: "user",
-        content: "已送达",
-      });
+      const { sessionId, saved } = await sessionWithOneMessage(pa, "已送达");
       const before = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
       await pa.restart();
       const after = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
@@ -637,13 +624,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
     it("while session-events is down, serves what the stored projection has reached and refuses beyond it", async () => {
       const pa = service();
-      const sessionId = nextSessionId();
-      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
-      const saved = await pa.events.saveMessage(sessionId, {
-        atMs: shanghai("2026-10-12", "09:01"),
-        role: "user",
-        content: "已落库",
-      });
+      const { sessionId, saved } = await sessionWithOneMessage(pa, "已落库");
       const healthy = await pa.build(harnessRequest(sessionId, { minSeq: saved.seq }));
       await pa.restart();
       pa.events.failReadsWith = new UnavailableError("session-events unavailable");
