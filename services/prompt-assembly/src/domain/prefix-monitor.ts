@@ -71,25 +71,28 @@ export const DECISION_RETAINED: RulesDecisionName = "RETAINED";
 /** Naive baseline only: no Resolve, AGENTS.md read from the workspace on every build. */
 export const DECISION_REREAD: RulesDecisionName = "REREAD";
 
+/** A build compared with nothing: the session's first, or one that is never a turn's prefix. */
+export function uncomparedPrefix(cause: string, firstBuild: boolean): PrefixComparison {
+  return {
+    firstBuild,
+    changed: false,
+    modelChanged: false,
+    changedSections: [],
+    toolsChanged: false,
+    toolsChangeKind: "none",
+    historyRewritten: false,
+    firstChangedMessageIndex: null,
+    cause,
+    expected: true,
+  };
+}
+
 export function comparePrefix(
   previous: PrefixFingerprint | null,
   current: PrefixFingerprint,
   hints: CauseHints,
 ): PrefixComparison {
-  if (previous === null) {
-    return {
-      firstBuild: true,
-      changed: false,
-      modelChanged: false,
-      changedSections: [],
-      toolsChanged: false,
-      toolsChangeKind: "none",
-      historyRewritten: false,
-      firstChangedMessageIndex: null,
-      cause: "first build",
-      expected: true,
-    };
-  }
+  if (previous === null) return uncomparedPrefix("first build", true);
   const modelChanged = previous.model !== current.model;
   const sections = compareSections(previous, current);
   const toolsChangeKind = compareTools(previous, current);

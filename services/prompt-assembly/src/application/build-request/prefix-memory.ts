@@ -27,6 +27,7 @@ import {
   comparePrefix,
   type PrefixComparison,
   type RulesDecisionName,
+  uncomparedPrefix,
 } from "../../domain/prefix-monitor";
 
 export const PREFIX_EVENT_SCHEMA_VERSION = 1;
@@ -95,18 +96,7 @@ export function compactionObservedEvent(record: PrefixRecord, nowMs: number, new
   return { ...observed, payload: { $case: "observed", value: { ...observed.payload.value, compactionRequest: true } } };
 }
 
-const NOT_COMPARED: PrefixComparison = {
-  firstBuild: false,
-  changed: false,
-  modelChanged: false,
-  changedSections: [],
-  toolsChanged: false,
-  toolsChangeKind: "none",
-  historyRewritten: false,
-  firstChangedMessageIndex: null,
-  cause: "compaction request",
-  expected: true,
-};
+const NOT_COMPARED: PrefixComparison = uncomparedPrefix("compaction request", false);
 
 /** FingerprintObserved for every build, plus PrefixChanged when the prefix moved. */
 export function prefixEvents(
