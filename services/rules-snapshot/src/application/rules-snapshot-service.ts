@@ -1,6 +1,5 @@
 import { type ApplyOutcome, withDbTimeout } from "@prefix-guard/db";
 import { errorMessage, isPrefixGuardError, ValidationError } from "@prefix-guard/errors";
-import { MAX_ID_CHARS, requireId } from "@prefix-guard/events/ids";
 import type { RulesSnapshotEvent } from "@prefix-guard/proto/events/v1/rules_events";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
@@ -9,7 +8,7 @@ import {
   type ResolveResponse as ProtoResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { Knex } from "knex";
-import { type AgentsMdRead, MAX_AGENTS_MD_BYTES, requireAbsoluteSourcePath } from "../adapters/fs/agents-md-reader";
+import type { AgentsMdRead } from "../adapters/fs/agents-md-reader";
 import type { SnapshotStore } from "../adapters/mysql/snapshot-store";
 import { invalidatedLogLine } from "../domain/log-lines";
 import type { Locale, RawRules, ResolutionDecision, RulesEventPayload, SnapshotRow } from "../domain/model";
@@ -17,12 +16,17 @@ import { renderWorkspaceRulesSection } from "../domain/render-rules-section";
 import { decideResolution, type ResolutionPlan } from "../domain/resolve-decision";
 import { planSessionEventCleanup } from "../domain/session-cleanup";
 import { invalidatedPayload, RULES_EVENT_SCHEMA_VERSION, rulesEventType } from "../domain/snapshot-events";
+import {
+  type RulesSource,
+  requireGeneration,
+  requireLocale,
+  requireSessionId,
+  requireSource,
+  requireWorkspace,
+} from "../domain/validation";
 
 /** Consumer name in `consumer_position`. */
 const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
-
-const MAX_WORKSPACE_CHARS = 512;
-const MAX_SOURCE_PATH_CHARS = 1024;
 
 /**
  * Where rules.snapshot.v1 events go. `trx` is the transaction that made the change, so an outbox
@@ -59,17 +63,6 @@ export type ResolveRequest = Pick<
   "sessionId" | "workspace" | "source" | "compactionGeneration" | "embed" | "locale"
 >;
 
-/** The section's language: the session's, as the request says, else the server's default. */
-function requireLocale(locale: string, fallback: Locale): Locale {
-  if (locale === "") return fallback;
-  if (locale !== "zh-CN" && locale !== "en") {
-    throw new ValidationError(
-      "locale",
-      `must be "zh-CN" or "en" (or empty for the default), got ${JSON.stringify(locale)}`,
-    );
-  }
-  return locale;
-}
 export type ResolveResponse = Omit<ProtoResolveResponse, "_unknownFields">;
 
 export type SessionEventOutcome =
@@ -90,46 +83,6 @@ const PROTO_DECISIONS: Record<ResolutionDecision, Decision> = {
 };
 
 const NO_RAW: RawRules = { sectionText: "", sourcePath: null, sourceMtimeMs: null, rawHash: "" };
-
-function codePointLength(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
-}
-
-function requireSessionId(sessionId: string): string {
-  return requireId(sessionId, "session_id", MAX_ID_CHARS);
-}
-
-function requireGeneration(generation: number): number {
-  // The column is a signed INT; generations come from session-events' uint32 and never approach it.
-  if (!Number.isSafeInteger(generation) || generation < 0 || generation > MAX_GENERATION)
-    throw new ValidationError("compaction_generation", `must be an integer from 0 to ${MAX_GENERATION}`);
-  return generation;
-}
-
-type RulesSource = NonNullable<ResolveRequest["source"]>;
-
-const MAX_GENERATION = 2_147_483_647;
-
-/** No source in a request means nothing was reported (seed 001 §3.4: the desktop that omits agentsMdContent). */
-const NOTHING_REPORTED: RulesSource = { $case: "content", value: { text: "" } };
-
-function requireSource(source: ResolveRequest["source"]): RulesSource {
-  if (source === undefined) return NOTHING_REPORTED;
-  if (source.$case === "file") {
-    const path = requireAbsoluteSourcePath(source.value.path);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: a path with control characters is never a real file
-    if (/[\u0000-\u001f]/.test(path))
-      throw new ValidationError("source.file.path", "must not contain control characters");
-    if (codePointLength(path) > MAX_SOURCE_PATH_CHARS)
-      throw new ValidationError("source.file.path", `must be at most ${MAX_SOURCE_PATH_CHARS} characters`);
-  }
-  // Reported content is held to the same bound as a file read (only its first 200 lines are used).
-  if (source.$case === "content" && Buffer.byteLength(source.value.text, "utf8") > MAX_AGENTS_MD_BYTES)
-    throw new ValidationError("source.content.text", `must be at most ${MAX_AGENTS_MD_BYTES} bytes`);
-  return source;
-}
 
 /**
  * Seed 001: per-session frozen "workspace rules" section. Resolve never fails for DB trouble: it
@@ -169,10 +122,7 @@ export class RulesSnapshotService {
       });
       return this.responseFromPlan(plan);
     }
-    const workspace = request.workspace;
-    if (workspace.trim().length === 0) throw new ValidationError("workspace", "must not be empty unless embed");
-    if (codePointLength(workspace) > MAX_WORKSPACE_CHARS)
-      throw new ValidationError("workspace", `must be at most ${MAX_WORKSPACE_CHARS} characters`);
+    const workspace = requireWorkspace(request.workspace);
     const source = requireSource(request.source);
     const { raw, unreadable } = await this.readRaw(sessionId, source, requireLocale(request.locale, this.locale));
     let response: ResolveResponse;

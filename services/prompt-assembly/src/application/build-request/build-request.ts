@@ -29,12 +29,12 @@ import type { ProjectedSessionView } from "../../domain/session-projection";
 import { compactionInstructionText } from "../../domain/texts";
 import { estimateTokens } from "../../domain/tokens";
 import { orderTools } from "../../domain/tool-order";
+import { type ValidatedBuildRequest, validateBuildRequest, validateCompactionRequest } from "../../domain/validation";
 import { wireFormatPlugin } from "../../domain/wire-formats/registry";
 import { type DateAnchoring, localDateIn } from "./dates";
 import type { PrefixMemory, PrefixRecord } from "./prefix-memory";
 import type { ResolvedRules, WorkspaceRulesSource } from "./rules";
 import type { SessionViews } from "./session-views";
-import { type ValidatedBuildRequest, validateBuildRequest, validateCompactionRequest } from "./validate";
 
 /** The part of a logger the builder uses (pino's Logger satisfies it). */
 export interface BuilderLogger {

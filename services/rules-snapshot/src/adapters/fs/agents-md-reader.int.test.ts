@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { ValidationError } from "@prefix-guard/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderWorkspaceRulesSection } from "../../domain/render-rules-section";
-import { cachedAgentsMdReader, MAX_AGENTS_MD_BYTES, readAgentsMdFile } from "./agents-md-reader";
+import { MAX_AGENTS_MD_BYTES } from "../../domain/validation";
+import { cachedAgentsMdReader, readAgentsMdFile } from "./agents-md-reader";
 
 let dir: string;
 beforeAll(async () => {

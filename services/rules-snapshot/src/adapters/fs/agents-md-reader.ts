@@ -1,12 +1,5 @@
 import { open, stat } from "node:fs/promises";
-import { isAbsolute } from "node:path";
-import { ValidationError } from "@prefix-guard/errors";
-
-/**
- * Upper bound on what is read from AGENTS.md. The section shows 200 lines, so a larger file is a
- * mistake (or an attack on memory); its head is still enough to render the section.
- */
-export const MAX_AGENTS_MD_BYTES = 1024 * 1024;
+import { MAX_AGENTS_MD_BYTES, requireAbsoluteSourcePath } from "../../domain/validation";
 
 export interface AgentsMdRead {
   /** '' when the file does not exist. */
@@ -22,15 +15,6 @@ export interface AgentsMdRead {
 const READ_CHUNK_BYTES = 64 * 1024;
 
 const MISSING_CODES = new Set(["ENOENT", "ENOTDIR", "EISDIR"]);
-
-/** @throws ValidationError("source.file.path") unless `path` is absolute. */
-export function requireAbsoluteSourcePath(path: string): string {
-  if (path.length === 0) throw new ValidationError("source.file.path", "must not be empty");
-  if (path.includes("\0")) throw new ValidationError("source.file.path", "must not contain NUL");
-  if (!isAbsolute(path))
-    throw new ValidationError("source.file.path", `must be an absolute path, got ${JSON.stringify(path)}`);
-  return path;
-}
 
 /**
  * Reads at most `maxBytes` of the file. A missing file (or a directory in its place) is an empty read,

@@ -1,5 +1,6 @@
-// The "validate" stage of BuildRequest: every field checked before any I/O, with the error naming
-// the field as the harness sent it. The result is the request in domain terms.
+// BuildRequest's validation, the pipeline's validate stage: every field checked before any I/O,
+// with the error naming the field as the harness sent it. Pure, in the domain tier, like every
+// service's validation. The result is the request in domain terms.
 
 import { ValidationError } from "@prefix-guard/errors";
 import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/events/ids";
@@ -8,11 +9,11 @@ import type {
   BuildRequestRequest,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import { parseJsonStrict } from "../../domain/canonical-json";
-import { CURRENT_DATE_SECTION_KEY } from "../../domain/date-anchor";
-import type { Locale, SystemSection, ToolDefinition, WireFormat } from "../../domain/model";
-import { WORKSPACE_RULES_SECTION_KEY } from "../../domain/prefix-monitor";
-import { wireFormatOfProto } from "../../domain/wire-formats/registry";
+import { parseJsonStrict } from "./canonical-json";
+import { CURRENT_DATE_SECTION_KEY } from "./date-anchor";
+import type { Locale, SystemSection, ToolDefinition, WireFormat } from "./model";
+import { WORKSPACE_RULES_SECTION_KEY } from "./prefix-monitor";
+import { wireFormatOfProto } from "./wire-formats/registry";
 
 const RESERVED_SECTION_KEYS: ReadonlySet<string> = new Set([CURRENT_DATE_SECTION_KEY, WORKSPACE_RULES_SECTION_KEY]);
 
