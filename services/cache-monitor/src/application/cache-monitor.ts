@@ -1,5 +1,5 @@
 import { type Attributes, SpanStatusCode, trace } from "@opentelemetry/api";
-import { ConflictError, ValidationError } from "@prefix-guard/errors";
+import { ConflictError } from "@prefix-guard/errors";
 import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { LlmUsageEvent, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type {
@@ -18,7 +18,7 @@ import type { CollapseThresholds } from "../domain/collapse-detection";
 import type { UsageFacts } from "../domain/model";
 import { type PriceBook, pricesFor } from "../domain/pricing";
 import { usageInputOf } from "../domain/usage-intake/raw-usage";
-import { type UsageInput, validateSessionId, validateUsage } from "../domain/usage-validation";
+import { boundedLimit, type UsageInput, validateSessionId, validateSinceMs, validateUsage } from "../domain/validation";
 import { cacheCollapsedEvent, usageRecordedEvent, type ValidPrefixEvent, type ValidUsageEvent } from "./monitor-events";
 import { toCacheCollapsed, toUsageRecorded } from "./proto-mapping";
 import { buildSessionTrace } from "./session-trace";
@@ -118,11 +118,6 @@ function sameExplanation(collapse: StoredCollapse, explanation: CollapseExplanat
     collapse.historyRewritten === explanation.historyRewritten &&
     JSON.stringify(collapse.changedSections) === JSON.stringify(explanation.changedSections)
   );
-}
-
-function boundedLimit(limit: number, fallback: number, max: number, field: string): number {
-  if (!Number.isSafeInteger(limit) || limit < 0) throw new ValidationError(field, "must be a non-negative integer");
-  return limit === 0 ? fallback : Math.min(limit, max);
 }
 
 /**
@@ -348,8 +343,7 @@ export class CacheMonitor {
 
   /** Collapses in the window, most recent first, with totals over the whole window (not just the page). */
   async listCollapses(input: ListCollapsesInput): Promise<ListCollapsesResponse> {
-    if (!Number.isSafeInteger(input.sinceMs) || input.sinceMs < 0)
-      throw new ValidationError("since_ms", "must be a non-negative integer (UTC ms)");
+    validateSinceMs(input.sinceMs);
     const limit = boundedLimit(input.limit, DEFAULT_COLLAPSE_LIMIT, MAX_COLLAPSE_LIMIT, "limit");
     const sessionId = input.sessionId.trim() === "" ? null : validateSessionId(input.sessionId);
     const query = { sinceMs: input.sinceMs, sessionId };

@@ -2,7 +2,7 @@
 // call sent, the model, when), turned into the same input the typed path gives validateUsage.
 
 import { ValidationError } from "@prefix-guard/errors";
-import type { UsageInput } from "../usage-validation";
+import type { UsageInput } from "../validation";
 import { parseProviderUsage } from "./index";
 
 /** RecordUsageRequest.raw as it arrived. */

@@ -108,3 +108,15 @@ export function validateUsage(usage: UsageInput | undefined, receivedAtMs: numbe
     calledAtMs: usage.calledAtMs > 0 ? usage.calledAtMs : receivedAtMs,
   };
 }
+
+/** A page size: 0 means the default, more than `max` is cut to it. */
+export function boundedLimit(limit: number, fallback: number, max: number, field: string): number {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new ValidationError(field, "must be a non-negative integer");
+  return limit === 0 ? fallback : Math.min(limit, max);
+}
+
+export function validateSinceMs(sinceMs: number): number {
+  if (!Number.isSafeInteger(sinceMs) || sinceMs < 0)
+    throw new ValidationError("since_ms", "must be a non-negative integer (UTC ms)");
+  return sinceMs;
+}

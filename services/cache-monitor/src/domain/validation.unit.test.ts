@@ -1,7 +1,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
 import { usageInputOf } from "./usage-intake/raw-usage";
-import { type UsageInput, validateSessionId, validateUsage } from "./usage-validation";
+import { type UsageInput, validateSessionId, validateUsage } from "./validation";
 
 const NOW = 1_760_418_671_539;
 
