@@ -176,6 +176,7 @@ class FakeBackends {
             dateNotices: [],
             anchorDate: "2026-10-12",
             projectionSeq: request.minSeq,
+            usageProvider: "anthropic",
           };
         },
         buildCompactionRequest: async (
@@ -197,6 +198,7 @@ class FakeBackends {
             dateNotices: [],
             projectionSeq: build?.minSeq ?? 0,
             turnsToSummarise: 20,
+            usageProvider: "anthropic",
           };
         },
         rebuildProjection: this.notUsed,

@@ -157,6 +157,7 @@ export class PromptBuilder {
       dateNotices: [...assembled.noticeDates],
       anchorDate,
       projectionSeq: view.lastSeq,
+      usageProvider: wireFormatPlugin(input.wireFormat).usage.provider,
     };
   }
 
@@ -198,6 +199,7 @@ export class PromptBuilder {
       dateNotices: [...assembled.noticeDates],
       projectionSeq: view.lastSeq,
       turnsToSummarise: plan.turnsToSummarise,
+      usageProvider: wireFormatPlugin(input.wireFormat).usage.provider,
     };
   }
 

@@ -163,6 +163,14 @@ function anthropicTail(tail: ChatMessage, index: number): AnthropicMessage {
 
 export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
   id: "anthropic_messages",
+  usage: {
+    provider: "anthropic",
+    // Anthropic's input_tokens count only what was neither read from nor written to the cache.
+    promptTokens: "usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens",
+    cachedTokens: "usage.cache_read_input_tokens",
+    cacheWriteTokens: "usage.cache_creation_input_tokens",
+    outputTokens: "usage.output_tokens",
+  },
   protoValue: 2,
   serialize: (request, options, tail) =>
     anthropicBody(

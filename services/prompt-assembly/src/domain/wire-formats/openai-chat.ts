@@ -75,6 +75,13 @@ const written = new MessageMemo((message, index) =>
 
 export const openAiChat: WireFormatPlugin<OpenAiChatBody> = {
   id: "openai_chat",
+  usage: {
+    provider: "openai_chat",
+    promptTokens: "usage.prompt_tokens",
+    cachedTokens: "usage.prompt_tokens_details.cached_tokens",
+    cacheWriteTokens: "usage.cache_write_tokens",
+    outputTokens: "usage.completion_tokens",
+  },
   protoValue: 1,
   serialize: (request, _options, tail) => chatBody(request, openAiChatMessages, tail),
   serializeJson: (request, _options, tail) =>

@@ -58,6 +58,13 @@ const written = new MessageMemo((message, index) =>
 
 export const openAiResponses: WireFormatPlugin<OpenAiResponsesBody> = {
   id: "openai_responses",
+  usage: {
+    provider: "openai_responses",
+    promptTokens: "usage.input_tokens",
+    cachedTokens: "usage.input_tokens_details.cached_tokens",
+    cacheWriteTokens: "usage.cache_write_tokens",
+    outputTokens: "usage.output_tokens",
+  },
   protoValue: 3,
   serialize: (request, _options, tail) => responsesBody(request, (message) => responsesItems(message), tail),
   serializeJson: (request, _options, tail) =>

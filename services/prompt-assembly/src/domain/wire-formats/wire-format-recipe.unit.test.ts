@@ -37,6 +37,13 @@ function plainTextBody(request: ChatRequest, tail?: ChatMessage): PlainTextBody 
 
 const plainText: WireFormatPlugin<PlainTextBody> = {
   id: "plain_text",
+  usage: {
+    provider: "openai_chat",
+    promptTokens: "usage.prompt_tokens",
+    cachedTokens: "usage.prompt_tokens_details.cached_tokens",
+    cacheWriteTokens: null,
+    outputTokens: "usage.completion_tokens",
+  },
   protoValue: TOY_PROTO_VALUE,
   serialize: (request, _options, tail) => plainTextBody(request, tail),
   serializeJson: (request, _options, tail) => canonicalJson(plainTextBody(request, tail)),

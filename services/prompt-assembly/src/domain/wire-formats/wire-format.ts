@@ -29,9 +29,24 @@ export interface SerializeOptions {
   readonly summaryHead?: boolean;
 }
 
+/**
+ * Where a response in this dialect reports its usage, with the field names as the provider documents
+ * them, and the `provider` to pass with it to RecordUsage's raw intake (cache-monitor parses it).
+ */
+export interface UsageFields {
+  readonly provider: string;
+  readonly promptTokens: string;
+  readonly cachedTokens: string;
+  /** null: the dialect reports no cache writes. */
+  readonly cacheWriteTokens: string | null;
+  readonly outputTokens: string;
+}
+
 export interface WireFormatPlugin<Body = unknown> {
   /** The id used in the domain and in logs: "openai_chat". */
   readonly id: string;
+  /** The usage the provider answers a body of this format with. */
+  readonly usage: UsageFields;
   /** Its value in prefixguard.assembly.v1.WireFormat (the proto enum), so the contract maps to it. */
   readonly protoValue: number;
   /**
