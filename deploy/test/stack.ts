@@ -45,6 +45,7 @@ export type ServiceName = "session-events" | "rules-snapshot" | "prompt-assembly
 export interface Stack {
   readonly addresses: Readonly<Record<ServiceName, string>>;
   readonly sessions: SessionEventsClient;
+  /** The current rules-snapshot's client (a new one after restartStateful). */
   readonly rules: RulesSnapshotClient;
   assembly(): PromptAssemblyClient;
   readonly monitor: CacheMonitorClient | undefined;
@@ -55,6 +56,8 @@ export interface Stack {
   databaseUrl(service: ServiceName): string;
   /** Stops prompt-assembly and starts a new one on the same database: nothing in memory survives. */
   restartAssembly(): Promise<void>;
+  /** The same for rules-snapshot and prompt-assembly, the two services that keep session state in memory. */
+  restartStateful(): Promise<void>;
   /**
    * Starts another prompt-assembly on the same database and consumer group, with its own bus
    * connection (Kafka transport only). Its stop() also closes that connection; stop() of the
@@ -109,19 +112,23 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     loadSessionEventsConfig(envFor("session-events", { DATABASE_URL: await databaseUrl("session-events") })),
     { bus, logger, now },
   );
-  const rulesSnapshot = await startRulesSnapshot(
-    loadRulesSnapshotConfig(envFor("rules-snapshot", { DATABASE_URL: await databaseUrl("rules-snapshot") })),
-    { bus, logger, now },
+  const rulesConfig = loadRulesSnapshotConfig(
+    envFor("rules-snapshot", { DATABASE_URL: await databaseUrl("rules-snapshot") }),
   );
-  const assemblyConfig = loadPromptAssemblyConfig(
-    envFor("prompt-assembly", {
-      DATABASE_URL: await databaseUrl("prompt-assembly"),
-      SESSION_EVENTS_ADDRESS: sessionEvents.address,
-      RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
-    }),
-  );
+  const startRules = () => startRulesSnapshot(rulesConfig, { bus, logger, now });
+  let rulesSnapshot = await startRules();
+  const assemblyDatabaseUrl = await databaseUrl("prompt-assembly");
+  // Built at each start: a restarted rules-snapshot listens on another port.
+  const assemblyConfig = () =>
+    loadPromptAssemblyConfig(
+      envFor("prompt-assembly", {
+        DATABASE_URL: assemblyDatabaseUrl,
+        SESSION_EVENTS_ADDRESS: sessionEvents.address,
+        RULES_SNAPSHOT_ADDRESS: rulesSnapshot.address,
+      }),
+    );
   const startAssembly = (on: MessageBus = bus) =>
-    startPromptAssembly(assemblyConfig, {
+    startPromptAssembly(assemblyConfig(), {
       bus: on,
       logger,
       now,
@@ -138,7 +145,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       : undefined;
   const insecure = credentials.createInsecure();
   const sessions = new SessionEventsClient(sessionEvents.address, insecure);
-  const rules = new RulesSnapshotClient(rulesSnapshot.address, insecure);
+  let rules = new RulesSnapshotClient(rulesSnapshot.address, insecure);
   let assembly = new PromptAssemblyClient(promptAssembly.address, insecure);
   const monitor = cacheMonitor === undefined ? undefined : new CacheMonitorClient(cacheMonitor.address, insecure);
   return {
@@ -151,12 +158,24 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       };
     },
     sessions,
-    rules,
+    get rules() {
+      return rules;
+    },
     assembly: () => assembly,
     monitor,
     bus,
     promptAssembly: () => promptAssembly,
     databaseUrl: (service) => urls.get(service) ?? "",
+    async restartStateful() {
+      assembly.close();
+      rules.close();
+      await promptAssembly.stop();
+      await rulesSnapshot.stop();
+      rulesSnapshot = await startRules();
+      rules = new RulesSnapshotClient(rulesSnapshot.address, insecure);
+      promptAssembly = await startAssembly();
+      assembly = new PromptAssemblyClient(promptAssembly.address, insecure);
+    },
     async restartAssembly() {
       assembly.close();
       await promptAssembly.stop();

@@ -12,36 +12,25 @@
 // The 24-hour usage of every call is reported to a real cache-monitor (RecordUsage, as a harness
 // would), which is not restarted; after the run `prefixctl collapses` is asked what collapsed and
 // why, and its answer is checked against this file's own byte diff of the same builds.
+
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentials } from "@grpc/grpc-js";
-import { loadCacheMonitorConfig, type RunningCacheMonitor, startCacheMonitor } from "@prefix-guard/cache-monitor";
 import { createDatabase } from "@prefix-guard/db";
-import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { type Stack, startStack } from "@prefix-guard/deploy/stack";
 import { callUnary } from "@prefix-guard/grpc";
-import { silentLogger } from "@prefix-guard/logging";
 import { type collapsesToJson, run as runPrefixctl } from "@prefix-guard/prefixctl";
-import {
-  canonicalJson,
-  estimateTokens,
-  loadPromptAssemblyConfig,
-  type RunningPromptAssembly,
-  startPromptAssembly,
-} from "@prefix-guard/prompt-assembly";
+import { canonicalJson, estimateTokens } from "@prefix-guard/prompt-assembly";
 import {
   type BuildRequestRequest,
   type BuildRequestResponse,
-  PromptAssemblyClient,
+  type PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
-import { CacheMonitorClient } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
-import { decisionToJSON, RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import { loadRulesSnapshotConfig, type RunningRulesSnapshot, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
-import { type BusHandle, defaultTopicSpecs, openBus } from "@prefix-guard/runtime";
-import { loadSessionEventsConfig, type RunningSessionEvents, startSessionEvents } from "@prefix-guard/session-events";
+import type { CacheMonitorClient } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { decisionToJSON, type RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { type LatencySummary, progress, summarize, timed } from "../stats";
 import { type ChangeCounts, type ChangeVerdict, HISTORY, MONITOR_RESET, PrefixChangeLedger, TOOLS } from "./accounting";
 import { type AssemblyPolicy, portsFor } from "./naive-policy";
@@ -132,58 +121,41 @@ const SHORT_TTL_MS = 5 * 60_000;
 const LONG_TTL_MS = 24 * 3_600_000;
 const MODEL = "glm-4.6";
 
-/** The three services on fresh databases, with a restart of the two that hold session state. */
+/** The services on fresh databases (the shared test stack), with a restart of the two that hold session state. */
 class ReplayStack {
-  private rulesSnapshot!: RunningRulesSnapshot;
-  private promptAssembly!: RunningPromptAssembly;
-  sessions!: SessionEventsClient;
-  assembly!: PromptAssemblyClient;
-  rules!: RulesSnapshotClient;
-  readonly monitor: CacheMonitorClient;
-
   private constructor(
     private readonly policy: AssemblyPolicy,
-    private readonly now: () => number,
-    private readonly dbs: { se: TestDatabase; rs: TestDatabase; pa: TestDatabase; cm: TestDatabase },
-    private readonly dataDir: string,
-    private readonly bus: BusHandle,
-    private readonly sessionEvents: RunningSessionEvents,
-    readonly cacheMonitor: RunningCacheMonitor,
-  ) {
-    this.monitor = new CacheMonitorClient(cacheMonitor.address, credentials.createInsecure());
-  }
-
-  private static env(dataDir: string) {
-    return {
-      TRANSPORT: "embedded",
-      GRPC_PORT: "0",
-      LOG_LEVEL: "silent",
-      BUS_DATABASE_URL: `sqlite:${dataDir}/bus.sqlite`,
-    };
-  }
+    private readonly stack: Stack,
+    readonly monitor: CacheMonitorClient,
+  ) {}
 
   static async start(policy: AssemblyPolicy, now: () => number): Promise<ReplayStack> {
-    const logger = silentLogger();
-    const [se, rs, pa, cm] = await Promise.all(
-      ["replay_se", "replay_rs", "replay_pa", "replay_cm"].map((label) => createTestDatabase(`${label}_${policy}`)),
-    );
-    if (se === undefined || rs === undefined || pa === undefined || cm === undefined) throw new Error("test databases");
-    const dataDir = mkdtempSync(join(tmpdir(), "pg-replay-"));
-    const env = ReplayStack.env(dataDir);
-    const bus = await openBus(loadSessionEventsConfig(env), "replay", defaultTopicSpecs(), logger);
-    const sessionEvents = await startSessionEvents(
-      loadSessionEventsConfig({ ...env, DATABASE_URL: se.url, SESSION_CHARACTER_QUOTA: "10000000" }),
-      { bus: bus.bus, logger, now },
-    );
-    const cacheMonitor = await startCacheMonitor(loadCacheMonitorConfig({ ...env, DATABASE_URL: cm.url }), {
-      bus: bus.bus,
-      logger,
+    const ports = portsFor(policy);
+    const stack = await startStack({
+      store: "mariadb",
+      cacheMonitor: true,
       now,
+      serviceEnv: { "session-events": { SESSION_CHARACTER_QUOTA: "10000000" } },
+      ...(ports === undefined ? {} : { assemblyPorts: ports }),
     });
-    const stack = new ReplayStack(policy, now, { se, rs, pa, cm }, dataDir, bus, sessionEvents, cacheMonitor);
-    stack.sessions = new SessionEventsClient(sessionEvents.address, credentials.createInsecure());
-    await stack.startStateful();
-    return stack;
+    if (stack.monitor === undefined) throw new Error("the replay stack has no cache-monitor");
+    return new ReplayStack(policy, stack, stack.monitor);
+  }
+
+  get sessions(): SessionEventsClient {
+    return this.stack.sessions;
+  }
+
+  get assembly(): PromptAssemblyClient {
+    return this.stack.assembly();
+  }
+
+  get rules(): RulesSnapshotClient {
+    return this.stack.rules;
+  }
+
+  get cacheMonitorAddress(): string {
+    return this.stack.addresses["cache-monitor"];
   }
 
   /**
@@ -191,7 +163,7 @@ class ReplayStack {
    * events travel through prompt-assembly's outbox and the bus, so they trail the builds.
    */
   async drainCacheMonitor(builds: number, timeoutMs = 120_000): Promise<void> {
-    const db = createDatabase(this.dbs.cm.url);
+    const db = createDatabase(this.stack.databaseUrl("cache-monitor"));
     const started = performance.now();
     let lastReport = started;
     try {
@@ -220,49 +192,13 @@ class ReplayStack {
     }
   }
 
-  private async startStateful(): Promise<void> {
-    const logger = silentLogger();
-    const env = ReplayStack.env(this.dataDir);
-    this.rulesSnapshot = await startRulesSnapshot(loadRulesSnapshotConfig({ ...env, DATABASE_URL: this.dbs.rs.url }), {
-      bus: this.bus.bus,
-      logger,
-      now: this.now,
-    });
-    this.promptAssembly = await startPromptAssembly(
-      loadPromptAssemblyConfig({
-        ...env,
-        DATABASE_URL: this.dbs.pa.url,
-        SESSION_EVENTS_ADDRESS: this.sessionEvents.address,
-        RULES_SNAPSHOT_ADDRESS: this.rulesSnapshot.address,
-      }),
-      { bus: this.bus.bus, logger, now: this.now, ...portsOption(this.policy) },
-    );
-    this.assembly = new PromptAssemblyClient(this.promptAssembly.address, credentials.createInsecure());
-    this.rules = new RulesSnapshotClient(this.rulesSnapshot.address, credentials.createInsecure());
-  }
-
-  private async stopStateful(): Promise<void> {
-    this.assembly.close();
-    this.rules.close();
-    await this.promptAssembly.stop();
-    await this.rulesSnapshot.stop();
-  }
-
   /** New process objects over the same databases: whatever lived only in memory is gone. */
-  async restart(): Promise<void> {
-    await this.stopStateful();
-    await this.startStateful();
+  restart(): Promise<void> {
+    return this.stack.restartStateful();
   }
 
-  async stop(): Promise<void> {
-    await this.stopStateful();
-    this.monitor.close();
-    await this.cacheMonitor.stop();
-    this.sessions.close();
-    await this.sessionEvents.stop();
-    await this.bus.close();
-    for (const db of Object.values(this.dbs)) await db.drop();
-    rmSync(this.dataDir, { recursive: true, force: true });
+  stop(): Promise<void> {
+    return this.stack.stop();
   }
 }
 
@@ -488,7 +424,7 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
       }
     }
     await stack.drainCacheMonitor(buildSamples.length);
-    collapses = await askPrefixctl(stack.cacheMonitor.address, bytesVerdicts);
+    collapses = await askPrefixctl(stack.cacheMonitorAddress, bytesVerdicts);
   } finally {
     await stack.stop();
     rmSync(workspace, { recursive: true, force: true });
@@ -776,9 +712,4 @@ export async function runReplayBench(workloadOptions: WorkloadOptions): Promise<
     checks,
     svg,
   };
-}
-
-function portsOption(policy: AssemblyPolicy) {
-  const ports = portsFor(policy);
-  return ports === undefined ? {} : { ports };
 }
