@@ -13,7 +13,7 @@ import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_serv
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { repoRoot } from "./support";
+import { installPythonTooling, type PythonTooling, repoRoot } from "./support";
 
 const python = "/usr/bin/python3";
 const example = join(repoRoot, "deploy/examples/python-client/turn_loop.py");
@@ -145,18 +145,14 @@ async function typescriptLoop(stack: Stack, sessionId: string): Promise<Omit<Loo
 }
 
 describe("the Python client, built offline and installed in a venv outside the repo", () => {
-  let deps: ReturnType<typeof spawnSync>;
+  let tooling: PythonTooling;
   let work: string | undefined;
   let venvPython = "";
   let stack: Stack | undefined;
 
   beforeAll(async () => {
-    deps = spawnSync("bash", [join(repoRoot, "deploy/scripts/python-deps.sh")], {
-      cwd: repoRoot,
-      encoding: "utf8",
-      timeout: 540_000,
-    });
-    if (deps.status !== 0) return;
+    tooling = installPythonTooling();
+    if (!tooling.ready) return;
     work = mkdtempSync(join(tmpdir(), "pg-pyclient-"));
     await mustRun("bash", [join(repoRoot, "libs/python-client/build.sh"), join(work, "dist")], work);
     // --without-pip saves ~10 s of ensurepip: the venv's python runs Debian's pip from the system
@@ -178,16 +174,8 @@ describe("the Python client, built offline and installed in a venv outside the r
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  const skipUnlessReady = (skip: (note?: string) => void) => {
-    if (deps.status !== 0) {
-      skip(
-        `deploy/scripts/python-deps.sh could not install the Python tooling (exit ${deps.status}): ${String(deps.stderr ?? "").trim()}`,
-      );
-    }
-  };
-
   it("imports from the venv, with grpcio and protobuf from Debian, and passes its unit tests", async ({ skip }) => {
-    skipUnlessReady(skip);
+    tooling.skipUnlessReady(skip);
     const where = await mustRun(
       venvPython,
       [
@@ -210,7 +198,7 @@ describe("the Python client, built offline and installed in a venv outside the r
   });
 
   it("runs the example turn loop and gets the TypeScript client's bodies byte for byte", async ({ skip }) => {
-    skipUnlessReady(skip);
+    tooling.skipUnlessReady(skip);
     if (stack === undefined) throw new Error("stack not started");
     const pySession = `py-loop-${process.pid}`;
     const loop = await run(
@@ -275,7 +263,7 @@ describe("the Python client, built offline and installed in a venv outside the r
   it("sends the bearer token, and raises PrefixGuardError with the status's code, field and reason", async ({
     skip,
   }) => {
-    skipUnlessReady(skip);
+    tooling.skipUnlessReady(skip);
     if (stack === undefined) throw new Error("stack not started");
     const script = `
 import json, sys

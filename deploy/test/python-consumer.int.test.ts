@@ -1,6 +1,6 @@
 // The Python example consumer against the real Kafka test broker: real SessionEvent envelopes
 // encoded by @prefix-guard/events, decoded by protoc-generated Python from the committed .proto files.
-import { type SpawnSyncReturns, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +11,7 @@ import { silentLogger } from "@prefix-guard/logging";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "./support";
+import { installPythonTooling, type PythonTooling, repoRoot } from "./support";
 
 const python = "/usr/bin/python3";
 const consumerScript = join(repoRoot, "deploy/examples/python-consumer/consume_session_events.py");
@@ -52,18 +52,14 @@ function runConsumer(
 const text = (value: string) => ({ part: { $case: "text" as const, value: { text: value } } });
 
 describe("python consumer of session.events.v1 on the real Kafka broker", () => {
-  let deps: SpawnSyncReturns<string>;
+  let tooling: PythonTooling;
   let genDir: string | undefined;
   let bus: MessageBus | undefined;
   const topic = uniqueName("py-session-events");
 
   beforeAll(() => {
-    deps = spawnSync("bash", [join(repoRoot, "deploy/scripts/python-deps.sh")], {
-      cwd: repoRoot,
-      encoding: "utf8",
-      timeout: 540_000,
-    });
-    if (deps.status !== 0) return;
+    tooling = installPythonTooling();
+    if (!tooling.ready) return;
     genDir = mkdtempSync(join(tmpdir(), "pg-pb2-"));
     const generated = spawnSync(
       protoc,
@@ -83,16 +79,8 @@ describe("python consumer of session.events.v1 on the real Kafka broker", () => 
     if (genDir) rmSync(genDir, { recursive: true, force: true });
   });
 
-  const skipUnlessReady = (skip: (note?: string) => void) => {
-    if (deps.status !== 0) {
-      skip(
-        `deploy/scripts/python-deps.sh could not install the Python tooling (exit ${deps.status}): ${(deps.stderr ?? "").trim()}`,
-      );
-    }
-  };
-
   it("prints one JSON line per event, in seq order per session, with the payload summarized", async ({ skip }) => {
-    skipUnlessReady(skip);
+    tooling.skipUnlessReady(skip);
     bus = createKafkaBus({ brokers: testKafkaBrokers, clientId: "python-consumer-test", logger: silentLogger() });
     await bus.ensureTopics([{ topic, partitions: 3 }]);
 
@@ -263,7 +251,7 @@ describe("python consumer of session.events.v1 on the real Kafka broker", () => 
   });
 
   it("refuses to start without the generated modules and says how to generate them", async ({ skip }) => {
-    skipUnlessReady(skip);
+    tooling.skipUnlessReady(skip);
     const empty = mkdtempSync(join(tmpdir(), "pg-pb2-empty-"));
     try {
       const run = await runConsumer(["--topic", topic, "--gen", empty]);

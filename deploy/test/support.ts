@@ -1,9 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createEmbeddedBus, embeddedBusMigrations, type MessageBus } from "@prefix-guard/bus";
+import { runMigrations } from "@prefix-guard/db";
+import { createMemoryDatabase } from "@prefix-guard/db/testing";
+import { silentLogger } from "@prefix-guard/logging";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { CreateSessionRequest } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import { defaultTopicSpecs } from "@prefix-guard/runtime";
 
 export const repoRoot = join(import.meta.dirname, "../..");
 
@@ -90,5 +95,45 @@ export function mainSessionRequest(
     personalTerms: [],
     locale: "",
     ...overrides,
+  };
+}
+
+export interface PythonTooling {
+  readonly ready: boolean;
+  /** Skips the test, saying why, when the Python tooling could not be installed. */
+  skipUnlessReady(skip: (note?: string) => void): void;
+}
+
+/** Runs deploy/scripts/python-deps.sh (Debian's python3 packages, protoc and the grpc plugin). */
+export function installPythonTooling(): PythonTooling {
+  const deps = spawnSync("bash", [join(repoRoot, "deploy/scripts/python-deps.sh")], {
+    cwd: repoRoot,
+    encoding: "utf8",
+    timeout: 540_000,
+  });
+  const ready = deps.status === 0;
+  return {
+    ready,
+    skipUnlessReady(skip) {
+      if (!ready)
+        skip(
+          `deploy/scripts/python-deps.sh could not install the Python tooling (exit ${deps.status}): ${(deps.stderr ?? "").trim()}`,
+        );
+    },
+  };
+}
+
+/** The embedded transport on an in-memory SQLite log, for a test that starts one service by itself. */
+export async function openMemoryBus(): Promise<{ bus: MessageBus; close(): Promise<void> }> {
+  const db = createMemoryDatabase();
+  await runMigrations(db, embeddedBusMigrations);
+  const bus = createEmbeddedBus({ db, logger: silentLogger() });
+  await bus.ensureTopics(defaultTopicSpecs(1));
+  return {
+    bus,
+    async close() {
+      await bus.close();
+      await db.destroy();
+    },
   };
 }
