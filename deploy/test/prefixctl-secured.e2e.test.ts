@@ -2,15 +2,12 @@
 // With the CA, a client certificate and the SRE token it reads the snapshot; without the token it is
 // refused, and without TLS it cannot connect. Each run is the real CLI entry (run) over real gRPC.
 import { Writable } from "node:stream";
-import { createEmbeddedBus, embeddedBusMigrations } from "@prefix-guard/bus";
-import { runMigrations } from "@prefix-guard/db";
-import { createMemoryDatabase } from "@prefix-guard/db/testing";
 import { silentLogger } from "@prefix-guard/logging";
 import { run } from "@prefix-guard/prefixctl";
 import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
-import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixtures";
+import { openMemoryBus } from "./support";
+import { makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
 
 const SRE_TOKEN = "sre-token-abcdefghijklmn";
 
@@ -36,20 +33,16 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
   let tls: TlsFixture;
   let address: string;
   let stop: () => Promise<void>;
-  const busDb = createMemoryDatabase();
 
   beforeAll(async () => {
     tls = makeTlsFixture();
-    await runMigrations(busDb, embeddedBusMigrations);
-    const bus = createEmbeddedBus({ db: busDb, logger: silentLogger() });
-    await bus.ensureTopics(defaultTopicSpecs(1));
+    const memory = await openMemoryBus();
+    const bus = memory.bus;
     const service = await startRulesSnapshot(
       loadRulesSnapshotConfig({
         GRPC_PORT: "0",
         DATABASE_URL: "sqlite::memory:",
-        GRPC_TLS_CERT_FILE: tls.serverCert,
-        GRPC_TLS_KEY_FILE: tls.serverKey,
-        GRPC_TLS_CLIENT_CA_FILE: tls.caCert,
+        ...serverTlsEnv(tls),
         GRPC_AUTH_TOKENS: `sre:${SRE_TOKEN}`,
       }),
       { bus, logger: silentLogger() },
@@ -66,8 +59,7 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
     address = service.address;
     stop = async () => {
       await service.stop();
-      await bus.close();
-      await busDb.destroy();
+      await memory.close();
     };
   });
   afterAll(async () => stop?.());

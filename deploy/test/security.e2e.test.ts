@@ -3,17 +3,14 @@
 
 import { readFileSync } from "node:fs";
 import { ChannelCredentials, type ServiceError, status } from "@grpc/grpc-js";
-import { createEmbeddedBus, embeddedBusMigrations } from "@prefix-guard/bus";
-import { runMigrations } from "@prefix-guard/db";
-import { createMemoryDatabase } from "@prefix-guard/db/testing";
 import { bearerMetadata, callUnary, checkHealth } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
-import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixtures";
+import { openMemoryBus } from "./support";
+import { makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
 
 const HARNESS_TOKEN = "harness-token-0123456789";
 const SRE_TOKEN = "sre-token-abcdefghijklmn";
@@ -22,27 +19,22 @@ describe("gRPC security (TLS, mTLS, bearer tokens) and tenant checks, from the o
   let tls: TlsFixture;
   let address: string;
   let stop: () => Promise<void>;
-  const busDb = createMemoryDatabase();
 
   beforeAll(async () => {
     tls = makeTlsFixture();
-    await runMigrations(busDb, embeddedBusMigrations);
-    const bus = createEmbeddedBus({ db: busDb, logger: silentLogger() });
-    await bus.ensureTopics(defaultTopicSpecs(1));
+    const memory = await openMemoryBus();
+    const bus = memory.bus;
     const config = loadSessionEventsConfig({
       GRPC_PORT: "0",
       DATABASE_URL: "sqlite::memory:",
-      GRPC_TLS_CERT_FILE: tls.serverCert,
-      GRPC_TLS_KEY_FILE: tls.serverKey,
-      GRPC_TLS_CLIENT_CA_FILE: tls.caCert,
+      ...serverTlsEnv(tls),
       GRPC_AUTH_TOKENS: `harness:${HARNESS_TOKEN},sre:${SRE_TOKEN}`,
     });
     const service = await startSessionEvents(config, { bus, logger: silentLogger() });
     address = service.address;
     stop = async () => {
       await service.stop();
-      await bus.close();
-      await busDb.destroy();
+      await memory.close();
     };
   });
   afterAll(async () => stop());

@@ -94,3 +94,12 @@ export function makeTlsFixture(): TlsFixture {
     otherCaCert: p("other-ca.crt"),
   };
 }
+
+/** A server's environment for mTLS with this fixture: its certificate and key, clients from the CA. */
+export function serverTlsEnv(tls: TlsFixture): Record<string, string> {
+  return {
+    GRPC_TLS_CERT_FILE: tls.serverCert,
+    GRPC_TLS_KEY_FILE: tls.serverKey,
+    GRPC_TLS_CLIENT_CA_FILE: tls.caCert,
+  };
+}
