@@ -3,7 +3,7 @@
 // copy (seed 000); a benchmark baseline can show today's date instead through the same port.
 
 import { InternalError } from "@prefix-guard/errors";
-import { isValidTimeZone, localDateOf } from "@prefix-guard/events/local-date";
+import { localDateOf } from "@prefix-guard/events/local-date";
 import { resolveAnchorDate } from "../../domain/date-anchor";
 import type { StoredMessage } from "../../domain/model";
 
@@ -22,7 +22,12 @@ export const ANCHOR_TO_FIRST_USER_MESSAGE: DateAnchoring = {
 
 /** YYYY-MM-DD at instant `ms` in `timeZone`, computed the way session-events computes message dates. */
 export function localDateIn(ms: number, timeZone: string): string {
-  if (!isValidTimeZone(timeZone))
-    throw new InternalError(`stored session timezone ${JSON.stringify(timeZone)} is not a time zone`);
-  return localDateOf(ms, timeZone);
+  try {
+    return localDateOf(ms, timeZone);
+  } catch (error) {
+    // session-events validated the zone when it stored it: a zone this runtime does not know is ours.
+    throw new InternalError(`stored session timezone ${JSON.stringify(timeZone)} is not a time zone`, {
+      cause: error,
+    });
+  }
 }
