@@ -1,6 +1,7 @@
 export type { UnaryCallOptions } from "./client";
 export { callUnary, insecureCredentials, translatePeerError } from "./client";
 export { checkHealth } from "./health-client";
+export { trailingStringFieldSerializer, withResponseSerializer } from "./large-string-field";
 export type { PeerCallOptions, PeerChannel, PeerClient } from "./peer-client";
 export { createPeerClient } from "./peer-client";
 export type { CallerTokens, ChannelTlsFiles, ServerTlsFiles } from "./security";

@@ -1,9 +1,10 @@
 import { requireId } from "@prefix-guard/events/ids";
-import type { ServiceRegistration } from "@prefix-guard/grpc";
+import { type ServiceRegistration, trailingStringFieldSerializer, withResponseSerializer } from "@prefix-guard/grpc";
 import {
   type BuildCompactionRequestRequest,
+  BuildCompactionRequestResponse,
   type BuildRequestRequest,
-  type BuildRequestResponse,
+  BuildRequestResponse,
   PromptAssemblyService,
   type RebuildProjectionRequest,
   type RebuildProjectionResponse,
@@ -11,6 +12,26 @@ import {
 import type { PromptBuilder } from "../../application/build-request/build-request";
 import type { SessionViews } from "../../application/build-request/session-views";
 import type { SessionEventsReader, SessionProjection } from "../../application/session-projection";
+
+/** Both build answers carry the body as `body_json` = 2: written once, at the end (libs/grpc large-string-field.ts). */
+const BODY_JSON_FIELD_NUMBER = 2;
+const promptAssemblyDefinition = withResponseSerializer(
+  withResponseSerializer(
+    PromptAssemblyService,
+    "buildRequest",
+    trailingStringFieldSerializer(
+      (message: BuildRequestResponse) => BuildRequestResponse.encode(message).finish(),
+      "bodyJson",
+      BODY_JSON_FIELD_NUMBER,
+    ),
+  ),
+  "buildCompactionRequest",
+  trailingStringFieldSerializer(
+    (message: BuildCompactionRequestResponse) => BuildCompactionRequestResponse.encode(message).finish(),
+    "bodyJson",
+    BODY_JSON_FIELD_NUMBER,
+  ),
+);
 
 export function promptAssemblyRegistration(deps: {
   builder: PromptBuilder;
@@ -21,7 +42,7 @@ export function promptAssemblyRegistration(deps: {
 }): ServiceRegistration {
   return {
     name: "prefixguard.assembly.v1.PromptAssembly",
-    definition: PromptAssemblyService,
+    definition: promptAssemblyDefinition,
     methods: {
       buildRequest: async (request: BuildRequestRequest) => {
         const response = await deps.builder.buildRequest(request);
