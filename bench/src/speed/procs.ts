@@ -83,7 +83,9 @@ export async function startNode(options: {
   mkdirSync(dir, { recursive: true });
   const log = join(dir, `${options.name}.log`);
   const fd = openSync(log, "w");
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", options.script], {
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the services a run starts.
+  const nodeArgs = (process.env["BENCH_NODE_ARGS"] ?? "").split(" ").filter((a) => a.length > 0);
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, "--import", "tsx", options.script], {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", fd, fd],
