@@ -628,3 +628,40 @@ describe("rules-snapshot service without a database", () => {
     expect(response.sectionText).toBe(renderWorkspaceRulesSection("rules\n", "zh-CN"));
   });
 });
+
+describe("rules-snapshot Resolve latency", () => {
+  it("reads the snapshot row while the rules file is being read, not after it", async () => {
+    const ws = await workspace("overlap", "rules\n");
+    const db = createDatabase("sqlite::memory:");
+    await runMigrations(db, rulesSnapshotMigrations);
+    try {
+      const store = new SnapshotStore(db);
+      let rowRequested: () => void = () => undefined;
+      const rowRead = new Promise<void>((resolve) => {
+        rowRequested = resolve;
+      });
+      const findBySession = store.findBySession.bind(store);
+      store.findBySession = (...args: Parameters<SnapshotStore["findBySession"]>) => {
+        rowRequested();
+        return findBySession(...args);
+      };
+      let overlapped = false;
+      const { service } = harness(db, {
+        store,
+        // The file read finishes only once the row was asked for (or gives up after a second).
+        readFile: async (path) => {
+          overlapped = await Promise.race([
+            rowRead.then(() => true),
+            new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1_000)),
+          ]);
+          return readAgentsMdFile(path);
+        },
+      });
+      const pinned = await service.resolveWorkspaceRules(fileRequest("s-overlap", ws));
+      expect(pinned.decision).toBe(Decision.DECISION_PINNED);
+      expect(overlapped).toBe(true);
+    } finally {
+      await db.destroy();
+    }
+  });
+});

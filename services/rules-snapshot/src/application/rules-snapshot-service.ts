@@ -124,11 +124,15 @@ export class RulesSnapshotService {
     }
     const workspace = requireWorkspace(request.workspace);
     const source = requireSource(request.source);
-    const { raw, unreadable } = await this.readRaw(sessionId, source, requireLocale(request.locale, this.locale));
+    const locale = requireLocale(request.locale, this.locale);
+    // The snapshot row and the rules file are read at the same time: on a retained session (every
+    // turn but the first) they are the whole of Resolve's latency, and neither depends on the other.
+    const storedRead = settled(this.deps.store.findBySession(sessionId));
+    const { raw, unreadable } = await this.readRaw(sessionId, source, locale);
     let response: ResolveResponse;
     try {
       response = await withDbTimeout(
-        this.resolveAgainstStore(sessionId, workspace, raw, callerGeneration),
+        this.resolveAgainstStore(sessionId, workspace, raw, callerGeneration, storedRead),
         this.deps.dbTimeoutMs,
         "workspace rules resolve",
       );
@@ -255,9 +259,10 @@ export class RulesSnapshotService {
     workspace: string,
     raw: RawRules,
     callerGeneration: number,
+    storedRead: Promise<Settled<SnapshotRow | null>>,
   ): Promise<ResolveResponse> {
     const { store } = this.deps;
-    const existing = await store.findBySession(sessionId);
+    const existing = unwrap(await storedRead);
     const plan = decideResolution({ sessionId, existing, workspace, raw, callerGeneration, embed: false });
     const action = plan.action;
     switch (action.kind) {
@@ -347,4 +352,22 @@ export class RulesSnapshotService {
     };
     await this.deps.events.record(event, trx);
   }
+}
+
+type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
+
+/**
+ * A read started before the caller is ready to await it: its failure is kept, not left unhandled
+ * while the caller is still busy (a bad request may never await it at all).
+ */
+function settled<T>(promise: Promise<T>): Promise<Settled<T>> {
+  return promise.then(
+    (value) => ({ ok: true, value }) as const,
+    (error: unknown) => ({ ok: false, error }) as const,
+  );
+}
+
+function unwrap<T>(result: Settled<T>): T {
+  if (result.ok) return result.value;
+  throw result.error;
 }
