@@ -29,6 +29,15 @@ export const promptAssemblyConfigSchema = z.object({
     .int()
     .min(0)
     .default(32 * 1024 * 1024),
+  /**
+   * Memory for each session's last rules section text: a build assembles its body with it while
+   * Resolve is in flight and keeps the work only if Resolve answers the same text. 0 turns it off.
+   */
+  RULES_TEXT_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(16 * 1024 * 1024),
   /** Builds recorded in one transaction at most (group commit of the prefix fingerprints). */
   PREFIX_GROUP_MAX: z.coerce.number().int().min(1).max(10_000).default(256),
   /** Index of the current-date section among the system sections (seed 000 §1.1: 5th). */

@@ -130,6 +130,7 @@ export async function startPromptAssembly(
         currentDatePosition: config.CURRENT_DATE_POSITION,
         canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
         anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
+        rulesTextCacheBytes: config.RULES_TEXT_CACHE_BYTES,
       },
     });
     const builds = new Counter({

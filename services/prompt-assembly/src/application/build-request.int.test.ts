@@ -1,3 +1,4 @@
+import { setTimeout } from "node:timers/promises";
 import {
   FailedPreconditionError,
   NotFoundError,
@@ -168,6 +169,96 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
   }
 
   const prefixEvents = (sessionId: string): Promise<PrefixEvent[]> => outboxPrefixEvents(store.db, sessionId);
+
+  describe("the rules section guessed while Resolve is in flight", () => {
+    /** A rules-snapshot whose answer text the test sets, and whose answers wait for `release()`. */
+    function gatedRules() {
+      let open: () => void = () => undefined;
+      let gate: Promise<void> = Promise.resolve();
+      const resolver = {
+        sectionText: `${RULES_HEADING}\n\n${AGENTS_MD_V1}`,
+        pending: 0,
+        hold() {
+          gate = new Promise<void>((resolve) => {
+            open = resolve;
+          });
+        },
+        release: () => open(),
+        async resolve() {
+          resolver.pending += 1;
+          await gate;
+          resolver.pending -= 1;
+          return {
+            sectionText: resolver.sectionText,
+            decision: Decision.DECISION_RETAINED,
+            rulesHash: sha256(resolver.sectionText),
+            pinnedGeneration: 0,
+            warning: "",
+          };
+        },
+      };
+      return resolver;
+    }
+
+    function core(rules: ReturnType<typeof gatedRules>, events: FakeSessionEvents, stages: string[]) {
+      const clock = new FixedClock(shanghai("2026-10-12", "23:50"));
+      const built = assemblyCore({
+        db: store.db,
+        rules,
+        sessions: events,
+        now: clock.now,
+        logger: new RecordingLogger(),
+        observeStage: (stage) => stages.push(`${stage}${rules.pending > 0 ? " (resolving)" : ""}`),
+      });
+      events.autoDeliver = built.projection;
+      return built;
+    }
+
+    async function session(events: FakeSessionEvents) {
+      const sessionId = nextSessionId();
+      await events.createSession(sessionId, { atMs: shanghai("2026-10-12", "09:00") });
+      await events.saveMessage(sessionId, { atMs: shanghai("2026-10-12", "09:01"), role: "user", content: "你好" });
+      return sessionId;
+    }
+
+    it("assembles and serializes the next turn while Resolve is still answering", async () => {
+      const events = new FakeSessionEvents();
+      const rules = gatedRules();
+      const stages: string[] = [];
+      const { builder } = core(rules, events, stages);
+      const sessionId = await session(events);
+      const first = await builder.buildRequest(harnessRequest(sessionId));
+      await events.saveMessage(sessionId, { atMs: shanghai("2026-10-12", "09:02"), role: "assistant", content: "在" });
+      stages.length = 0;
+      rules.hold();
+      const second = builder.buildRequest(harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }));
+      for (let i = 0; i < 100 && !stages.includes("serialize (resolving)"); i += 1) await setTimeout(10);
+      expect(stages).toContain("assemble (resolving)");
+      expect(stages).toContain("serialize (resolving)");
+      rules.release();
+      const answered = await second;
+      expect(body(answered).messages).toEqual([...(body(first).messages as unknown[]), expect.anything()]);
+      expect(answered.bodyJson).toContain(AGENTS_MD_V1.split("\n")[0]);
+    });
+
+    it("builds again with Resolve's text when it is not the one guessed, byte for byte as without a guess", async () => {
+      const events = new FakeSessionEvents();
+      const rules = gatedRules();
+      const sessionId = await session(events);
+      const { builder } = core(rules, events, []);
+      await builder.buildRequest(harnessRequest(sessionId));
+      // An operator's refresh re-pinned other text: the guess (the previous build's) is now wrong.
+      rules.sectionText = `${RULES_HEADING}\n\n${AGENTS_MD_V2}`;
+      const guessed = await builder.buildRequest(harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }));
+      expect(guessed.bodyJson).toContain("知识索引");
+      const fresh = core(rules, events, []);
+      const unguessed = await fresh.builder.buildRequest(
+        harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }),
+      );
+      expect(guessed.bodyJson).toBe(unguessed.bodyJson);
+      expect(guessed.requestId).toBe(unguessed.requestId);
+    });
+  });
 
   describe("seed 000 §10 acceptance", () => {
     /** First message 10-12 23:50, reply, next message 10-13 08:00 (Asia/Shanghai). */

@@ -6,7 +6,11 @@
 //
 // The view and the rules are fetched at the same time: Resolve is told the compaction generation
 // of the view this process already holds, and asked again only in the rare case the view just
-// loaded has moved to another generation (or turned out to be an embedded session).
+// loaded has moved to another generation (or turned out to be an embedded session). While Resolve
+// is in flight, the body is already assembled, serialized and fingerprinted with the section text
+// the session's previous build injected (a retained snapshot does not change between turns); the
+// work is kept only if Resolve answers with that same text, and done again otherwise, so the bytes
+// never depend on the guess.
 //
 // Determinism: the body depends only on the request, the projection (stored timestamps and local
 // dates) and the rules snapshot. The clock enters in exactly one place, "today" for a session
@@ -33,7 +37,7 @@ import { type ValidatedBuildRequest, validateBuildRequest, validateCompactionReq
 import { wireFormatPlugin } from "../../domain/wire-formats/registry";
 import { type DateAnchoring, localDateIn } from "./dates";
 import type { PrefixMemory, PrefixRecord } from "./prefix-memory";
-import type { ResolvedRules, WorkspaceRulesSource } from "./rules";
+import { RememberedSectionTexts, type ResolvedRules, type WorkspaceRulesSource } from "./rules";
 import type { SessionViews } from "./session-views";
 
 /** The part of a logger the builder uses (pino's Logger satisfies it). */
@@ -61,6 +65,22 @@ export interface PromptBuilderOptions {
   readonly canonicalToolOrder?: boolean;
   /** Model-prefix → minimum cacheable tokens, over the published table (domain/cache-minimums.ts). */
   readonly anthropicCacheMinimums?: Readonly<Record<string, number>>;
+  /** Memory for each session's last rules section text, the guess a build starts from (0 turns guessing off). */
+  readonly rulesTextCacheBytes?: number;
+}
+
+/** What a body is made from: the view, the date and the assembled request (the rules come apart). */
+interface Assembled {
+  readonly view: ProjectedSessionView;
+  readonly locale: ChatRequestLocale;
+  readonly anchorDate: string;
+  readonly assembled: AssembledRequest;
+}
+
+type ChatRequestLocale = NonNullable<ValidatedBuildRequest["locale"]>;
+
+interface Prepared extends Assembled {
+  readonly rules: ResolvedRules;
 }
 
 export interface PromptBuilderDeps {
@@ -100,9 +120,11 @@ export class PromptBuilder {
   private readonly canonicalToolOrder: boolean;
   private readonly anthropicCacheMinimums: Readonly<Record<string, number>>;
   private readonly observe: StageObserver | undefined;
+  private readonly sectionTexts: RememberedSectionTexts;
 
   constructor(private readonly deps: PromptBuilderDeps) {
     const options = deps.options ?? {};
+    this.sectionTexts = new RememberedSectionTexts(options.rulesTextCacheBytes ?? 16 * 1024 * 1024);
     this.currentDatePosition = options.currentDatePosition ?? 4;
     this.canonicalToolOrder = options.canonicalToolOrder ?? true;
     this.anthropicCacheMinimums = parseCacheMinimums(
@@ -118,11 +140,15 @@ export class PromptBuilder {
   async buildRequest(request: BuildRequestRequest): Promise<BuildRequestResponse> {
     const { deps, observe } = this;
     const input = timedSync("validate", observe, () => validateBuildRequest(request));
-    const prepared = await this.prepare(input);
+    const { prepared, rendered } = await this.prepareAndRender(input, (assembledFor) => ({
+      serialized: timedSync("serialize", observe, () => this.serialize(input, assembledFor)),
+      fingerprint: timedSync("fingerprint", observe, () =>
+        fingerprintRequest(assembledFor.assembled.chatRequest, deps.sha256),
+      ),
+    }));
+    const { serialized, fingerprint } = rendered;
     const { view, rules, anchorDate, assembled } = prepared;
     const { chatRequest, window } = assembled;
-    const serialized = timedSync("serialize", observe, () => this.serialize(input, prepared));
-    const fingerprint = timedSync("fingerprint", observe, () => fingerprintRequest(chatRequest, deps.sha256));
 
     const comparison = await timed("record", observe, () =>
       deps.prefixMemory.record(this.prefixRecord(input, prepared, serialized, fingerprint)),
@@ -170,20 +196,24 @@ export class PromptBuilder {
   async buildCompactionRequest(request: BuildCompactionRequestRequest): Promise<BuildCompactionRequestResponse> {
     const { deps, observe } = this;
     const { input, keepRecentTurns } = timedSync("validate", observe, () => validateCompactionRequest(request));
-    const prepared = await this.prepare(input);
-    const { view, rules, anchorDate, assembled, locale } = prepared;
+    const { prepared, rendered } = await this.prepareAndRender(input, (assembledFor) => {
+      const instruction: ChatMessage = {
+        role: "user",
+        content: [
+          { type: "text", text: compactionInstructionText(assembledFor.locale, assembledFor.view.summary !== null) },
+        ],
+      };
+      const { chatRequest } = assembledFor.assembled;
+      return {
+        serialized: timedSync("serialize", observe, () => this.serialize(input, assembledFor, instruction)),
+        fingerprint: timedSync("fingerprint", observe, () =>
+          fingerprintRequest({ ...chatRequest, messages: [...chatRequest.messages, instruction] }, deps.sha256),
+        ),
+      };
+    });
+    const { serialized, fingerprint } = rendered;
+    const { view, rules, anchorDate, assembled } = prepared;
     const plan = planCompaction(view, keepRecentTurns);
-    const instruction: ChatMessage = {
-      role: "user",
-      content: [{ type: "text", text: compactionInstructionText(locale, view.summary !== null) }],
-    };
-    const serialized = timedSync("serialize", observe, () => this.serialize(input, prepared, instruction));
-    const fingerprint = timedSync("fingerprint", observe, () =>
-      fingerprintRequest(
-        { ...assembled.chatRequest, messages: [...assembled.chatRequest.messages, instruction] },
-        deps.sha256,
-      ),
-    );
     await timed("record", observe, () =>
       deps.prefixMemory.observeCompactionRequest(this.prefixRecord(input, prepared, serialized, fingerprint)),
     );
@@ -203,10 +233,33 @@ export class PromptBuilder {
     };
   }
 
-  /** Everything a body is made from: the view, the rules, the date and the assembled request. */
-  private async prepare(input: ValidatedBuildRequest) {
+  /**
+   * The view and the rules, and `render` (serialize and fingerprint) run over the request assembled
+   * from them. With a guess of the section text, the assembling and rendering happen while Resolve
+   * is in flight; they count only if Resolve answers with the guessed text.
+   */
+  private async prepareAndRender<R>(
+    input: ValidatedBuildRequest,
+    render: (assembled: Assembled) => R,
+  ): Promise<{ prepared: Prepared; rendered: R }> {
+    const { view, rules, guess } = await this.loadViewAndRules(input);
+    let speculated: { assembled: Assembled; rendered: R } | undefined;
+    if (guess !== undefined) {
+      const assembled = this.assemble(input, view, guess);
+      speculated = { assembled, rendered: render(assembled) };
+    }
+    const resolved = await rules;
+    this.sectionTexts.remember(input.sessionId, resolved.sectionText);
+    if (speculated !== undefined && resolved.sectionText === guess) {
+      return { prepared: { ...speculated.assembled, rules: resolved }, rendered: speculated.rendered };
+    }
+    const assembled = this.assemble(input, view, resolved.sectionText);
+    return { prepared: { ...assembled, rules: resolved }, rendered: render(assembled) };
+  }
+
+  /** The date and the assembled request for a view and a rules section text. */
+  private assemble(input: ValidatedBuildRequest, view: ProjectedSessionView, rulesSectionText: string): Assembled {
     const { deps, observe } = this;
-    const { view, rules } = await this.loadViewAndRules(input);
     const embed = input.embed || view.kind === "embed";
     const locale = input.locale ?? view.locale;
     const today = localDateIn(deps.now(), view.timezone);
@@ -225,12 +278,12 @@ export class PromptBuilder {
         embed,
         allowShellClock: input.allowShellClock,
         currentDatePosition: this.currentDatePosition,
-        rulesSectionText: rules.sectionText,
+        rulesSectionText,
         anchorDate,
         announceDayChanges: deps.dates.announceDayChanges,
       }),
     );
-    return { view, rules, locale, anchorDate, assembled };
+    return { view, locale, anchorDate, assembled };
   }
 
   private serialize(
@@ -258,12 +311,7 @@ export class PromptBuilder {
 
   private prefixRecord(
     input: ValidatedBuildRequest,
-    prepared: {
-      readonly view: ProjectedSessionView;
-      readonly rules: ResolvedRules;
-      readonly anchorDate: string;
-      readonly assembled: AssembledRequest;
-    },
+    prepared: Prepared,
     serialized: { readonly requestId: string; readonly estimatedTokens: number },
     fingerprint: PrefixFingerprint,
   ): PrefixRecord {
@@ -285,14 +333,15 @@ export class PromptBuilder {
   }
 
   /**
-   * The view at min_seq and the rules for it. With a view already in memory, Resolve is sent at
-   * the same time as the view's read, with the generation and kind that view had; a view that
-   * comes back under another generation or kind is resolved again. A failed view read wins over a
-   * failed Resolve: "session deleted" is the answer, not "rules-snapshot unavailable".
+   * The view at min_seq, the rules for it (still in flight) and the guess of their section text.
+   * With a view already in memory, Resolve is sent at the same time as the view's read, with the
+   * generation and kind that view had; a view that comes back under another generation or kind is
+   * resolved again, with no guess. A failed view read wins over a failed Resolve: "session deleted"
+   * is the answer, not "rules-snapshot unavailable".
    */
   private async loadViewAndRules(
     input: ValidatedBuildRequest,
-  ): Promise<{ view: ProjectedSessionView; rules: ResolvedRules }> {
+  ): Promise<{ view: ProjectedSessionView; rules: Promise<ResolvedRules>; guess: string | undefined }> {
     const { deps, observe } = this;
     const lookup = (view: Pick<ProjectedSessionView, "generation" | "kind" | "workspace" | "locale">) => ({
       sessionId: input.sessionId,
@@ -303,20 +352,22 @@ export class PromptBuilder {
       embed: input.embed || view.kind === "embed",
       locale: input.locale ?? view.locale,
     });
+    const resolveFor = (view: Parameters<typeof lookup>[0]) =>
+      timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view)));
     const known = deps.views.peek(input.sessionId);
     const loading = timed("load_view", observe, () => deps.views.load(input.sessionId, input.minSeq));
     if (known === undefined) {
       const view = await loading;
-      return { view, rules: await timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view))) };
+      return { view, rules: resolveFor(view), guess: undefined };
     }
-    const early = timed("resolve_rules", observe, () => deps.rules.resolve(lookup(known)));
-    const [viewResult, rulesResult] = await Promise.allSettled([loading, early]);
-    if (viewResult.status === "rejected") throw viewResult.reason;
-    const view = viewResult.value;
-    const stillValid = lookupKey(lookup(view)) === lookupKey(lookup(known));
-    if (stillValid && rulesResult.status === "fulfilled") return { view, rules: rulesResult.value };
-    if (stillValid && rulesResult.status === "rejected") throw rulesResult.reason;
-    return { view, rules: await timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view))) };
+    const early = resolveFor(known);
+    // Awaited by the caller once the body is assembled; until then (or if the view read fails and it
+    // never is) its failure must not count as unhandled.
+    early.catch(() => undefined);
+    const view = await loading;
+    if (lookupKey(lookup(view)) !== lookupKey(lookup(known)))
+      return { view, rules: resolveFor(view), guess: undefined };
+    return { view, rules: early, guess: this.sectionTexts.guess(input.sessionId) };
   }
 }
 

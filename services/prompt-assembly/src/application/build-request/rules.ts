@@ -151,3 +151,48 @@ export function snapshotRulesSource(
     },
   };
 }
+
+/**
+ * The section text each session's last build injected, kept so the next build can be assembled
+ * while its Resolve is still in flight (build-request.ts). Only a guess: a build uses it only when
+ * Resolve answers with the same text. Bounded in bytes; least recently used sessions go first.
+ */
+export class RememberedSectionTexts {
+  private readonly texts = new Map<string, string>();
+  private bytes = 0;
+
+  constructor(private readonly budgetBytes: number) {}
+
+  guess(sessionId: string): string | undefined {
+    return this.texts.get(sessionId);
+  }
+
+  remember(sessionId: string, sectionText: string): void {
+    this.forget(sessionId);
+    const bytes = entryBytes(sessionId, sectionText);
+    if (bytes > this.budgetBytes) return;
+    this.texts.set(sessionId, sectionText);
+    this.bytes += bytes;
+    for (const [oldest, text] of this.texts) {
+      if (this.bytes <= this.budgetBytes) break;
+      this.texts.delete(oldest);
+      this.bytes -= entryBytes(oldest, text);
+    }
+  }
+
+  forget(sessionId: string): void {
+    const text = this.texts.get(sessionId);
+    if (text === undefined) return;
+    this.texts.delete(sessionId);
+    this.bytes -= entryBytes(sessionId, text);
+  }
+
+  stats(): { sessions: number; bytes: number } {
+    return { sessions: this.texts.size, bytes: this.bytes };
+  }
+}
+
+/** UTF-16 text of both strings plus the map entry. */
+function entryBytes(sessionId: string, sectionText: string): number {
+  return (sessionId.length + sectionText.length) * 2 + 64;
+}
