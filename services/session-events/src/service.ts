@@ -41,6 +41,7 @@ export async function startSessionEvents(
       newEventId: () => newEventId(now()),
       newId: () => randomUUID(),
       traceparent: () => traceHeaders().traceparent,
+      saveGroupMax: config.SAVE_GROUP_MAX,
       limits: {
         characterQuota: config.SESSION_CHARACTER_QUOTA,
         ...(config.SESSION_MAX_SERIALIZED_BYTES !== undefined

@@ -147,6 +147,81 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       );
     });
 
+    describe("messages saved at the same time (group commit)", () => {
+      /** Commands over a store that records the size of every group it appends. */
+      function grouped() {
+        const store = new SessionStore(db);
+        const groupSizes: number[] = [];
+        const appendMessages = store.appendMessages.bind(store);
+        store.appendMessages = (group) => {
+          groupSizes.push(group.length);
+          return appendMessages(group);
+        };
+        return { commands: new SessionCommands(deps({ store })), groupSizes };
+      }
+
+      it("appends them in shared transactions, and refuses only the message its own decision refuses", async () => {
+        const { commands: grouping, groupSizes } = grouped();
+        const sessions = [await createSession(), await createSession(), await createSession()];
+        const full = await createSession();
+        await say(full, "字".repeat(CHARACTER_QUOTA));
+        const burst = await Promise.allSettled([
+          ...Array.from({ length: 30 }, (_, i) =>
+            grouping.saveMessage(saveMessageRequest(sessions[i % 3] ?? "", `burst ${i}`)),
+          ),
+          grouping.saveMessage(saveMessageRequest(full, "one character too many")),
+          grouping.saveMessage(saveMessageRequest(sessions[0] ?? "", "stale", { expectedSeq: 1 })),
+        ]);
+        expect(burst.slice(0, 30).every((outcome) => outcome.status === "fulfilled")).toBe(true);
+        expect((burst[30] as PromiseRejectedResult).reason).toBeInstanceOf(ResourceExhaustedError);
+        expect((burst[31] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+        expect(groupSizes.length).toBeLessThan(32);
+        expect(Math.max(...groupSizes)).toBeGreaterThan(1);
+        for (const [index, sessionId] of sessions.entries()) {
+          const page = await events(sessionId);
+          expect(page.events.map((e) => e.seq)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+          const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }));
+          expect(session.lastSeq).toBe(11);
+          const texts = Array.from({ length: 30 }, (_, i) => i)
+            .filter((i) => i % 3 === index)
+            .map((i) => `burst ${i}`);
+          expect(session.contentChars).toBe(texts.reduce((sum, t) => sum + t.length, 0));
+          // Within a session, messages keep the order they were saved in.
+          const listed = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }));
+          expect(listed.messages.map((m) => m.content[0]?.part)).toEqual(
+            texts.map((t) => ({ $case: "text", value: { text: t } })),
+          );
+        }
+        expect(await count("message", full)).toBe(1);
+      });
+
+      it("writes each message again alone when the database refuses the group, so only the blocked one fails", async () => {
+        const { commands: grouping } = grouped();
+        const free = [await createSession(), await createSession()];
+        const blocked = await createSession();
+        await db("session_event").insert({
+          event_id: randomUUID(),
+          session_id: blocked,
+          seq: 2,
+          type: "MessageSaved",
+          payload: Buffer.from([1]),
+          occurred_at_ms: 1,
+        });
+        // The first save goes alone; the others queue behind it and form one group with the blocked one.
+        const outcomes = await Promise.allSettled([
+          grouping.saveMessage(saveMessageRequest(free[0] ?? "", "first")),
+          grouping.saveMessage(saveMessageRequest(free[0] ?? "", "second")),
+          grouping.saveMessage(saveMessageRequest(blocked, "blocked")),
+          grouping.saveMessage(saveMessageRequest(free[1] ?? "", "third")),
+        ]);
+        expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+        expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+        expect(await count("message", blocked)).toBe(0);
+        expect(await count("message", free[0] ?? "")).toBe(2);
+        expect(await count("message", free[1] ?? "")).toBe(1);
+      });
+    });
+
     it("stores messages with the session's local date and returns them without thinking text", async () => {
       const sessionId = await createSession({ timezone: "America/New_York" });
       const saved = await say(sessionId, "hello", { thinkingText: "secret reasoning" });

@@ -60,6 +60,7 @@ import {
   validateReadEvents,
   validateSaveMessage,
 } from "../domain/validation";
+import { MessageAppendGroups } from "./message-append-groups";
 
 export interface SessionCommandsDeps {
   readonly store: SessionStore;
@@ -71,6 +72,8 @@ export interface SessionCommandsDeps {
   /** W3C traceparent of the active span, stored on the event row for the relay. */
   readonly traceparent: () => string | undefined;
   readonly limits?: Partial<SessionLimits>;
+  /** Messages appended in one transaction at most (group commit of SaveMessage). */
+  readonly saveGroupMax?: number;
 }
 
 /**
@@ -81,10 +84,12 @@ export interface SessionCommandsDeps {
 export class SessionCommands {
   private readonly store: SessionStore;
   private readonly limits: SessionLimits;
+  private readonly appendGroups: MessageAppendGroups;
 
   constructor(private readonly deps: SessionCommandsDeps) {
     this.store = deps.store;
     this.limits = { ...DEFAULT_SESSION_LIMITS, ...deps.limits };
+    this.appendGroups = new MessageAppendGroups(deps.store, deps.saveGroupMax ?? 128);
   }
 
   async createSession(request: CreateSessionRequest): Promise<CreateSessionResponse> {
@@ -151,8 +156,10 @@ export class SessionCommands {
     const command = validateSaveMessage(request);
     const { sessionId } = command;
     const retryOnSeqConflict = command.expectedSeq === undefined;
+    // Read here, in the caller's context: the group is written from another one.
+    const traceparent = this.deps.traceparent();
     return this.attempt({ sessionId, retryOnSeqConflict }, () =>
-      this.store.appendMessage(sessionId, (locked) => {
+      this.appendGroups.append(sessionId, (locked) => {
         const session = requireWritableSession(locked, sessionId);
         checkExpectedSeq(command.expectedSeq, session.lastSeq);
         const usage = decideMessageCapacity(session, command, this.limits);
@@ -160,16 +167,22 @@ export class SessionCommands {
         const seq = session.lastSeq + 1;
         const messageId = this.deps.newId();
         const localDate = localDateOf(now, session.timezone);
-        const event = this.eventRow(sessionId, seq, now, {
-          $case: "messageSaved",
-          value: {
-            messageId,
-            role: roleFromName(command.role),
-            content: [...command.content],
-            thinkingChars: command.thinkingChars,
-            localDate,
+        const event = this.eventRow(
+          sessionId,
+          seq,
+          now,
+          {
+            $case: "messageSaved",
+            value: {
+              messageId,
+              role: roleFromName(command.role),
+              content: [...command.content],
+              thinkingChars: command.thinkingChars,
+              localDate,
+            },
           },
-        });
+          traceparent,
+        );
         return {
           event,
           message: {
@@ -361,7 +374,13 @@ export class SessionCommands {
   }
 
   /** The event row: the encoded envelope with its id, type and the active trace. */
-  private eventRow(sessionId: string, seq: number, occurredAtMs: number, payload: SessionEventPayload): EventRow {
+  private eventRow(
+    sessionId: string,
+    seq: number,
+    occurredAtMs: number,
+    payload: SessionEventPayload,
+    traceparent: string | undefined = this.deps.traceparent(),
+  ): EventRow {
     const event: SessionEvent = {
       eventId: this.deps.newEventId(),
       sessionId,
@@ -371,7 +390,6 @@ export class SessionCommands {
       type: sessionEventType(payload),
       payload,
     };
-    const traceparent = this.deps.traceparent();
     return {
       eventId: event.eventId,
       seq,

@@ -17,7 +17,7 @@ import {
   type SessionState,
 } from "../../domain/model";
 import { parseStoredContent } from "../../domain/stored-content";
-import { appendMessage, type MessageAppend } from "./message-append";
+import { type AppendOutcome, appendMessages, type MessageAppend } from "./message-append";
 
 interface SessionRow {
   session_id: string;
@@ -216,10 +216,19 @@ export class SessionStore {
     return this.db.transaction((trx) => work(new SessionTransaction(trx)));
   }
 
-  /** SaveMessage in two round trips (message-append.ts); `decide` sees the locked session. */
-  appendMessage<T>(sessionId: string, decide: (session: SessionState | undefined) => MessageAppend<T>): Promise<T> {
-    return appendMessage(this.db, sessionId, (row) =>
-      decide(row === undefined ? undefined : toSessionState(row as unknown as SessionRow)),
+  /**
+   * SaveMessage for a group of messages in two round trips (message-append.ts); each `decide` sees
+   * its session locked, after the group's earlier messages.
+   */
+  appendMessages<T>(
+    group: readonly { sessionId: string; decide: (session: SessionState | undefined) => MessageAppend<T> }[],
+  ): Promise<AppendOutcome<T>[]> {
+    return appendMessages(
+      this.db,
+      group.map(({ sessionId, decide }) => ({
+        sessionId,
+        decide: (row) => decide(row === undefined ? undefined : toSessionState(row as unknown as SessionRow)),
+      })),
     );
   }
 
