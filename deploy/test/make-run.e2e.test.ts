@@ -33,11 +33,11 @@ describe("make run's one /metrics", () => {
     const system = await startEmbeddedSystem({ METRICS_PORT: String(port) });
     try {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      expect(text).toContain('relay_events_published_total{service="session-events"} 0');
-      expect(text).toContain('prompt_checkpoint_due_total{service="prompt-assembly"} 0');
+      expect(text).toContain('prefixguard_relay_events_published_total{service="session-events"} 0');
+      expect(text).toContain('prefixguard_checkpoints_due_total{service="prompt-assembly"} 0');
       expect(text).toContain('prefixguard_view_cache_sessions{service="prompt-assembly"} 0');
-      expect(text).toContain("# TYPE cache_monitor_collapses_total counter");
-      expect(text).toContain("# TYPE rules_resolve_decisions_total counter");
+      expect(text).toContain("# TYPE prefixguard_cache_collapses_total counter");
+      expect(text).toContain("# TYPE prefixguard_rules_decisions_total counter");
       // Prometheus rejects a family declared twice; the runtime's metrics describe one process.
       const declared = text.split("\n").filter((line) => line.startsWith("# TYPE "));
       expect(new Set(declared).size).toBe(declared.length);

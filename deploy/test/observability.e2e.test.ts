@@ -102,16 +102,16 @@ describe("observability of one harness turn", () => {
   it("exposes Prometheus metrics per service", async () => {
     const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const se = await scrape(basePort);
-    expect(se).toMatch(/relay_backlog_events\S* 0/);
-    expect(se).toMatch(/relay_events_published_total\S* [1-9]/);
+    expect(se).toMatch(/prefixguard_relay_backlog_events\S* 0/);
+    expect(se).toMatch(/prefixguard_relay_events_published_total\S* [1-9]/);
     expect(se).toMatch(
-      /grpc_server_handling_seconds_count\{(?=[^}]*grpc_method="SaveMessage")(?=[^}]*grpc_code="OK")(?=[^}]*grpc_service="prefixguard\.sessionevents\.v1\.SessionEvents")(?=[^}]*service="session-events")[^}]*\}/,
+      /prefixguard_grpc_server_handling_seconds_count\{(?=[^}]*grpc_method="SaveMessage")(?=[^}]*grpc_code="OK")(?=[^}]*grpc_service="prefixguard\.sessionevents\.v1\.SessionEvents")(?=[^}]*service="session-events")[^}]*\}/,
     );
     const rs = await scrape(basePort + 1);
-    expect(rs).toMatch(/rules_resolve_decisions_total\{[^}]*decision="PINNED"[^}]*\} 1/);
-    expect(rs).toMatch(/event_apply_delay_seconds_count\{[^}]*consumer="rules-snapshot"/);
+    expect(rs).toMatch(/prefixguard_rules_decisions_total\{[^}]*decision="PINNED"[^}]*\} 1/);
+    expect(rs).toMatch(/prefixguard_event_apply_delay_seconds_count\{[^}]*consumer="rules-snapshot"/);
     const pa = await scrape(basePort + 2);
-    expect(pa).toMatch(/prompt_builds_total\{[^}]*format="openai_chat"[^}]*\} 1/);
-    expect(pa).toMatch(/events_consumed_total\{[^}]*outcome="applied"/);
+    expect(pa).toMatch(/prefixguard_builds_total\{[^}]*wire_format="openai_chat"[^}]*\} 1/);
+    expect(pa).toMatch(/prefixguard_events_consumed_total\{[^}]*outcome="applied"/);
   });
 });

@@ -102,7 +102,7 @@ export interface TreeResult {
   readonly commit: string;
   readonly rtt: Quantiles;
   readonly latency: LatencyRow[];
-  /** grpc_server_handling_seconds{method="BuildRequest"} over the 500-turn latency run. */
+  /** prefixguard_grpc_server_handling_seconds{grpc_method="BuildRequest"} (baseline: grpc_server_handling_seconds{method}) over the 500-turn latency run. */
   readonly serverMsPerBuild500: number;
   readonly throughput: ThroughputResult[];
   readonly turnFlow: TurnFlow;
@@ -262,11 +262,14 @@ async function runTree(context: TreeContext, tag: "before" | "after", tree: stri
       );
       if (turns === 500) {
         const scrapeAfter = await scrape(stack.metricsUrl);
-        // grpc_method / grpc_code since the label rename; the baseline tree still says method / code.
+        // prefixguard_ name with grpc_method / grpc_code labels now; the baseline tree still says
+        // grpc_server_handling_seconds with method / code.
         const handling = (text: string) => {
-          const renamed = histogramTotals(text, "grpc_server_handling_seconds", "grpc_method", { grpc_code: "OK" });
-          return renamed.size > 0
-            ? renamed
+          const current = histogramTotals(text, "prefixguard_grpc_server_handling_seconds", "grpc_method", {
+            grpc_code: "OK",
+          });
+          return current.size > 0
+            ? current
             : histogramTotals(text, "grpc_server_handling_seconds", "method", { code: "OK" });
         };
         serverMsPerBuild500 =

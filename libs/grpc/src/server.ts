@@ -42,7 +42,7 @@ export interface GrpcServerOptions {
    * reflection stay open so load balancers and probes work without secrets.
    */
   readonly callerTokens?: CallerTokens;
-  /** Prometheus registry for grpc_server_handling_seconds{grpc_service,grpc_method,grpc_code}. */
+  /** Prometheus registry for prefixguard_grpc_server_handling_seconds{grpc_service,grpc_method,grpc_code}. */
   readonly metrics?: Registry;
 }
 
@@ -143,7 +143,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
 
   const handling = options.metrics
     ? new Histogram({
-        name: "grpc_server_handling_seconds",
+        name: "prefixguard_grpc_server_handling_seconds",
         help: "Time to handle a unary RPC, by gRPC service, method and status code.",
         // Not `service`: that label names the prefix-guard service on every series of a registry.
         labelNames: ["grpc_service", "grpc_method", "grpc_code"] as const,

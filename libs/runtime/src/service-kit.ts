@@ -16,6 +16,7 @@ import type { Database, DatabaseOptions, Migration } from "@prefix-guard/db";
 import { UnavailableError } from "@prefix-guard/errors";
 import { type RunningGrpcServer, type ServiceRegistration, startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
+import { Counter, Gauge } from "prom-client";
 import { openMetrics, type ServiceMetrics } from "./metrics";
 import { openServiceDatabase } from "./open-database";
 import { grpcServerSecurity, type SecurityConfig } from "./security";
@@ -74,20 +75,34 @@ export class ServiceKit {
     this.stops.push(stop);
   }
 
-  /** The outbox relay of this service, started; one process at a time publishes (the DB lock). */
-  startRelay(options: {
-    source: OutboxSource;
-    batchSize?: number;
-    onPublished?: (count: number) => void;
-  }): OutboxRelay {
+  /**
+   * The outbox relay of this service, started; one process at a time publishes (the DB lock).
+   * Counted in the shared prefixguard_relay_events_published_total and
+   * prefixguard_relay_backlog_events (rows written but not yet published: the relay's lag).
+   */
+  startRelay(options: { source: OutboxSource; batchSize?: number }): OutboxRelay {
+    const published = new Counter({
+      name: "prefixguard_relay_events_published_total",
+      help: "Outbox events the relay published to the bus.",
+      registers: [this.metrics.registry],
+    });
+    const source = options.source;
+    new Gauge({
+      name: "prefixguard_relay_backlog_events",
+      help: "Outbox events written but not yet published (grows while the broker is down or the relay is stalled).",
+      registers: [this.metrics.registry],
+      async collect() {
+        this.set(await source.countUnpublished());
+      },
+    });
     const relay = new OutboxRelay({
-      source: options.source,
+      source,
       bus: this.options.bus,
       lock: relayLockFor(this.db, `prefix-guard:${this.name}:relay`),
       logger: this.options.logger,
       now: this.options.now,
       ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-      ...(options.onPublished === undefined ? {} : { onPublished: options.onPublished }),
+      onPublished: (count) => published.inc(count),
     });
     relay.start();
     this.onStop(() => relay.stop());
@@ -96,7 +111,7 @@ export class ServiceKit {
 
   /**
    * A consumer of one topic with this process's partition concurrency, always counted in the shared
-   * events_consumed_total under its group (and in the service's own counter when it has one).
+   * prefixguard_events_consumed_total under its group (and in the service's own counter when it has one).
    */
   async consume<E>(
     options: Omit<EventConsumerOptions<E>, "bus" | "logger" | "partitionsConcurrently" | "onOutcome"> & {

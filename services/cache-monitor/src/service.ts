@@ -42,7 +42,7 @@ export async function startCacheMonitor(
     .starting(async () => {
       const prices = priceBookOf(config);
       const registry = kit.metrics.registry;
-      const metrics = new CacheMonitorMetrics(registry, prices.currency);
+      const metrics = new CacheMonitorMetrics(registry, prices);
       const monitor = new CacheMonitor({
         store: new MonitorStore(kit.db),
         events: outboxMonitorEventSink(now),
@@ -60,10 +60,8 @@ export async function startCacheMonitor(
         topic: Topics.promptPrefix,
         groupId: `${config.CONSUMER_GROUP}.prefix`,
         decode: decodePrefixEvent,
-        onOutcome: (outcome, count) => metrics.eventConsumed(Topics.promptPrefix, outcome, count),
         apply: async (events) => {
           for (const event of events) {
-            metrics.eventAged(Topics.promptPrefix, now() - event.occurredAtMs);
             kit.metrics.eventApplyDelay.observe(
               { consumer: `${config.CONSUMER_GROUP}.prefix` },
               Math.max(0, Date.now() - event.occurredAtMs) / 1000,
@@ -77,10 +75,8 @@ export async function startCacheMonitor(
         topic: Topics.llmUsage,
         groupId: `${config.CONSUMER_GROUP}.usage`,
         decode: decodeUsageEvent,
-        onOutcome: (outcome, count) => metrics.eventConsumed(Topics.llmUsage, outcome, count),
         apply: async (events) => {
           for (const event of events) {
-            metrics.eventAged(Topics.llmUsage, now() - event.occurredAtMs);
             kit.metrics.eventApplyDelay.observe(
               { consumer: `${config.CONSUMER_GROUP}.usage` },
               Math.max(0, Date.now() - event.occurredAtMs) / 1000,

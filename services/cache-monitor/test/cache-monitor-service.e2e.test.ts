@@ -478,39 +478,52 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
     expect(dead.headers["pg-dlq-reason"]).toBe("undecodable");
   });
 
-  it("exposes usage, share, collapse and extra-cost metrics on /metrics", async () => {
+  it("exposes calls, tokens, cached ratio, collapses by section and cause, and extra cost on /metrics", async () => {
     expect(running.metricsPort).toBe(metricsPort);
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    // glm-4.6 is in no catalogue family and has no price of its own: its family is "other", never the raw name.
+    expect(text).not.toContain('model_family="glm-4.6"');
     expect(text).toMatch(
-      /cache_monitor_usage_calls_total\{(?=[^}]*model="glm-4\.6")(?=[^}]*source="rpc")(?=[^}]*service="cache-monitor")[^}]*\} 12/,
+      /prefixguard_llm_calls_total\{(?=[^}]*model_family="other")(?=[^}]*source="rpc")(?=[^}]*service="cache-monitor")[^}]*\} 12/,
     );
     expect(text).toMatch(
-      /cache_monitor_usage_calls_total\{(?=[^}]*model="glm-4\.6")(?=[^}]*source="topic")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+      /prefixguard_llm_calls_total\{(?=[^}]*model_family="other")(?=[^}]*source="topic")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
+    const counterValue = (name: string) =>
+      Number(new RegExp(`${name}\\{(?=[^}]*model_family="other")[^}]*\\} ([0-9.e+]+)`).exec(text)?.[1]);
+    expect(counterValue("prefixguard_prompt_tokens_total")).toBeGreaterThan(
+      counterValue("prefixguard_cached_tokens_total"),
+    );
+    expect(counterValue("prefixguard_cached_tokens_total")).toBeGreaterThan(0);
     // 811's collapse was detected before its build's events arrived; 797's behind an unchanged prefix.
     expect(text).toMatch(
-      /cache_monitor_collapses_total\{(?=[^}]*section="\(unknown\)")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+      /prefixguard_cache_collapses_total\{(?=[^}]*section="\(unknown\)")(?=[^}]*cause="unknown")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
     expect(text).toMatch(
-      /cache_monitor_collapses_total\{(?=[^}]*section="\(none\)")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+      /prefixguard_cache_collapses_total\{(?=[^}]*section="\(none\)")(?=[^}]*cause="[a-z_]+")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
     // ≤ 1%: both cold first calls and 797's miss; ≤ 5% adds 811's 1.9%.
     expect(text).toMatch(
-      /cache_monitor_cached_share_bucket\{(?=[^}]*model="glm-4\.6")(?=[^}]*le="0\.01")(?=[^}]*service="cache-monitor")[^}]*\} 3\n/,
+      /prefixguard_cached_tokens_ratio_bucket\{(?=[^}]*model_family="other")(?=[^}]*le="0\.01")(?=[^}]*service="cache-monitor")[^}]*\} 3\n/,
     );
     expect(text).toMatch(
-      /cache_monitor_cached_share_bucket\{(?=[^}]*model="glm-4\.6")(?=[^}]*le="0\.05")(?=[^}]*service="cache-monitor")[^}]*\} 4\n/,
+      /prefixguard_cached_tokens_ratio_bucket\{(?=[^}]*model_family="other")(?=[^}]*le="0\.05")(?=[^}]*service="cache-monitor")[^}]*\} 4\n/,
     );
-    const extra = /cache_monitor_extra_cost_total\{(?=[^}]*service="cache-monitor")[^}]*\} ([0-9.e-]+)/.exec(text)?.[1];
-    expect(Number(extra)).toBeGreaterThan(1.5);
-    expect(text).toMatch(
-      /cache_monitor_events_consumed_total\{(?=[^}]*topic="prompt\.prefix\.v1")(?=[^}]*outcome="dead_lettered")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
-    );
+    const extra = [
+      ...text.matchAll(
+        /prefixguard_collapse_extra_cost_total\{(?=[^}]*currency="[^"]+")(?=[^}]*service="cache-monitor")[^}]*\} ([0-9.e-]+)/g,
+      ),
+    ].reduce((sum, match) => sum + Number(match[1]), 0);
+    expect(extra).toBeGreaterThan(1.5);
     // The event-pipeline series every service shares (README "Metrics and traces").
     expect(text).toMatch(
-      /events_consumed_total\{(?=[^}]*consumer="[^"]*\.prefix")(?=[^}]*outcome="dead_lettered")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+      /prefixguard_events_consumed_total\{(?=[^}]*consumer="[^"]*\.prefix")(?=[^}]*outcome="dead_lettered")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
-    expect(text).toMatch(/event_apply_delay_seconds_count\{(?=[^}]*consumer="[^"]*\.(prefix|usage)")[^}]*\} [1-9]/);
+    expect(text).toMatch(
+      /prefixguard_event_apply_delay_seconds_count\{(?=[^}]*consumer="[^"]*\.(prefix|usage)")[^}]*\} [1-9]/,
+    );
+    expect(text).toMatch(/prefixguard_relay_backlog_events\{[^}]*service="cache-monitor"[^}]*\} \d/);
+    expect(text).not.toMatch(/^cache_monitor_/m);
     expect(text).toContain("process_cpu_user_seconds_total");
   });
 });

@@ -117,6 +117,33 @@ export async function startPromptAssembly(
         this.set(views.stats().sessions);
       },
     });
+    const builds = new Counter({
+      name: "prefixguard_builds_total",
+      help: "BuildRequest calls served, by wire format.",
+      labelNames: ["wire_format"] as const,
+      registers: [metrics.registry],
+    });
+    const prefixBreaks = new Counter({
+      name: "prefixguard_prefix_breaks_total",
+      help: "Builds whose cacheable prefix changed against the session's previous build, once per changed section (key, or tools / history / model) and cause; expected=true for a committed compaction's rewrite and re-pin.",
+      labelNames: ["section", "cause", "expected"] as const,
+      registers: [metrics.registry],
+    });
+    const checkpointsDue = new Counter({
+      name: "prefixguard_checkpoints_due_total",
+      help: "Builds whose history tail exceeded the checkpoint threshold (the harness should compact).",
+      registers: [metrics.registry],
+    });
+    const dateNoticeBuilds = new Counter({
+      name: "prefixguard_date_notice_builds_total",
+      help: "Builds whose body carries at least one <date-change> notice (the local date moved during the session).",
+      registers: [metrics.registry],
+    });
+    const droppedTurnBuilds = new Counter({
+      name: "prefixguard_dropped_turn_builds_total",
+      help: "Builds whose history window dropped turns that no summary covers (the harness compacted too late).",
+      registers: [metrics.registry],
+    });
     const builder = new PromptBuilder({
       views,
       rules: overrides.rules ?? snapshotRulesSource(resolver, { timeoutMs: config.RESOLVE_DEADLINE_MS, logger }),
@@ -126,29 +153,16 @@ export async function startPromptAssembly(
       sha256: sha256Hex,
       logger,
       observeStage: (stage, ms) => stageSeconds.observe({ stage }, ms / 1000),
+      observePrefixBreaks: (breaks) => {
+        for (const { section, cause, expected } of breaks)
+          prefixBreaks.inc({ section, cause, expected: String(expected) });
+      },
       options: {
         currentDatePosition: config.CURRENT_DATE_POSITION,
         canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
         anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
         rulesTextCacheBytes: config.RULES_TEXT_CACHE_BYTES,
       },
-    });
-    const builds = new Counter({
-      name: "prompt_builds_total",
-      help: "BuildRequest calls served, by wire format.",
-      labelNames: ["format"] as const,
-      registers: [metrics.registry],
-    });
-    const prefixChanges = new Counter({
-      name: "prompt_prefix_changes_total",
-      help: "Builds whose prefix changed against the session's previous build, by changed section (or tools / history).",
-      labelNames: ["section"] as const,
-      registers: [metrics.registry],
-    });
-    const checkpointsDue = new Counter({
-      name: "prompt_checkpoint_due_total",
-      help: "Builds whose history tail exceeded the checkpoint threshold.",
-      registers: [metrics.registry],
     });
     kit.startRelay({ source: tableOutboxSource(db) });
     // Before the relay stops: pending fingerprint groups are written (with their outbox rows) first.
@@ -190,17 +204,11 @@ export async function startPromptAssembly(
           // off the path of the builds that follow.
           afterBuild: (request, response) => {
             builds.inc({
-              format: (WireFormat[request.wireFormat] ?? "unknown").replace("WIRE_FORMAT_", "").toLowerCase(),
+              wire_format: (WireFormat[request.wireFormat] ?? "unknown").replace("WIRE_FORMAT_", "").toLowerCase(),
             });
             if (response.checkpointDue) checkpointsDue.inc();
-            if (response.prefix?.changed) {
-              const sections = [
-                ...response.prefix.changedSections,
-                ...(response.prefix.toolsChanged ? ["tools"] : []),
-                ...(response.prefix.historyRewritten ? ["history"] : []),
-              ];
-              for (const section of sections) prefixChanges.inc({ section });
-            }
+            if (response.dateNotices.length > 0) dateNoticeBuilds.inc();
+            if ((response.history?.droppedTurns ?? 0) > 0) droppedTurnBuilds.inc();
           },
         }),
       ],

@@ -35,7 +35,7 @@ export async function startRulesSnapshot(
   });
   return kit.starting(async () => {
     const decisions = new Counter({
-      name: "rules_resolve_decisions_total",
+      name: "prefixguard_rules_decisions_total",
       help: "Resolve outcomes by decision (PINNED, RETAINED, REPINNED_*, DEGRADED_RAW ...).",
       labelNames: ["decision"] as const,
       registers: [kit.metrics.registry],

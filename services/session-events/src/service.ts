@@ -4,7 +4,7 @@ import { newEventId } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
 import { ServiceKit } from "@prefix-guard/runtime";
-import { Counter, Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
 import { SessionStore } from "./adapters/mysql/session-store";
@@ -49,25 +49,7 @@ export async function startSessionEvents(
           : {}),
       },
     });
-    const source = sessionEventOutboxSource(kit.db);
-    const published = new Counter({
-      name: "relay_events_published_total",
-      help: "session events published by the relay.",
-      registers: [kit.metrics.registry],
-    });
-    new Gauge({
-      name: "relay_backlog_events",
-      help: "session events written but not yet published (grows while the broker is down).",
-      registers: [kit.metrics.registry],
-      async collect() {
-        this.set(await source.countUnpublished());
-      },
-    });
-    const relay = kit.startRelay({
-      source,
-      onPublished: (count) => published.inc(count),
-      batchSize: config.RELAY_BATCH_SIZE,
-    });
+    const relay = kit.startRelay({ source: sessionEventOutboxSource(kit.db), batchSize: config.RELAY_BATCH_SIZE });
     const server = await kit.serve([sessionEventsRegistration(commands, () => relay.notify())], {
       // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
       maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,

@@ -15,6 +15,7 @@ import type { MonitorStore } from "../adapters/mysql/monitor-store";
 import { type AttributionThresholds, DEFAULT_ATTRIBUTION_THRESHOLDS } from "../domain/attribution";
 import { assessCall, type CollapseExplanation, explainCollapse } from "../domain/call-assessment";
 import type { CollapseThresholds } from "../domain/collapse-detection";
+import { type CollapseCauseCode, collapseCauseCodeOf } from "../domain/metric-labels";
 import type { UsageFacts } from "../domain/model";
 import { type PriceBook, pricesFor } from "../domain/pricing";
 import { usageInputOf } from "../domain/usage-intake/raw-usage";
@@ -34,8 +35,15 @@ export interface MonitorEventSink {
 
 /** What the metrics adapter is told, after the transaction committed. */
 export interface CacheMonitorObserver {
-  usageRecorded(args: { model: string; source: UsageSource; cachedShare: number; cost: number }): void;
-  collapseDetected(args: { sections: readonly string[]; extraCost: number }): void;
+  usageRecorded(args: {
+    model: string;
+    source: UsageSource;
+    promptTokens: number;
+    cachedTokens: number;
+    cachedShare: number;
+    cost: number;
+  }): void;
+  collapseDetected(args: { sections: readonly string[]; cause: CollapseCauseCode; extraCost: number }): void;
 }
 
 export interface CacheMonitorLogger {
@@ -246,12 +254,15 @@ export class CacheMonitor {
       this.deps.observer?.usageRecorded({
         model: usage.model,
         source: origin.source,
+        promptTokens: usage.promptTokens,
+        cachedTokens: usage.cachedTokens,
         cachedShare: outcome.assessment.detection.cachedShare,
         cost: outcome.cost,
       });
       if (outcome.assessment.collapse !== null) {
         this.deps.observer?.collapseDetected({
           sections: outcome.assessment.collapse.totalsSections,
+          cause: collapseCauseCodeOf(outcome.assessment.collapse),
           extraCost: outcome.assessment.collapse.extraCost,
         });
         this.logCollapse(sessionId, usage, outcome.collapse);

@@ -124,6 +124,35 @@ export function comparePrefix(
   };
 }
 
+/** A closed code for why a prefix broke: one per kind of thing that moved (a metric label). */
+export type PrefixBreakCause = "section_changed" | "tools_changed" | "history_rewritten" | "model_changed";
+
+/**
+ * One thing that broke the cacheable prefix. `section` is a section key, or "tools", "history",
+ * "model" for the parts that are not sections; `expected` is the comparison's verdict (a committed
+ * compaction's rewrite and re-pin), so a re-pin outside compaction is told apart from the design at work.
+ */
+export interface PrefixBreak {
+  readonly section: string;
+  readonly cause: PrefixBreakCause;
+  readonly expected: boolean;
+}
+
+/** What a changed prefix counts under in metrics: bounded labels only (section keys and closed codes). */
+export function prefixBreaksOf(comparison: PrefixComparison): PrefixBreak[] {
+  if (!comparison.changed) return [];
+  const { expected } = comparison;
+  const breaks: PrefixBreak[] = comparison.changedSections.map((section) => ({
+    section,
+    cause: "section_changed",
+    expected,
+  }));
+  if (comparison.toolsChanged) breaks.push({ section: "tools", cause: "tools_changed", expected });
+  if (comparison.historyRewritten) breaks.push({ section: "history", cause: "history_rewritten", expected });
+  if (comparison.modelChanged) breaks.push({ section: "model", cause: "model_changed", expected });
+  return breaks;
+}
+
 /**
  * The seed's log line, e.g.
  * `prefix changed session=811 changedSections=[workspace-rules] toolsChanged=false messages=478 cause="..."`.

@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { fingerprintRequest } from "./fingerprint";
 import type { ChatMessage, ChatRequest, SystemSection, ToolDefinition } from "./model";
-import { type CauseHints, comparePrefix, formatPrefixChangedLog, type PrefixComparison } from "./prefix-monitor";
+import {
+  type CauseHints,
+  comparePrefix,
+  formatPrefixChangedLog,
+  type PrefixComparison,
+  prefixBreaksOf,
+} from "./prefix-monitor";
 
 const hashOf = (text: string): string => `h(${text})`;
 
@@ -236,6 +242,34 @@ describe("comparePrefix", () => {
   it("is deterministic", () => {
     const current = fingerprint({ system: replaceSection("skills", "v2"), tools: [...tools].reverse() });
     expect(comparePrefix(fingerprint(), current, steady)).toEqual(comparePrefix(fingerprint(), current, steady));
+  });
+});
+
+describe("prefixBreaksOf", () => {
+  it("counts a compaction's re-pin as expected and the same re-pin without a compaction as avoidable", () => {
+    const compacted = { ...steady, compactionGenerationNow: 3, rulesDecision: "REPINNED_STALE_GENERATION" as const };
+    const rewritten = fingerprint({
+      system: replaceSection("workspace-rules", "rules v2"),
+      messages: [userText("summary"), userText("three")],
+    });
+    expect(prefixBreaksOf(comparePrefix(fingerprint(), rewritten, compacted))).toEqual([
+      { section: "workspace-rules", cause: "section_changed", expected: true },
+      { section: "history", cause: "history_rewritten", expected: true },
+    ]);
+    const repinOnly = fingerprint({ system: replaceSection("workspace-rules", "rules v2") });
+    expect(prefixBreaksOf(comparePrefix(fingerprint(), repinOnly, steady))).toEqual([
+      { section: "workspace-rules", cause: "section_changed", expected: false },
+    ]);
+  });
+
+  it("names tools and model as their own sections and has nothing for an unchanged prefix", () => {
+    const moved = fingerprint({ model: "m2", tools: [...tools].reverse() });
+    expect(prefixBreaksOf(comparePrefix(fingerprint(), moved, steady))).toEqual([
+      { section: "tools", cause: "tools_changed", expected: false },
+      { section: "model", cause: "model_changed", expected: false },
+    ]);
+    expect(prefixBreaksOf(comparePrefix(fingerprint(), fingerprint(), steady))).toEqual([]);
+    expect(prefixBreaksOf(comparePrefix(null, fingerprint(), steady))).toEqual([]);
   });
 });
 

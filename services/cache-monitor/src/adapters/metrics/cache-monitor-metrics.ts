@@ -1,85 +1,99 @@
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { CacheMonitorObserver } from "../../application/cache-monitor";
+import type { CollapseCauseCode } from "../../domain/metric-labels";
+import { modelFamilyOf } from "../../domain/metric-labels";
+import type { PriceBook } from "../../domain/pricing";
 import type { UsageSource } from "../mysql/monitor-rows";
 
 export type MetricsRegistry = Registry;
 
-const CACHED_SHARE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.995, 1];
-const EVENT_AGE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
+const CACHED_RATIO_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.995, 1];
 
-/** Prometheus view of what the monitor records: calls, cached share, cost, collapses by section, consumer lag. */
+/**
+ * Prometheus view of what the monitor records: calls, tokens, cached ratio and cost per model
+ * family, collapses by section and cause with their extra cost. Labels are bounded (model family,
+ * section key, cause code, currency); never a session. The event pipeline's series (consumed,
+ * dead-lettered, apply delay, relay) are the shared ones every service exposes.
+ */
 export class CacheMonitorMetrics implements CacheMonitorObserver {
-  private readonly usageCalls: Counter<"model" | "source">;
-  private readonly cachedShare: Histogram<"model">;
-  private readonly cost: Counter<"model">;
-  private readonly collapses: Counter<"section">;
-  private readonly extraCost: Counter;
-  private readonly eventAge: Histogram<"topic">;
-  private readonly consumed: Counter<"topic" | "outcome">;
+  private readonly calls: Counter<"model_family" | "source">;
+  private readonly promptTokens: Counter<"model_family">;
+  private readonly cachedTokens: Counter<"model_family">;
+  private readonly cachedRatio: Histogram<"model_family">;
+  private readonly cost: Counter<"model_family" | "currency">;
+  private readonly collapses: Counter<"section" | "cause">;
+  private readonly extraCost: Counter<"cause" | "currency">;
+  private readonly currency: string;
 
-  constructor(registry: Registry, currency: string) {
+  constructor(
+    registry: Registry,
+    private readonly prices: Pick<PriceBook, "currency" | "perModel">,
+  ) {
     const registers = [registry];
-    this.usageCalls = new Counter({
-      name: "cache_monitor_usage_calls_total",
-      help: "LLM calls recorded, by model and by input (rpc = RecordUsage, topic = llm.usage.v1).",
-      labelNames: ["model", "source"] as const,
+    this.currency = prices.currency;
+    this.calls = new Counter({
+      name: "prefixguard_llm_calls_total",
+      help: "LLM calls recorded, by model family and input (rpc = RecordUsage, topic = llm.usage.v1).",
+      labelNames: ["model_family", "source"] as const,
       registers,
     });
-    this.cachedShare = new Histogram({
-      name: "cache_monitor_cached_share",
-      help: "cached_tokens / prompt_tokens of each recorded call.",
-      labelNames: ["model"] as const,
-      buckets: CACHED_SHARE_BUCKETS,
+    this.promptTokens = new Counter({
+      name: "prefixguard_prompt_tokens_total",
+      help: "Prompt tokens of recorded calls, by model family.",
+      labelNames: ["model_family"] as const,
+      registers,
+    });
+    this.cachedTokens = new Counter({
+      name: "prefixguard_cached_tokens_total",
+      help: "Prompt tokens served from the provider's cache, by model family (fleet cache efficiency = cached / prompt).",
+      labelNames: ["model_family"] as const,
+      registers,
+    });
+    this.cachedRatio = new Histogram({
+      name: "prefixguard_cached_tokens_ratio",
+      help: "cached_tokens / prompt_tokens of each recorded call, by model family.",
+      labelNames: ["model_family"] as const,
+      buckets: CACHED_RATIO_BUCKETS,
       registers,
     });
     this.cost = new Counter({
-      name: "cache_monitor_cost_total",
-      help: `Cost of recorded calls, in ${currency}.`,
-      labelNames: ["model"] as const,
+      name: "prefixguard_llm_cost_total",
+      help: "Cost of recorded calls, by model family, in the currency named by the label.",
+      labelNames: ["model_family", "currency"] as const,
       registers,
     });
     this.collapses = new Counter({
-      name: "cache_monitor_collapses_total",
-      help: "Cache collapses, once per section they changed ((none) = our prefix did not change).",
-      labelNames: ["section"] as const,
+      name: "prefixguard_cache_collapses_total",
+      help: "Cache collapses, once per section they are counted under ((none) = our prefix did not change, (unknown) = not comparable), by cause code.",
+      labelNames: ["section", "cause"] as const,
       registers,
     });
     this.extraCost = new Counter({
-      name: "cache_monitor_extra_cost_total",
-      help: `Cost of collapses above the session's normal cached share, in ${currency}.`,
-      registers,
-    });
-    this.eventAge = new Histogram({
-      name: "cache_monitor_event_age_seconds",
-      help: "Time from an input event's occurred_at_ms to its processing here (consumer lag).",
-      labelNames: ["topic"] as const,
-      buckets: EVENT_AGE_BUCKETS,
-      registers,
-    });
-    this.consumed = new Counter({
-      name: "cache_monitor_events_consumed_total",
-      help: "Input events by topic and outcome (applied | dead_lettered).",
-      labelNames: ["topic", "outcome"] as const,
+      name: "prefixguard_collapse_extra_cost_total",
+      help: "Cost of collapses above the session's normal cached share, by cause code, in the currency named by the label.",
+      labelNames: ["cause", "currency"] as const,
       registers,
     });
   }
 
-  usageRecorded(args: { model: string; source: UsageSource; cachedShare: number; cost: number }): void {
-    this.usageCalls.inc({ model: args.model, source: args.source });
-    this.cachedShare.observe({ model: args.model }, args.cachedShare);
-    this.cost.inc({ model: args.model }, args.cost);
+  usageRecorded(args: {
+    model: string;
+    source: UsageSource;
+    promptTokens: number;
+    cachedTokens: number;
+    cachedShare: number;
+    cost: number;
+  }): void {
+    const model_family = modelFamilyOf(args.model, this.prices);
+    this.calls.inc({ model_family, source: args.source });
+    this.promptTokens.inc({ model_family }, args.promptTokens);
+    this.cachedTokens.inc({ model_family }, args.cachedTokens);
+    this.cachedRatio.observe({ model_family }, args.cachedShare);
+    this.cost.inc({ model_family, currency: this.currency }, args.cost);
   }
 
-  collapseDetected(args: { sections: readonly string[]; extraCost: number }): void {
-    for (const section of new Set(args.sections)) this.collapses.inc({ section });
-    this.extraCost.inc(args.extraCost);
-  }
-
-  eventConsumed(topic: string, outcome: "applied" | "dead_lettered", count = 1): void {
-    this.consumed.inc({ topic, outcome }, count);
-  }
-
-  eventAged(topic: string, ageMs: number): void {
-    this.eventAge.observe({ topic }, Math.max(0, ageMs) / 1000);
+  collapseDetected(args: { sections: readonly string[]; cause: CollapseCauseCode; extraCost: number }): void {
+    for (const section of new Set(args.sections)) this.collapses.inc({ section, cause: args.cause });
+    this.extraCost.inc({ cause: args.cause, currency: this.currency }, args.extraCost);
   }
 }

@@ -28,7 +28,7 @@ import { cacheMinimumTokensFor, parseCacheMinimums } from "../../domain/cache-mi
 import { fingerprintRequest, type PrefixFingerprint } from "../../domain/fingerprint";
 import { planCompaction } from "../../domain/history-window";
 import type { ChatMessage } from "../../domain/model";
-import { formatPrefixChangedLog } from "../../domain/prefix-monitor";
+import { formatPrefixChangedLog, type PrefixBreak, prefixBreaksOf } from "../../domain/prefix-monitor";
 import type { ProjectedSessionView } from "../../domain/session-projection";
 import { compactionInstructionText } from "../../domain/texts";
 import { estimateTokens } from "../../domain/tokens";
@@ -93,6 +93,8 @@ export interface PromptBuilderDeps {
   readonly logger: BuilderLogger;
   readonly options?: PromptBuilderOptions;
   readonly observeStage?: StageObserver;
+  /** Told the cache breaks of a build whose prefix changed (metrics; never called with none). */
+  readonly observePrefixBreaks?: (breaks: readonly PrefixBreak[]) => void;
 }
 
 async function timed<T>(stage: BuildStage, observe: StageObserver | undefined, work: () => Promise<T>): Promise<T> {
@@ -161,6 +163,7 @@ export class PromptBuilder {
         { session_id: input.sessionId, request_id: serialized.requestId },
         formatPrefixChangedLog(input.sessionId, comparison, chatRequest.messages.length),
       );
+      deps.observePrefixBreaks?.(prefixBreaksOf(comparison));
     }
 
     return {

@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { collapseCauseCodeOf, modelFamilyOf, OTHER_MODEL_FAMILY } from "./metric-labels";
+
+describe("modelFamilyOf", () => {
+  const book = { perModel: { "glm-4.6": { inputPerMillion: 2, cachedInputPerMillion: 0.04, outputPerMillion: 8 } } };
+
+  it.each([
+    ["gpt-4o-2024-08-06", "gpt-4o"],
+    ["openai/gpt-4o-mini", "gpt-4o-mini"],
+    ["us.anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4"],
+    ["models/gemini-2.5-flash-001", "gemini-2.5-flash"],
+    ["glm-4.6", "glm-4.6"],
+  ])("%s → %s", (model, family) => {
+    expect(modelFamilyOf(model, book)).toBe(family);
+  });
+
+  it("bounds an unpriced, uncatalogued model to one value however many names arrive", () => {
+    const families = new Set(Array.from({ length: 50 }, (_, i) => modelFamilyOf(`ft:my-model-${i}`, book)));
+    expect([...families]).toEqual([OTHER_MODEL_FAMILY]);
+  });
+});
+
+describe("collapseCauseCodeOf", () => {
+  const base = { attribution: "none", toolsChanged: false, historyRewritten: false, changedSections: [] } as const;
+  it.each([
+    [{ ...base, attribution: "provider_only" as const, changedSections: ["workspace-rules"] }, "provider_only"],
+    [{ ...base, toolsChanged: true, changedSections: ["workspace-rules"] }, "tools_changed"],
+    [{ ...base, historyRewritten: true }, "history_rewritten"],
+    [{ ...base, changedSections: ["workspace-rules"] }, "section_changed"],
+    [{ ...base, attribution: "unknown" as const }, "unknown"],
+  ])("%o → %s", (explanation, code) => {
+    expect(collapseCauseCodeOf(explanation)).toBe(code);
+  });
+});
