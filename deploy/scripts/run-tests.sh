@@ -20,6 +20,7 @@ if [ "$tier" != unit ]; then
   step "MariaDB"; bash deploy/scripts/mariadb.sh ensure || exit 1
   step "Kafka (test broker on 127.0.0.1:$KAFKA_PORT)"; bash deploy/kafka/kafka.sh reset >/dev/null 2>&1; bash deploy/kafka/kafka.sh start || exit 1
   step "Python tooling for the example consumer and the Python client (Debian packages)"; bash deploy/scripts/python-deps.sh || echo "python consumer and python client tests will be skipped"
+  step "Prometheus and promtool for the alert-rule and scrape tests (Debian package)"; bash deploy/scripts/prometheus-deps.sh || echo "the Prometheus tests will be skipped"
 fi
 step "lint (biome) and type check (tsc)"
 biome check . || exit 1

@@ -13,7 +13,7 @@ import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_serv
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { installPythonTooling, type PythonTooling, repoRoot } from "./support";
+import { type DebianTooling, installPythonTooling, repoRoot } from "./support";
 
 const python = "/usr/bin/python3";
 const example = join(repoRoot, "deploy/examples/python-client/turn_loop.py");
@@ -145,7 +145,7 @@ async function typescriptLoop(stack: Stack, sessionId: string): Promise<Omit<Loo
 }
 
 describe("the Python client, built offline and installed in a venv outside the repo", () => {
-  let tooling: PythonTooling;
+  let tooling: DebianTooling;
   let work: string | undefined;
   let venvPython = "";
   let stack: Stack | undefined;

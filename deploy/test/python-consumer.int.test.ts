@@ -11,7 +11,7 @@ import { silentLogger } from "@prefix-guard/logging";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installPythonTooling, type PythonTooling, repoRoot } from "./support";
+import { type DebianTooling, installPythonTooling, repoRoot } from "./support";
 
 const python = "/usr/bin/python3";
 const consumerScript = join(repoRoot, "deploy/examples/python-consumer/consume_session_events.py");
@@ -52,7 +52,7 @@ function runConsumer(
 const text = (value: string) => ({ part: { $case: "text" as const, value: { text: value } } });
 
 describe("python consumer of session.events.v1 on the real Kafka broker", () => {
-  let tooling: PythonTooling;
+  let tooling: DebianTooling;
   let genDir: string | undefined;
   let bus: MessageBus | undefined;
   const topic = uniqueName("py-session-events");

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createEmbeddedBus, embeddedBusMigrations, type MessageBus } from "@prefix-guard/bus";
@@ -78,6 +79,19 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
   };
 }
 
+/** A TCP port free on 127.0.0.1 right now (for a server that takes a fixed port, e.g. Prometheus or METRICS_PORT). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 /** CreateSession of a main session in Asia/Shanghai (owner u1); a test overrides what it is about. */
 export function mainSessionRequest(
   sessionId: string,
@@ -98,15 +112,25 @@ export function mainSessionRequest(
   };
 }
 
-export interface PythonTooling {
+export interface DebianTooling {
   readonly ready: boolean;
-  /** Skips the test, saying why, when the Python tooling could not be installed. */
+  /** Skips the test, saying why, when the tooling could not be installed. */
   skipUnlessReady(skip: (note?: string) => void): void;
 }
 
 /** Runs deploy/scripts/python-deps.sh (Debian's python3 packages, protoc and the grpc plugin). */
-export function installPythonTooling(): PythonTooling {
-  const deps = spawnSync("bash", [join(repoRoot, "deploy/scripts/python-deps.sh")], {
+export function installPythonTooling(): DebianTooling {
+  return installDebianTooling("python-deps.sh", "the Python tooling");
+}
+
+/** Runs deploy/scripts/prometheus-deps.sh (Debian's prometheus, with promtool). */
+export function installPrometheusTooling(): DebianTooling {
+  return installDebianTooling("prometheus-deps.sh", "Prometheus and promtool");
+}
+
+/** Runs one of the idempotent deploy/scripts/*-deps.sh installers (apt-get only when something is missing). */
+function installDebianTooling(script: string, what: string): DebianTooling {
+  const deps = spawnSync("bash", [join(repoRoot, "deploy/scripts", script)], {
     cwd: repoRoot,
     encoding: "utf8",
     timeout: 540_000,
@@ -116,9 +140,7 @@ export function installPythonTooling(): PythonTooling {
     ready,
     skipUnlessReady(skip) {
       if (!ready)
-        skip(
-          `deploy/scripts/python-deps.sh could not install the Python tooling (exit ${deps.status}): ${(deps.stderr ?? "").trim()}`,
-        );
+        skip(`deploy/scripts/${script} could not install ${what} (exit ${deps.status}): ${(deps.stderr ?? "").trim()}`);
     },
   };
 }

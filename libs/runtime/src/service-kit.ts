@@ -21,6 +21,8 @@ import { openMetrics, type ServiceMetrics } from "./metrics";
 import { openServiceDatabase } from "./open-database";
 import { grpcServerSecurity, type SecurityConfig } from "./security";
 
+const CONSUME_OUTCOMES = ["applied", "dead_lettered"] as const;
+
 export interface ServiceKitConfig extends SecurityConfig {
   readonly DATABASE_URL: string;
   readonly GRPC_HOST: string;
@@ -118,6 +120,8 @@ export class ServiceKit {
       readonly onOutcome?: EventConsumerOptions<E>["onOutcome"];
     },
   ): Promise<Subscription> {
+    // Both outcomes at 0 from the start: a DLQ alert on increase() sees its series before the first dead letter.
+    for (const outcome of CONSUME_OUTCOMES) this.metrics.eventsConsumed.inc({ consumer: options.groupId, outcome }, 0);
     const subscription = await runEventConsumer({
       ...options,
       bus: this.options.bus,

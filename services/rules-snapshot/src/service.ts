@@ -40,6 +40,9 @@ export async function startRulesSnapshot(
       labelNames: ["decision"] as const,
       registers: [kit.metrics.registry],
     });
+    // Every decision at 0 from the start, so rate() and the DEGRADED_RAW alert see its series before the first one.
+    for (const [name, value] of Object.entries(Decision))
+      if (typeof value === "number" && value > 0) decisions.inc({ decision: name.replace("DECISION_", "") }, 0);
     const relay = kit.startRelay({ source: tableOutboxSource(kit.db) });
     const service = new RulesSnapshotService({
       store: new SnapshotStore(kit.db),

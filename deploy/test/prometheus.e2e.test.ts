@@ -1,0 +1,232 @@
+// The fleet view against the real thing: the four services (startStack, each with its own
+// METRICS_PORT) scraped by a real Prometheus (Debian's 2.42, from deploy/scripts/prometheus-deps.sh)
+// every second with the alert rules loaded. A few harness turns and one provoked collapse (a
+// harness section rewritten, so the provider's cache misses) later, every PromQL expression of the
+// Grafana dashboard and of the alert rules (an alert's threshold removed: the series it compares)
+// returns at least one series. So no panel and no alert points at a metric or label that is not there.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { eventually } from "@prefix-guard/bus/testing";
+import { callUnary } from "@prefix-guard/grpc";
+import {
+  type BuildRequestResponse,
+  type PromptAssemblyClient,
+  WireFormat,
+} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { Role } from "@prefix-guard/proto/common/v1/common";
+import type { CacheMonitorClient } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  alertQueries,
+  alertsPath,
+  dashboardQueries,
+  type PromQuery,
+  withGrafanaVariables,
+  withoutThreshold,
+} from "./observability-assets";
+import { type ServiceName, type Stack, startStack } from "./stack";
+import { type DebianTooling, freePort, installPrometheusTooling, mainSessionRequest } from "./support";
+
+const SERVICES: readonly ServiceName[] = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"];
+const deadline = { deadlineMs: 10_000 };
+
+interface PromResult {
+  readonly status: string;
+  readonly error?: string;
+  readonly data?: { readonly result: readonly { readonly metric: Record<string, string> }[] };
+}
+
+describe("dashboard and alert expressions against a real Prometheus scraping the services", () => {
+  let tooling: DebianTooling;
+  let stack: Stack | undefined;
+  let prometheus: ChildProcess | undefined;
+  let prometheusLog = "";
+  let promUrl = "";
+  let dataDir = "";
+
+  beforeAll(async () => {
+    tooling = installPrometheusTooling();
+    if (!tooling.ready) return;
+    const ports = Object.fromEntries(await Promise.all(SERVICES.map(async (s) => [s, await freePort()] as const)));
+    stack = await startStack({
+      cacheMonitor: true,
+      serviceEnv: Object.fromEntries(SERVICES.map((s) => [s, { METRICS_PORT: String(ports[s]) }])),
+    });
+    dataDir = mkdtempSync(join(tmpdir(), "pg-prometheus-"));
+    const configPath = join(dataDir, "prometheus.yml");
+    writeFileSync(
+      configPath,
+      [
+        "global: { scrape_interval: 1s, evaluation_interval: 1s }",
+        `rule_files: [${JSON.stringify(alertsPath)}]`,
+        "scrape_configs:",
+        "  - job_name: prefix-guard",
+        "    static_configs:",
+        `      - targets: [${SERVICES.map((s) => `"127.0.0.1:${ports[s]}"`).join(", ")}]`,
+      ].join("\n"),
+    );
+    const promPort = await freePort();
+    promUrl = `http://127.0.0.1:${promPort}`;
+    prometheus = spawn(
+      "prometheus",
+      [
+        `--config.file=${configPath}`,
+        `--storage.tsdb.path=${join(dataDir, "tsdb")}`,
+        `--web.listen-address=127.0.0.1:${promPort}`,
+        "--log.level=warn",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    prometheus.stderr?.on("data", (d: Buffer) => (prometheusLog += d.toString()));
+    await eventually(async () => (await fetch(`${promUrl}/-/ready`)).ok || undefined, {
+      what: `Prometheus ready (log: ${prometheusLog})`,
+      timeoutMs: 20_000,
+    });
+  }, 600_000);
+
+  afterAll(async () => {
+    if (prometheus && prometheus.exitCode === null) {
+      const exited = new Promise((resolve) => prometheus?.once("exit", resolve));
+      prometheus.kill("SIGTERM");
+      await exited;
+    }
+    await stack?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const query = async (expr: string): Promise<PromResult> =>
+    (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as PromResult;
+
+  it("scrapes all four services, loads the alert rules, and finds a series for every dashboard and alert expression", async ({
+    skip,
+  }) => {
+    tooling.skipUnlessReady(skip);
+    if (stack === undefined || stack.monitor === undefined) throw new Error("stack did not start");
+    await driveTurnsAndACollapse(stack.sessions, stack.assembly(), stack.monitor);
+
+    const up = await eventually(
+      async () => {
+        const result = await query('up{job="prefix-guard"} == 1');
+        return result.data?.result.length === SERVICES.length ? result : undefined;
+      },
+      { what: "four targets up", timeoutMs: 20_000 },
+    );
+    expect(up.data?.result).toHaveLength(4);
+    const rules = (await (await fetch(`${promUrl}/api/v1/rules?type=alert`)).json()) as {
+      data: { groups: { rules: { name: string; health: string }[] }[] };
+    };
+    const loaded = rules.data.groups.flatMap((g) => g.rules);
+    expect(loaded).toHaveLength(alertQueries().length);
+    for (const rule of loaded) expect(rule.health, rule.name).not.toBe("err");
+
+    const queries: PromQuery[] = [
+      ...dashboardQueries().map((q) => ({ ...q, expr: withGrafanaVariables(q.expr) })),
+      ...alertQueries().map((q) => ({ ...q, expr: withoutThreshold(q.expr) })),
+    ];
+    // The collapse reaches the counters after its RecordUsage; a few scrapes later every series is there.
+    const missing = await eventually(
+      async () => {
+        const empty: string[] = [];
+        for (const q of queries) {
+          const result = await query(q.expr);
+          if (result.status !== "success") throw new Error(`${q.origin}: ${result.error} in ${q.expr}`);
+          if ((result.data?.result.length ?? 0) === 0) empty.push(`${q.origin}: ${q.expr}`);
+        }
+        return empty.length === 0 ? empty : undefined;
+      },
+      { what: "a series for every expression", timeoutMs: 30_000 },
+    ).catch(async () => {
+      const empty: string[] = [];
+      for (const q of queries) if (((await query(q.expr)).data?.result.length ?? 0) === 0) empty.push(q.origin);
+      return empty;
+    });
+    expect(missing).toEqual([]);
+
+    // The provoked collapse is counted by section and cause, never by session.
+    const collapses = await query("sum by (section, cause) (prefixguard_cache_collapses_total)");
+    expect(collapses.data?.result.length).toBeGreaterThan(0);
+    const breaks = await query('prefixguard_prefix_breaks_total{section="skills",expected="false"}');
+    expect(breaks.data?.result[0]?.metric).toMatchObject({ cause: "section_changed", service: "prompt-assembly" });
+    const labels = (await (await fetch(`${promUrl}/api/v1/labels`)).json()) as { data: string[] };
+    expect(labels.data.filter((l) => /session/.test(l))).toEqual([]);
+  });
+});
+
+/**
+ * Five turns of one session with a warm cache, then a turn whose skills section the harness
+ * rewrote: our prefix breaks (avoidably) and the provider reports no cached tokens, a collapse.
+ * Then one call that is refused.
+ */
+async function driveTurnsAndACollapse(
+  sessions: SessionEventsClient,
+  assembly: PromptAssemblyClient,
+  monitor: CacheMonitorClient,
+): Promise<void> {
+  const sessionId = `prom-${Date.now()}`;
+  const workspace = mkdtempSync(join(tmpdir(), "pg-prom-ws-"));
+  writeFileSync(join(workspace, "AGENTS.md"), "# Rules\n- use pnpm\n");
+  await callUnary(sessions, sessions.createSession, mainSessionRequest(sessionId, workspace), deadline);
+  const build = (minSeq: number, skills: string): Promise<BuildRequestResponse> =>
+    callUnary(
+      assembly,
+      assembly.buildRequest,
+      {
+        sessionId,
+        minSeq,
+        sections: ["persona", "environment", "tool-guide", "skills"].map((key) => ({
+          key,
+          text: key === "skills" ? skills : `${key} text`,
+        })),
+        tools: [{ name: "shell", description: "run a command", inputSchemaJson: '{"type":"object"}' }],
+        wireFormat: WireFormat.WIRE_FORMAT_OPENAI_CHAT,
+        model: "gpt-4o-2024-08-06",
+        workspace,
+        rulesSource: { $case: "rulesFile", value: { path: join(workspace, "AGENTS.md") } },
+        embed: false,
+        locale: "en",
+      },
+      deadline,
+    );
+  for (let turn = 0; turn < 6; turn += 1) {
+    const saved = await callUnary(
+      sessions,
+      sessions.saveMessage,
+      {
+        sessionId,
+        role: Role.ROLE_USER,
+        content: [{ part: { $case: "text", value: { text: `turn ${turn}` } } }],
+        thinkingText: "",
+      },
+      deadline,
+    );
+    const collapseTurn = turn === 5;
+    const built = await build(saved.seq, collapseTurn ? "skills v2" : "skills v1");
+    const promptTokens = 8_000 + turn * 200;
+    const answer = await callUnary(
+      monitor,
+      monitor.recordUsage,
+      {
+        sessionId,
+        usage: {
+          requestId: built.requestId,
+          model: "gpt-4o-2024-08-06",
+          promptTokens,
+          cachedTokens: turn === 0 || collapseTurn ? 0 : promptTokens - 300,
+          completionTokens: 100,
+          cacheCreationTokens: 0,
+          provider: "openai",
+          calledAtMs: Date.now(),
+        },
+      },
+      deadline,
+    );
+    expect(answer.collapse !== undefined, `turn ${turn} collapse`).toBe(collapseTurn);
+  }
+  // One refused call, for the "RPC errors" panel: GetSession of a session that does not exist.
+  await expect(
+    callUnary(sessions, sessions.getSession, { sessionId: `${sessionId}-missing` }, deadline),
+  ).rejects.toThrow(/NOT_FOUND|not found/i);
+}
