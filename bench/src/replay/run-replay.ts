@@ -455,7 +455,8 @@ async function askPrefixctl(
   const ask = async (json: boolean): Promise<string> => {
     const out: string[] = [];
     const err: string[] = [];
-    const argv = ["collapses", "--since", "all", "--limit", "100000", ...(json ? ["--json"] : [])];
+    // The results file keeps every column and the causes in full (--wide), not the 120-column view.
+    const argv = ["collapses", "--since", "all", "--limit", "100000", ...(json ? ["--json"] : ["--wide"])];
     const code = await runPrefixctl(
       argv,
       { stdout: { write: (text: string) => out.push(text) }, stderr: { write: (text: string) => err.push(text) } },

@@ -46,6 +46,8 @@ export const securityEnvVars = {
 
 interface CommonOptions {
   readonly json: boolean;
+  /** Every column and every field in full, however wide; otherwise text fits 120 columns. */
+  readonly wide: boolean;
   readonly timeoutMs: number;
   readonly targets: ServiceTargets;
   readonly security: ConnectionSecurity;
@@ -78,6 +80,7 @@ export const defaultRefreshReason = "operator-refresh";
 
 type FlagName =
   | "json"
+  | "wide"
   | "help"
   | "since"
   | "session"
@@ -93,7 +96,7 @@ type FlagName =
   | "key"
   | "token";
 
-const booleanFlags: ReadonlySet<string> = new Set(["json", "help", "tls"]);
+const booleanFlags: ReadonlySet<string> = new Set(["json", "wide", "help", "tls"]);
 const valueFlags: ReadonlySet<string> = new Set([
   "since",
   "session",
@@ -110,6 +113,7 @@ const valueFlags: ReadonlySet<string> = new Set([
 ]);
 const commonFlags: readonly FlagName[] = [
   "json",
+  "wide",
   "help",
   "timeout",
   "cache-monitor",
@@ -319,7 +323,7 @@ export function parseArgs(argv: readonly string[], env: Env = {}): Command | Usa
   if (typeof timeoutMs !== "number") return timeoutMs;
   const security = resolveSecurity(flags, env);
   if ("kind" in security) return security;
-  const common: CommonOptions = { json: flags.has("json"), timeoutMs, targets, security };
+  const common: CommonOptions = { json: flags.has("json"), wide: flags.has("wide"), timeoutMs, targets, security };
 
   if (kind === "collapses") {
     if (rest.length > 0)

@@ -24,7 +24,7 @@ function usageError(argv: string[], env = {}): UsageError {
 }
 
 describe("parseArgs: collapses", () => {
-  it("defaults to the last 24h, no session filter, default limit, text output, 5s deadline", () => {
+  it("defaults to the last 24h, no session filter, default limit, text output fitting 120 columns, 5s deadline", () => {
     expect(command(["collapses"])).toEqual({
       kind: "collapses",
       windowMs: defaultWindowMs,
@@ -32,11 +32,13 @@ describe("parseArgs: collapses", () => {
       sessionId: null,
       limit: defaultCollapseLimit,
       json: false,
+      wide: false,
       timeoutMs: defaultTimeoutMs,
       targets: defaultTargets,
       security: { tls: false, caFile: null, certFile: null, keyFile: null, token: null },
     });
     expect(defaultWindowMs).toBe(24 * 3_600_000);
+    expect(command(["trace", "811", "--wide"])).toMatchObject({ kind: "trace", wide: true });
   });
 
   it("reads TLS and token options from flags before the environment; a CA or client certificate implies TLS", () => {

@@ -32,8 +32,8 @@ describe("prefixctl against real gRPC servers", () => {
     return { code, stdout: out.stdout(), stderr: out.stderr() };
   };
 
-  it("collapses: sends the window over the wire and prints rows, per-section totals and the grand total", async () => {
-    const result = await prefixctl(["collapses", "--since", "24h"]);
+  it("collapses --wide: sends the window over the wire and prints rows, per-section totals and the grand total", async () => {
+    const result = await prefixctl(["collapses", "--since", "24h", "--wide"]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(fake.received).toEqual([
@@ -66,8 +66,8 @@ describe("prefixctl against real gRPC servers", () => {
     expect(json.totals[1]).toEqual({ section: "", collapses: 36, share: 36 / 146, extra_cost: 18 });
   });
 
-  it("trace: every build with usage and the disagreement flag", async () => {
-    const result = await prefixctl(["trace", "756", "--limit", "50"]);
+  it("trace --wide: every build with usage and the disagreement flag", async () => {
+    const result = await prefixctl(["trace", "756", "--limit", "50", "--wide"]);
     expect(result.code).toBe(0);
     expect(fake.received[0]).toMatchObject({ method: "TraceSession", request: { sessionId: "756", limit: 50 } });
     expect(result.stdout).toMatch(/^1\s+2026-10-14T13:11:11\.539Z\s+aaaaaaaaaaaa\s+first/m);
@@ -75,6 +75,29 @@ describe("prefixctl against real gRPC servers", () => {
     expect(result.stdout).toContain(
       "    FLAG provider_only: provider says cache missed but our fingerprints saw no change → cause outside us: TTL, routing, model switch",
     );
+  });
+
+  it("fits 120 columns without --wide: fewer columns, the cause and FLAG on their own wrapped lines", async () => {
+    for (const argv of [
+      ["trace", "756"],
+      ["collapses", "--since", "24h"],
+    ]) {
+      const narrow = await prefixctl(argv);
+      const wide = await prefixctl([...argv, "--wide"]);
+      expect(narrow.code).toBe(0);
+      const longest = (text: string) => Math.max(...text.split("\n").map((line) => [...line].length));
+      expect(longest(narrow.stdout)).toBeLessThanOrEqual(120);
+      expect(longest(wide.stdout)).toBeGreaterThan(120);
+    }
+    const trace = (await prefixctl(["trace", "756"])).stdout;
+    expect(trace).toMatch(
+      /^2\s+2026-10-14 13:11:11\s+same\s+-\s+RETAINED\s+2\.1%\s+0\.9050\s+COLLAPSE\s+FLAG provider_only$/m,
+    );
+    expect(trace).not.toContain("REQUEST");
+    expect(trace).toContain("    FLAG provider_only: provider says cache missed but our fingerprints saw no change");
+    const collapses = (await prefixctl(["collapses", "--since", "24h"])).stdout;
+    expect(collapses).toMatch(/^811\s+2026-10-14 13:11:11\s+1\.9%\s+99\.8%\s+\+0\.8720\s+workspace-rules$/m);
+    expect(collapses).toMatch(/^ {4}cause: workspace-rules changed$/m);
   });
 
   it("trace --json keeps reported cost and full request ids", async () => {

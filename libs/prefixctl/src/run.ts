@@ -3,6 +3,7 @@ import { type ConnectClients, connectGrpcClients, type PrefixctlClients, Securit
 import { collapsesToJson, formatCollapses } from "./format/collapses";
 import { formatReplay, replayToJson } from "./format/replay";
 import { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./format/snapshot";
+import { FIT, WIDE } from "./format/table";
 import { formatTrace, traceToJson } from "./format/trace";
 import { describeServiceCallError, ServiceCallError } from "./service-error";
 import { usageText } from "./usage";
@@ -35,6 +36,7 @@ interface Output {
 }
 
 async function execute(command: ServiceCommand, clients: PrefixctlClients, now: () => number): Promise<Output> {
+  const layout = command.wide ? WIDE : FIT;
   switch (command.kind) {
     case "collapses": {
       const sinceMs = command.windowMs === null ? 0 : Math.max(0, now() - command.windowMs);
@@ -44,7 +46,7 @@ async function execute(command: ServiceCommand, clients: PrefixctlClients, now: 
         limit: command.limit,
       });
       const query = { sinceMs, windowLabel: command.windowLabel, sessionId: command.sessionId };
-      return { text: formatCollapses(response, query), json: collapsesToJson(response, query) };
+      return { text: formatCollapses(response, query, layout), json: collapsesToJson(response, query) };
     }
     case "trace": {
       const response = await clients.traceSession({ sessionId: command.sessionId, limit: command.limit });
@@ -52,7 +54,7 @@ async function execute(command: ServiceCommand, clients: PrefixctlClients, now: 
       // Nothing recorded is an answer a script must not mistake for "all fine": an unknown session,
       // a typo, or one older than the monitor keeps.
       return {
-        text: formatTrace(response, query),
+        text: formatTrace(response, query, layout),
         json: traceToJson(response, query),
         failed: response.builds.length === 0,
       };

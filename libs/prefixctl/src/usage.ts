@@ -19,6 +19,7 @@ Usage:
 
 Options for every command:
   --json                  machine-readable JSON on stdout
+  --wide                  every column and field in full (default: text fits 120 columns, … marks a cut)
   --timeout 5s            deadline of each call (500ms, 5s, 1m)
   --cache-monitor H:P     default ${defaultTargets["cache-monitor"]}, env ${targetEnvVars["cache-monitor"]}
   --rules-snapshot H:P    default ${defaultTargets["rules-snapshot"]}, env ${targetEnvVars["rules-snapshot"]}

@@ -1,8 +1,8 @@
 import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { ListCollapsesResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { disagreementOf } from "./attribution";
-import { cachedShare, formatExtraCost, formatShare, formatUtc, percentOf } from "./numbers";
-import { renderTable } from "./table";
+import { cachedShare, formatExtraCost, formatShare, formatUtc, formatUtcSeconds, percentOf } from "./numbers";
+import { type Layout, renderTable, WIDE, wrapText } from "./table";
 
 export interface CollapseQuery {
   /** Window start sent to the monitor (UTC ms); 0 = everything kept. */
@@ -80,7 +80,7 @@ export function collapseSummary(response: ListCollapsesResponse): string {
   return bySection ? `${head}: ${bySection}` : head;
 }
 
-export function formatCollapses(response: ListCollapsesResponse, query: CollapseQuery): string {
+export function formatCollapses(response: ListCollapsesResponse, query: CollapseQuery, layout: Layout = WIDE): string {
   const lines = [heading(query)];
   if (response.collapses.length === 0 && response.totalCollapses === 0) {
     lines.push("", "No cache collapses.");
@@ -90,7 +90,7 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
     const collapse = row.collapse ?? emptyCollapse;
     return [
       row.sessionId,
-      formatUtc(collapse.calledAtMs),
+      layout.wide ? formatUtc(collapse.calledAtMs) : formatUtcSeconds(collapse.calledAtMs),
       formatShare(cachedRatioOf(collapse)),
       formatShare(collapse.baselineRatio),
       formatExtraCost(collapse.extraCost),
@@ -98,21 +98,25 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
       causeCell(collapse),
     ];
   });
-  lines.push(
-    "",
-    ...renderTable(
-      [
-        { header: "SESSION" },
-        { header: "TIME (UTC)" },
-        { header: "CACHED", align: "right" },
-        { header: "NORMAL", align: "right" },
-        { header: "EXTRA COST", align: "right" },
-        { header: "CHANGED SECTIONS" },
-        { header: "CAUSE" },
-      ],
-      rows,
-    ),
+  const table = renderTable(
+    [
+      { header: "SESSION", fit: 30 },
+      { header: "TIME (UTC)" },
+      { header: "CACHED", align: "right" },
+      { header: "NORMAL", align: "right" },
+      { header: "EXTRA COST", align: "right" },
+      { header: "CHANGED SECTIONS", fit: 30 },
+      // Unless --wide, the cause goes on its own wrapped line under its row.
+      { header: "CAUSE", fit: "hidden" },
+    ],
+    rows,
+    layout,
   );
+  lines.push("", table[0] as string);
+  rows.forEach((row, i) => {
+    lines.push(table[i + 1] as string);
+    if (!layout.wide) lines.push(...wrapText(`    cause: ${row[6] ?? "-"}`, layout, "      "));
+  });
   if (response.collapses.length < response.totalCollapses)
     lines.push(`(showing ${response.collapses.length} of ${response.totalCollapses}; raise --limit to see more)`);
 
@@ -134,10 +138,11 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
           percentOf(t.collapses, response.totalCollapses),
           formatExtraCost(t.extraCost),
         ]),
+        layout,
       ),
     );
   }
-  lines.push("", `Total: ${collapseSummary(response)}`);
+  lines.push("", ...wrapText(`Total: ${collapseSummary(response)}`, layout, "  "));
   return `${lines.join("\n")}\n`;
 }
 

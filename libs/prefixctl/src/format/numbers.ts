@@ -28,6 +28,11 @@ export function formatUtc(ms: number): string {
   return ms > 0 ? new Date(ms).toISOString() : "-";
 }
 
+/** UTC to the second, "2026-10-13 14:00:00", for table cells that must fit 120 columns. */
+export function formatUtcSeconds(ms: number): string {
+  return ms > 0 ? new Date(ms).toISOString().slice(0, 19).replace("T", " ") : "-";
+}
+
 /** Whole percent of a part in a total, for the "110 workspace-rules (75%)" summary. */
 export function percentOf(part: number, total: number): string {
   return total > 0 ? `${Math.round((part / total) * 100)}%` : "-";

@@ -1,7 +1,7 @@
 import type { BuildTrace, TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { disagreementOf } from "./attribution";
-import { cachedShare, formatCost, formatCount, formatShare, formatUtc } from "./numbers";
-import { renderTable } from "./table";
+import { cachedShare, formatCost, formatCount, formatShare, formatUtc, formatUtcSeconds } from "./numbers";
+import { type Column, type Layout, renderTable, WIDE, wrapText } from "./table";
 
 export interface TraceQuery {
   readonly sessionId: string;
@@ -31,13 +31,13 @@ function causeCell(build: BuildTrace): string {
 
 const dash = (text: string) => (text === "" ? "-" : text);
 
-function row(build: BuildTrace, index: number): string[] {
+function row(build: BuildTrace, index: number, layout: Layout): string[] {
   const usage = usageOf(build);
   const share = usage ? cachedShare(usage.promptTokens, usage.cachedTokens) : undefined;
   const flag = disagreementOf(build.attribution);
   return [
     String(index + 1),
-    formatUtc(build.builtAtMs),
+    layout.wide ? formatUtc(build.builtAtMs) : formatUtcSeconds(build.builtAtMs),
     shortRequestId(build.requestId),
     buildKind(build),
     build.changedSections.length > 0 ? build.changedSections.join(",") : "-",
@@ -88,42 +88,48 @@ function summary(builds: readonly BuildTrace[]): string {
   return `${parts.join(", ")}${usageText}`;
 }
 
-export function formatTrace(response: TraceSessionResponse, query: TraceQuery): string {
+// Unless --wide: the columns that fit 120 characters, and the cause on its own wrapped line under
+// its row (it is free text, often longer than a line).
+const TRACE_COLUMNS: readonly Column[] = [
+  { header: "#", align: "right" },
+  { header: "TIME (UTC)" },
+  { header: "REQUEST", fit: "hidden" },
+  { header: "BUILD" },
+  { header: "CHANGED SECTIONS", fit: 18 },
+  { header: "TOOLS", fit: "hidden" },
+  { header: "HISTORY", fit: "hidden" },
+  { header: "RULES", fit: 14 },
+  { header: "ANCHOR", fit: "hidden" },
+  { header: "DATE NOTICES", fit: "hidden" },
+  { header: "PROMPT", align: "right", fit: "hidden" },
+  { header: "CACHED", align: "right", fit: "hidden" },
+  { header: "COMPL", align: "right", fit: "hidden" },
+  { header: "CACHED%", align: "right" },
+  { header: "COST", align: "right" },
+  { header: "COLLAPSE" },
+  { header: "ATTRIBUTION", fit: 18 },
+  { header: "CAUSE", fit: "hidden" },
+];
+
+export function formatTrace(response: TraceSessionResponse, query: TraceQuery, layout: Layout = WIDE): string {
   const builds = response.builds;
   if (builds.length === 0) return `No builds recorded for session ${query.sessionId}.\n`;
   const lines = [`Trace of session ${query.sessionId}`, ""];
   const table = renderTable(
-    [
-      { header: "#", align: "right" },
-      { header: "TIME (UTC)" },
-      { header: "REQUEST" },
-      { header: "BUILD" },
-      { header: "CHANGED SECTIONS" },
-      { header: "TOOLS" },
-      { header: "HISTORY" },
-      { header: "RULES" },
-      { header: "ANCHOR" },
-      { header: "DATE NOTICES" },
-      { header: "PROMPT", align: "right" },
-      { header: "CACHED", align: "right" },
-      { header: "COMPL", align: "right" },
-      { header: "CACHED%", align: "right" },
-      { header: "COST", align: "right" },
-      { header: "COLLAPSE" },
-      { header: "ATTRIBUTION" },
-      { header: "CAUSE" },
-    ],
-    builds.map(row),
+    TRACE_COLUMNS,
+    builds.map((build, i) => row(build, i, layout)),
+    layout,
   );
   lines.push(table[0] as string);
   builds.forEach((build, i) => {
     lines.push(table[i + 1] as string);
+    if (!layout.wide) lines.push(...wrapText(`    cause: ${causeCell(build)}`, layout, "      "));
     // Under its row, so the disagreement is read together with the build it is about.
     const flag = disagreementOf(build.attribution);
-    if (flag) lines.push(`    FLAG ${flag.attribution}: ${flag.long}`);
+    if (flag) lines.push(...wrapText(`    FLAG ${flag.attribution}: ${flag.long}`, layout, "      "));
   });
   if (builds.length >= query.limit) lines.push(`(limit of ${query.limit} builds reached; raise --limit to see more)`);
-  lines.push("", summary(builds));
+  lines.push("", ...wrapText(summary(builds), layout, "  "));
   return `${lines.join("\n")}\n`;
 }
 
