@@ -23,3 +23,18 @@ export function disagreementOf(attribution: string): Disagreement | null {
   const known = disagreements[attribution];
   return known ? { attribution, ...known } : null;
 }
+
+/**
+ * The cause of a build or collapse as one line: the monitor's cause, the disagreement in short when
+ * there is one, and the provider's own reason. `trace` and `collapses` both print a collapse with it,
+ * so the same collapse reads the same in both.
+ */
+export function explanationText(cause: string, attribution: string, providerReason: string): string {
+  const flag = disagreementOf(attribution);
+  const parts = [
+    cause,
+    flag ? `FLAG ${flag.attribution}: ${flag.short}` : "",
+    providerReason ? `provider: ${providerReason}` : "",
+  ].filter((part) => part !== "");
+  return parts.length > 0 ? parts.join("; ") : "-";
+}

@@ -1,6 +1,6 @@
 import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { ListCollapsesResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
-import { disagreementOf } from "./attribution";
+import { disagreementOf, explanationText } from "./attribution";
 import { cachedShare, formatExtraCost, formatShare, formatUtc, formatUtcSeconds, percentOf } from "./numbers";
 import { type Layout, renderTable, WIDE, wrapText } from "./table";
 
@@ -53,13 +53,7 @@ function sortedTotals(response: ListCollapsesResponse) {
 }
 
 function causeCell(collapse: CacheCollapsed): string {
-  const flag = disagreementOf(collapse.attribution);
-  const parts = [
-    collapse.cause,
-    flag ? `FLAG ${flag.attribution}: ${flag.short}` : "",
-    collapse.providerCacheMissReason ? `provider: ${collapse.providerCacheMissReason}` : "",
-  ].filter((part) => part !== "");
-  return parts.length > 0 ? parts.join("; ") : "-";
+  return explanationText(collapse.cause, collapse.attribution, collapse.providerCacheMissReason);
 }
 
 function heading(query: CollapseQuery): string {

@@ -1,5 +1,5 @@
 import type { BuildTrace, TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
-import { disagreementOf } from "./attribution";
+import { disagreementOf, explanationText } from "./attribution";
 import { cachedShare, formatCost, formatCount, formatShare, formatUtc, formatUtcSeconds } from "./numbers";
 import { type Column, type Layout, renderTable, WIDE, wrapText } from "./table";
 
@@ -25,6 +25,9 @@ function usageOf(build: BuildTrace) {
 
 function causeCell(build: BuildTrace): string {
   const reason = usageOf(build)?.providerReport?.cacheMissReason ?? "";
+  // A collapse reads exactly as `prefixctl collapses` prints it (the server sends the collapse's cause).
+  if (build.collapsed)
+    return explanationText(build.cause, build.attribution === "agree" ? "none" : build.attribution, reason);
   const parts = [build.cause, reason ? `provider: ${reason}` : ""].filter((part) => part !== "");
   return parts.length > 0 ? parts.join("; ") : "-";
 }

@@ -47,10 +47,13 @@ function traceOf(requestId: string, parts: BuildParts, thresholds: AttributionTh
     toolsHash: observation?.toolsHash ?? "",
     firstBuild: observation?.firstBuild ?? false,
     prefixChanged: change !== undefined,
-    changedSections: change ? [...change.changedSections] : [],
-    toolsChangeKind: change?.toolsChangeKind ?? (observation ? "none" : ""),
-    historyRewritten: change?.historyRewritten ?? false,
-    cause: change?.cause ?? collapse?.cause ?? (observation?.firstBuild ? "first build" : ""),
+    // A collapsed build is explained by its collapse record, the one ListCollapses (prefixctl
+    // collapses) shows: it may have been recovered or re-explained after the PrefixChanged, and it
+    // carries the provider's side, so trace and collapses never tell one collapse two ways.
+    changedSections: collapse ? [...collapse.changedSections] : change ? [...change.changedSections] : [],
+    toolsChangeKind: change?.toolsChangeKind ?? (collapse?.toolsChanged ? "definitions" : observation ? "none" : ""),
+    historyRewritten: collapse?.historyRewritten ?? change?.historyRewritten ?? false,
+    cause: collapse?.cause ?? change?.cause ?? (observation?.firstBuild ? "first build" : ""),
     rulesDecision: observation?.rulesDecision ?? "",
     dateNotices: observation ? [...observation.dateNotices] : [],
     anchorDate: observation?.anchorDate ?? "",
