@@ -150,6 +150,9 @@ describe("dashboard and alert expressions against a real Prometheus scraping the
     expect(collapses.data?.result.length).toBeGreaterThan(0);
     const breaks = await query('prefixguard_prefix_breaks_total{section="skills",expected="false"}');
     expect(breaks.data?.result[0]?.metric).toMatchObject({ cause: "section_changed", service: "prompt-assembly" });
+    // The skills rewrite is an avoidable break, counted under the session's workspace.
+    const byWorkspace = await query('prefixguard_workspace_prefix_breaks_total{expected="false"}');
+    expect(byWorkspace.data?.result[0]?.metric.workspace).toMatch(/pg-prom-ws-/);
     const labels = (await (await fetch(`${promUrl}/api/v1/labels`)).json()) as { data: string[] };
     expect(labels.data.filter((l) => /session/.test(l))).toEqual([]);
   });

@@ -1,3 +1,4 @@
+export { BoundedLabelValues, OTHER_LABEL_VALUE } from "./bounded-label";
 export type { MetricsServer } from "./metrics";
 export {
   combinedMetricsText,

@@ -59,6 +59,11 @@ export const promptAssemblyConfigSchema = z.object({
       }
     }),
   CONSUMER_GROUP: z.string().min(1).default("prompt-assembly"),
+  /**
+   * Workspaces named in prefixguard_workspace_prefix_breaks_total; later ones count as "(other)".
+   * Bounds the series a fleet with many workspaces creates.
+   */
+  METRICS_WORKSPACE_LABELS: z.coerce.number().int().min(0).max(10_000).default(100),
 });
 
 export type PromptAssemblyConfig = z.infer<typeof promptAssemblyConfigSchema>;

@@ -6,6 +6,7 @@ import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { grpcPeerSecurity, ServiceKit } from "@prefix-guard/runtime";
+import { BoundedLabelValues } from "@prefix-guard/telemetry";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { grpcRulesResolver, grpcSessionEventsReader } from "./adapters/grpc/peer-clients";
 import { promptAssemblyRegistration } from "./adapters/grpc/prompt-assembly-grpc";
@@ -129,6 +130,13 @@ export async function startPromptAssembly(
       labelNames: ["section", "cause", "expected"] as const,
       registers: [metrics.registry],
     });
+    const workspaceLabels = new BoundedLabelValues(config.METRICS_WORKSPACE_LABELS);
+    const workspaceBreaks = new Counter({
+      name: "prefixguard_workspace_prefix_breaks_total",
+      help: "Builds whose cacheable prefix changed, by workspace (the first METRICS_WORKSPACE_LABELS seen; later ones as (other)); expected=false when any change was avoidable.",
+      labelNames: ["workspace", "expected"] as const,
+      registers: [metrics.registry],
+    });
     const checkpointsDue = new Counter({
       name: "prefixguard_checkpoints_due_total",
       help: "Builds whose history tail exceeded the checkpoint threshold (the harness should compact).",
@@ -153,9 +161,15 @@ export async function startPromptAssembly(
       sha256: sha256Hex,
       logger,
       observeStage: (stage, ms) => stageSeconds.observe({ stage }, ms / 1000),
-      observePrefixBreaks: (breaks) => {
+      observePrefixBreaks: (breaks, workspace) => {
         for (const { section, cause, expected } of breaks)
           prefixBreaks.inc({ section, cause, expected: String(expected) });
+        // Once per build: "top workspaces by avoidable breaks" without a session label.
+        const avoidable = breaks.some((b) => !b.expected);
+        workspaceBreaks.inc({
+          workspace: workspaceLabels.valueOf(workspace || "(none)"),
+          expected: String(!avoidable),
+        });
       },
       options: {
         currentDatePosition: config.CURRENT_DATE_POSITION,

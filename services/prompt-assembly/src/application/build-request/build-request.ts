@@ -93,8 +93,8 @@ export interface PromptBuilderDeps {
   readonly logger: BuilderLogger;
   readonly options?: PromptBuilderOptions;
   readonly observeStage?: StageObserver;
-  /** Told the cache breaks of a build whose prefix changed (metrics; never called with none). */
-  readonly observePrefixBreaks?: (breaks: readonly PrefixBreak[]) => void;
+  /** Told the cache breaks of a build whose prefix changed, and its workspace (metrics; never called with none). */
+  readonly observePrefixBreaks?: (breaks: readonly PrefixBreak[], workspace: string) => void;
 }
 
 async function timed<T>(stage: BuildStage, observe: StageObserver | undefined, work: () => Promise<T>): Promise<T> {
@@ -163,7 +163,7 @@ export class PromptBuilder {
         { session_id: input.sessionId, request_id: serialized.requestId },
         formatPrefixChangedLog(input.sessionId, comparison, chatRequest.messages.length),
       );
-      deps.observePrefixBreaks?.(prefixBreaksOf(comparison));
+      deps.observePrefixBreaks?.(prefixBreaksOf(comparison), input.workspace);
     }
 
     return {
