@@ -4,13 +4,14 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.9
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help install proto run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean
+.PHONY: help install proto build run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean
 
 help:
 	@echo "make run     whole system in one process (SQLite + embedded transport), Ctrl-C stops"
 	@echo "make test    install, generate code, start Kafka, use MariaDB, run every suite"
 	@echo "make up      local Kafka + MariaDB + each service as its own process; make down stops them"
 	@echo "make lint    biome + tsc;  make bench  benchmarks (bench/)"
+	@echo "make build   compile every service and prefixctl to dist/ (what the images run)"
 
 # pnpm comes from npm when missing (pnpm 11 does not run on Node 20, hence the pin).
 node_modules/.install-stamp: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard libs/*/package.json services/*/package.json proto/package.json migrations/package.json bench/package.json deploy/package.json)
@@ -27,6 +28,10 @@ proto/gen/.stamp: node_modules/.install-stamp $(shell find proto/prefixguard -na
 	@touch $@
 
 proto: proto/gen/.stamp
+
+# Compiled JavaScript (esbuild) into services/*/dist and libs/prefixctl/dist; deploy/docker/Dockerfile runs the same.
+build: proto
+	node --import tsx deploy/build/build.ts
 
 run: proto
 	node --import tsx deploy/embedded/run-all.ts

@@ -1,18 +1,31 @@
-// Container HEALTHCHECK (docker / compose): asks grpc.health.v1 for one service and exits 0 only on
-// SERVING. Kubernetes does not need this: its probes speak grpc.health.v1 natively.
-//   node --import tsx deploy/docker/grpc-health-check.ts <host:port> [service]
-import { checkHealth } from "@prefix-guard/grpc";
+// Container health probe: asks grpc.health.v1 for one service and exits 0 only on SERVING, 1 on any
+// other answer or failure, 2 on bad usage or settings. `make build` compiles it to
+// dist/grpc-health-check.js next to each service's main.js, so Docker's HEALTHCHECK and the
+// Kubernetes exec probes start plain node on one small file instead of node+tsx every 10 s.
+//   node dist/grpc-health-check.js <host:port> [service]
+// With TLS on (GRPC_TLS_CERT_FILE set) it needs HEALTH_PROBE_CA_FILE, and under mTLS
+// HEALTH_PROBE_CERT_FILE / HEALTH_PROBE_KEY_FILE; see health-probe-config.ts.
+import { checkHealth } from "@prefix-guard/grpc/health-client";
+import { type HealthProbeChannel, healthProbeChannel, parseHealthProbeEnv } from "./health-probe-config";
 
 const [address, service = ""] = process.argv.slice(2);
 if (!address) {
-  process.stderr.write("usage: grpc-health-check.ts <host:port> [service]\n");
+  process.stderr.write("usage: grpc-health-check.js <host:port> [service]\n");
   process.exit(2);
 }
+let channel: HealthProbeChannel;
 try {
-  const status = await checkHealth(address, service, 3_000);
-  process.stdout.write(`${service || "(server)"} ${status}\n`);
+  channel = healthProbeChannel(parseHealthProbeEnv(process.env));
+} catch (error) {
+  process.stderr.write(`health probe settings: ${(error as Error).message}\n`);
+  process.exit(2);
+}
+const name = service || "(server)";
+try {
+  const status = await checkHealth(address, service, channel.deadlineMs, channel.credentials, channel.options);
+  process.stdout.write(`${name} ${status}\n`);
   process.exit(status === "SERVING" ? 0 : 1);
 } catch (error) {
-  process.stderr.write(`${service || "(server)"} health check at ${address} failed: ${(error as Error).message}\n`);
+  process.stderr.write(`${name} health check at ${address} failed: ${(error as Error).message}\n`);
   process.exit(1);
 }

@@ -12,6 +12,8 @@ import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { sessionEventsConfigSchema } from "@prefix-guard/session-events";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { buildTargets } from "../build/build";
+import { buildOnlyPackages } from "../build/package-service";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const at = (...parts: string[]) => join(repoRoot, ...parts);
@@ -316,6 +318,31 @@ describe("Dockerfile", () => {
     expect(runs.some((r) => makeProto.test(r) && r.includes("--frozen-lockfile"))).toBe(true);
   });
 
+  it("compiles in the build stage and packages every service with production dependencies only", () => {
+    const build = stageNamed("build");
+    expect(build).toBeDefined();
+    const runs = (build as Stage).instructions.filter((i) => i.keyword === "RUN").map((i) => i.args);
+    const compiles = runs.findIndex((r) => r.includes("node --import tsx deploy/build/build.ts"));
+    const packages = runs.findIndex((r) => r.includes("deploy/build/package-service.ts"));
+    expect(compiles).toBeGreaterThanOrEqual(0);
+    expect(packages).toBeGreaterThanOrEqual(compiles);
+    const loop = /for service in ([\w\s-]+); do/
+      .exec(runs[packages] ?? "")?.[1]
+      ?.trim()
+      .split(/\s+/);
+    expect(loop?.sort()).toEqual([...serviceNames].sort());
+    // pnpm deploy --prod installs `dependencies` only: a build tool listed there would reach the image.
+    for (const service of serviceNames) {
+      const manifest = JSON.parse(read("services", service, "package.json")) as { dependencies?: object };
+      const shipped = Object.keys(manifest.dependencies ?? {});
+      expect(
+        shipped.filter((name) => buildOnlyPackages.includes(name)),
+        `${service} dependencies`,
+      ).toEqual([]);
+    }
+    expect(read("deploy/build/package-service.ts")).toMatch(/"deploy",\s*"--prod"/);
+  });
+
   it("sets only env vars every service's schema knows", () => {
     const runtime = stageNamed("runtime");
     expect(runtime).toBeDefined();
@@ -326,29 +353,47 @@ describe("Dockerfile", () => {
 
 describe.each(serviceNames)("%s", (service) => {
   const entrypoint = `services/${service}/src/main.ts`;
-  const command = ["node", "--import", "tsx", entrypoint];
+  const command = ["node", "--enable-source-maps", "dist/main.js"];
+  const target = buildTargets.find((t) => t.packageDir === `services/${service}`);
 
   describe("image", () => {
-    it("has a target whose CMD runs the service's entrypoint with tsx from /app, exposing its gRPC port", () => {
+    it("has a target whose CMD runs the compiled entrypoint from /app with plain node, exposing its gRPC port", () => {
       const stage = stageNamed(service);
       expect(stage, `Dockerfile target ${service}`).toBeDefined();
-      const target = stage as Stage;
+      const image = stage as Stage;
       expect(existsSync(at(entrypoint)), entrypoint).toBe(true);
-      expect(ignoredBy(dockerignore, entrypoint), `${entrypoint} reaches the image`).toBe(false);
-      expect(effective(target, "WORKDIR").at(-1)?.args).toBe("/app");
-      expect(jsonForm(effective(target, "CMD").at(-1)?.args ?? "[]")).toEqual(command);
-      expect(effective(target, "EXPOSE").map((i) => Number(i.args))).toEqual([defaultOf(service, "GRPC_PORT")]);
-      expect(effective(target, "USER").at(-1)?.args).toBe("node");
+      expect(ignoredBy(dockerignore, entrypoint), `${entrypoint} reaches the build stage`).toBe(false);
+      // dist/main.js is the build of the service's src/main.ts, packaged into /out/<service>.
+      expect(target?.entries.main).toBe("src/main.ts");
+      expect(effective(image, "COPY").map((i) => i.args)).toEqual([`--from=build /out/${service} /app`]);
+      expect(effective(image, "WORKDIR").at(-1)?.args).toBe("/app");
+      expect(jsonForm(effective(image, "CMD").at(-1)?.args ?? "[]")).toEqual(command);
+      expect(effective(image, "EXPOSE").map((i) => Number(i.args))).toEqual([defaultOf(service, "GRPC_PORT")]);
     });
 
-    it("health-checks its own gRPC health service", () => {
+    it("runs as a numeric non-root user, with no tsx, install or build step in its runtime stages", () => {
+      const image = stageNamed(service) as Stage;
+      const user = effective(image, "USER").at(-1)?.args ?? "root";
+      const [uid, gid] = user.split(":");
+      expect(uid, "numeric, so runAsNonRoot can verify it").toMatch(/^\d+$/);
+      expect(Number(uid)).toBeGreaterThan(0);
+      expect(Number(gid ?? uid)).toBeGreaterThan(0);
+      const chain: Stage[] = [];
+      for (let stage: Stage | undefined = image; stage; stage = stageNamed(stage.from)) chain.push(stage);
+      expect(chain.map((s) => s.name)).not.toContain("build");
+      const instructions = chain.flatMap((s) => s.instructions);
+      expect(instructions.filter((i) => i.keyword === "RUN")).toEqual([]);
+      expect(instructions.filter((i) => /\btsx\b/.test(i.args))).toEqual([]);
+    });
+
+    it("health-checks its own gRPC health service with the compiled probe", () => {
       const healthcheck = effective(stageNamed(service) as Stage, "HEALTHCHECK").at(-1)?.args ?? "";
       const probe = jsonForm(healthcheck.slice(healthcheck.indexOf("CMD") + 3).trim());
-      expect(probe.slice(0, 3)).toEqual(["node", "--import", "tsx"]);
-      expect(existsSync(at(probe[3] as string)), probe[3]).toBe(true);
-      expect(ignoredBy(dockerignore, probe[3] as string), `${probe[3]} reaches the image`).toBe(false);
-      expect(hostPort(probe[4] as string).port).toBe(defaultOf(service, "GRPC_PORT"));
-      expect(probe[5]).toBe(healthServiceOf(service));
+      expect(probe.slice(0, 2)).toEqual(["node", "dist/grpc-health-check.js"]);
+      expect(target?.entries["grpc-health-check"], "the probe is built next to main.js").toBeDefined();
+      expect(existsSync(at(target?.packageDir ?? "", target?.entries["grpc-health-check"] ?? "missing"))).toBe(true);
+      expect(hostPort(probe[2] as string).port).toBe(defaultOf(service, "GRPC_PORT"));
+      expect(probe[3]).toBe(healthServiceOf(service));
     });
   });
 
@@ -414,10 +459,11 @@ describe.each(serviceNames)("%s", (service) => {
       expect(definition().depends_on?.kafka?.condition).toBe("service_healthy");
       expect(definition().depends_on?.mariadb?.condition).toBe("service_healthy");
       const test = definition().healthcheck?.test ?? [];
-      expect(test[0]).toBe("CMD");
-      expect(existsSync(at(test[4] as string)), test[4]).toBe(true);
-      expect(hostPort(test[5] as string).port).toBe(config.GRPC_PORT);
-      expect(test[6]).toBe(healthServiceOf(service));
+      const imageProbe = jsonForm(
+        (effective(stageNamed(service) as Stage, "HEALTHCHECK").at(-1)?.args ?? "").replace(/^.*?CMD\s+/, ""),
+      );
+      expect(test).toEqual(["CMD", ...imageProbe]);
+      expect(hostPort(test[3] as string).port).toBe(config.GRPC_PORT);
       // runUntilSignal force-exits 1 s after SHUTDOWN_GRACE_MS: the engine must not SIGKILL earlier.
       expect(durationMs(definition().stop_grace_period ?? "10s")).toBeGreaterThan(
         (config.SHUTDOWN_GRACE_MS as number) + 1_000,
@@ -459,8 +505,6 @@ describe.each(serviceNames)("%s", (service) => {
     it("runs the same entrypoint as the image", () => {
       const argv = [...(container().command ?? []), ...(container().args ?? [])];
       expect(argv).toEqual(jsonForm(effective(stageNamed(service) as Stage, "CMD").at(-1)?.args ?? "[]"));
-      expect(argv.filter((a: string) => /^services\/[^/]+\/src\/main\.ts$/.test(a))).toEqual([entrypoint]);
-      expect(existsSync(at(entrypoint)), entrypoint).toBe(true);
       expect(container().image.split(":")[0]).toBe(compose.services[service]?.image?.split(":")[0]);
     });
 
@@ -538,7 +582,7 @@ describe.each(serviceNames)("%s", (service) => {
       );
       if (container().securityContext?.readOnlyRootFilesystem) {
         const tmp = (container().volumeMounts ?? []).find((m: { mountPath: string }) => m.mountPath === "/tmp");
-        expect(tmp, "tsx needs a writable /tmp").toBeDefined();
+        expect(tmp, "a writable /tmp").toBeDefined();
         expect((podSpec.volumes ?? []).map((v: { name: string }) => v.name)).toContain(tmp.name);
       }
     });

@@ -1,8 +1,10 @@
 // Locations of the .proto sources, for grpc server reflection (loaded with @grpc/proto-loader).
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
 
-export const protoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+// Resolved through the package, not relative to this file: a compiled service bundles this module
+// into its dist/main.js, and the .proto files then come from the deployed @prefix-guard/proto package.
+export const protoRoot = dirname(createRequire(import.meta.url).resolve("@prefix-guard/proto/package.json"));
 export const serviceProtoFiles = [
   "prefixguard/sessionevents/v1/session_events_service.proto",
   "prefixguard/rules/v1/rules_snapshot_service.proto",

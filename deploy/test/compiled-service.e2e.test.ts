@@ -1,0 +1,189 @@
+// The image's build steps run on the host (there is no container engine here): `make build`, then
+// deploy/build/package-service.ts lays session-events out as the image's /app. The service then runs
+// from that directory with plain `node dist/main.js` (no tsx anywhere it can resolve from), and the
+// compiled probe answers for it in plaintext, with TLS and with mTLS.
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildAll } from "../build/build";
+import { buildOnlyPackages, packageService } from "../build/package-service";
+import { makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
+
+const service = "session-events";
+const healthName = "prefixguard.sessionevents.v1.SessionEvents";
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+/** Only what the image sets: no NODE_OPTIONS (vitest's loader hooks must not leak into the child). */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? "", HOME: tmpdir(), ...extra };
+}
+
+let app: string;
+let dataDir: string;
+let tls: TlsFixture;
+const running: ChildProcess[] = [];
+
+beforeAll(async () => {
+  await buildAll();
+  // Outside the repository: nothing from the workspace's node_modules (tsx, esbuild) can be resolved.
+  const root = mkdtempSync(join(tmpdir(), "pg-image-"));
+  app = join(root, "app");
+  dataDir = join(root, "data");
+  packageService(service, app);
+  tls = makeTlsFixture();
+}, 180_000);
+
+afterAll(() => {
+  for (const child of running) child.kill("SIGKILL");
+  if (app) rmSync(join(app, ".."), { recursive: true, force: true });
+  if (tls) rmSync(tls.dir, { recursive: true, force: true });
+});
+
+async function startCompiled(port: number, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["dist/main.js"], {
+    cwd: app,
+    env: cleanEnv({
+      GRPC_PORT: String(port),
+      METRICS_PORT: "0",
+      LOG_LEVEL: "warn",
+      DATABASE_URL: `sqlite:${join(dataDir, `se-${port}.sqlite`)}`,
+      BUS_DATABASE_URL: `sqlite:${join(dataDir, `bus-${port}.sqlite`)}`,
+      ...env,
+    }),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  running.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (chunk) => {
+    stderr += String(chunk);
+  });
+  const deadline = Date.now() + 60_000;
+  const probeEnv = env.GRPC_TLS_CERT_FILE
+    ? { HEALTH_PROBE_CA_FILE: tls.caCert, HEALTH_PROBE_CERT_FILE: tls.clientCert, HEALTH_PROBE_KEY_FILE: tls.clientKey }
+    : {};
+  while (probe(port, { ...env, ...probeEnv }).status !== 0) {
+    if (child.exitCode !== null) throw new Error(`compiled ${service} exited ${child.exitCode}: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`compiled ${service} not SERVING within 60 s: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/** The compiled probe, exactly as the HEALTHCHECK and the Kubernetes exec probes run it. */
+function probe(port: number, env: Record<string, string>, service = healthName) {
+  const result = spawnSync(process.execPath, ["dist/grpc-health-check.js", `127.0.0.1:${port}`, service], {
+    cwd: app,
+    env: cleanEnv(env),
+    encoding: "utf8",
+    timeout: 20_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe("the packaged service (the image's /app)", () => {
+  it("holds dist/ and production dependencies only: no tsx, compiler or test tools, no TypeScript sources", () => {
+    expect(existsSync(join(app, "dist/main.js"))).toBe(true);
+    expect(existsSync(join(app, "dist/grpc-health-check.js"))).toBe(true);
+    for (const tool of buildOnlyPackages) expect(existsSync(join(app, "node_modules", tool)), tool).toBe(false);
+    expect(existsSync(join(app, "src"))).toBe(false);
+    const main = readFileSync(join(app, "dist/main.js"), "utf8");
+    expect(main).not.toMatch(/from "tsx|import\("tsx|require\("tsx/);
+    const manifest = JSON.parse(readFileSync(join(app, "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+    };
+    expect(Object.keys(manifest.dependencies ?? {})).not.toContain("tsx");
+    // Nothing under /app resolves a TypeScript loader: the service cannot fall back to tsx.
+    const resolveTsx = spawnSync(
+      process.execPath,
+      ["-e", "import('tsx').then(() => process.exit(0), () => process.exit(3))"],
+      {
+        cwd: join(app, "dist"),
+        env: cleanEnv({}),
+      },
+    );
+    expect(resolveTsx.status).toBe(3);
+  });
+});
+
+describe("compiled session-events and the compiled probe", () => {
+  it("serves with plain node from dist/main.js; the probe exits 0 on SERVING and 1 once it is down", async () => {
+    const port = await freePort();
+    const child = await startCompiled(port);
+    const serving = probe(port, {});
+    expect(serving).toMatchObject({ status: 0, stdout: `${healthName} SERVING\n` });
+    // A service the server does not register is not SERVING.
+    expect(probe(port, {}, "prefixguard.rules.v1.RulesSnapshot").status).toBe(1);
+    await stop(child);
+    const down = probe(port, {});
+    expect(down.status).toBe(1);
+    expect(down.stderr).toContain(`health check at 127.0.0.1:${port} failed`);
+  });
+
+  it("probes a server with mTLS on when given the CA and a client certificate, and fails clearly otherwise", async () => {
+    const port = await freePort();
+    const serverEnv = serverTlsEnv(tls);
+    const child = await startCompiled(port, serverEnv);
+    const mtls = {
+      HEALTH_PROBE_CA_FILE: tls.caCert,
+      HEALTH_PROBE_CERT_FILE: tls.clientCert,
+      HEALTH_PROBE_KEY_FILE: tls.clientKey,
+    };
+
+    expect(probe(port, { ...serverEnv, ...mtls })).toMatchObject({ status: 0, stdout: `${healthName} SERVING\n` });
+    // The certificate names 127.0.0.1 and localhost; a pod's certificate names its Service instead.
+    expect(probe(port, { ...serverEnv, ...mtls, HEALTH_PROBE_SERVER_NAME: "localhost" }).status).toBe(0);
+    expect(probe(port, { ...serverEnv, ...mtls, HEALTH_PROBE_SERVER_NAME: "elsewhere.example" }).status).toBe(1);
+    // A CA that did not sign the server certificate: the handshake fails, so not healthy.
+    expect(probe(port, { ...serverEnv, ...mtls, HEALTH_PROBE_CA_FILE: tls.otherCaCert }).status).toBe(1);
+
+    // Settings that cannot work are named before any connection (exit 2).
+    const noCa = probe(port, serverEnv);
+    expect(noCa.status).toBe(2);
+    expect(noCa.stderr).toContain("HEALTH_PROBE_CA_FILE");
+    const noClientCert = probe(port, { ...serverEnv, HEALTH_PROBE_CA_FILE: tls.caCert });
+    expect(noClientCert.status).toBe(2);
+    expect(noClientCert.stderr).toContain("HEALTH_PROBE_CERT_FILE");
+    const unreadable = probe(port, { ...serverEnv, ...mtls, HEALTH_PROBE_KEY_FILE: join(tls.dir, "missing.key") });
+    expect(unreadable.status).toBe(2);
+    expect(unreadable.stderr).toMatch(/HEALTH_PROBE_KEY_FILE.*ENOENT|ENOENT.*HEALTH_PROBE_KEY_FILE/);
+
+    await stop(child);
+    expect(probe(port, { ...serverEnv, ...mtls }).status).toBe(1);
+  });
+
+  it("probes a TLS server (no client certificates) with the CA alone", async () => {
+    const port = await freePort();
+    const serverEnv = { GRPC_TLS_CERT_FILE: tls.serverCert, GRPC_TLS_KEY_FILE: tls.serverKey };
+    const child = await startCompiled(port, serverEnv);
+    expect(probe(port, { ...serverEnv, HEALTH_PROBE_CA_FILE: tls.caCert }).status).toBe(0);
+    // Plaintext against a TLS port is not healthy.
+    expect(probe(port, {}).status).toBe(1);
+    await stop(child);
+  });
+});
+
+// Kept apart so a failing build names itself rather than every case above.
+it("make build leaves dist/ out of git", () => {
+  const ignored = execFileSync("git", ["check-ignore", "services/session-events/dist/main.js"], {
+    cwd: join(import.meta.dirname, "../.."),
+    encoding: "utf8",
+  });
+  expect(ignored.trim()).toBe("services/session-events/dist/main.js");
+});
