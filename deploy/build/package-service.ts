@@ -1,12 +1,12 @@
-// Lays out one compiled service the way its image's /app holds it, and checks the layout:
+// Lays out one compiled service (or prefixctl) the way its image's /app holds it, and checks it:
 //   <out>/package.json, <out>/node_modules (production dependencies only), <out>/dist (make build)
 // The Dockerfile runs this in its build stage and the e2e test runs it on the host, so what the test
 // starts with plain `node` is what an image ships.
-//   node --import tsx deploy/build/package-service.ts <service> <out-dir>
+//   node --import tsx deploy/build/package-service.ts <service|prefixctl> <out-dir>
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type ExternalVersions, externalsManifest, serviceNames } from "./build";
+import { buildTargets, type ExternalVersions, externalsManifest } from "./build";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 
@@ -16,11 +16,24 @@ const packagesKeptAtRunTime = new Set(["proto"]);
 /** Tools that must never reach a runtime image (no TypeScript loader or compiler at run time). */
 export const buildOnlyPackages = ["tsx", "esbuild", "typescript", "vitest", "vite", "@biomejs/biome"];
 
-export function packageService(service: string, out: string): void {
-  if (!(serviceNames as readonly string[]).includes(service))
-    throw new Error(`unknown service ${service}: one of ${serviceNames.join(", ")}`);
-  const dist = join(repoRoot, "services", service, "dist");
-  if (!existsSync(join(dist, "main.js"))) throw new Error(`${dist}/main.js is missing: run \`make build\` first`);
+/** A build target by its package's last path segment: "session-events", "prefixctl". */
+function targetNamed(name: string) {
+  const target = buildTargets.find((t) => t.packageDir.split("/").at(-1) === name);
+  if (!target) throw new Error(`unknown package ${name}: one of ${buildTargets.map((t) => t.packageDir).join(", ")}`);
+  return target;
+}
+
+export function packageService(name: string, out: string): void {
+  const target = targetNamed(name);
+  const dist = join(repoRoot, target.packageDir, "dist");
+  const firstEntry = Object.keys(target.entries)[0] ?? "main";
+  if (!existsSync(join(dist, `${firstEntry}.js`)))
+    throw new Error(`${dist}/${firstEntry}.js is missing: run \`make build\` first`);
+  const packageName = (
+    JSON.parse(readFileSync(join(repoRoot, target.packageDir, "package.json"), "utf8")) as {
+      name: string;
+    }
+  ).name;
   const staging = `${out}.deploy`;
   rmSync(out, { recursive: true, force: true });
   rmSync(staging, { recursive: true, force: true });
@@ -30,7 +43,7 @@ export function packageService(service: string, out: string): void {
     "pnpm",
     [
       "--filter",
-      `@prefix-guard/${service}`,
+      packageName,
       "deploy",
       "--prod",
       "--offline",
@@ -67,11 +80,11 @@ export function checkLayout(out: string): void {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const [service, out] = process.argv.slice(2);
-  if (!service || !out) {
-    process.stderr.write("usage: package-service.ts <service> <out-dir>\n");
+  const [name, out] = process.argv.slice(2);
+  if (!name || !out) {
+    process.stderr.write("usage: package-service.ts <service|prefixctl> <out-dir>\n");
     process.exit(2);
   }
-  packageService(service, resolve(out));
-  process.stdout.write(`packaged ${service} into ${out}\n`);
+  packageService(name, resolve(out));
+  process.stdout.write(`packaged ${name} into ${out}\n`);
 }

@@ -179,6 +179,19 @@ describe("compiled session-events and the compiled probe", () => {
   });
 });
 
+it("prefixctl packaged the same way runs with plain node", () => {
+  const out = join(app, "..", "prefixctl");
+  packageService("prefixctl", out);
+  for (const tool of buildOnlyPackages) expect(existsSync(join(out, "node_modules", tool)), tool).toBe(false);
+  const help = spawnSync(process.execPath, ["dist/prefixctl.js", "--help"], {
+    cwd: out,
+    env: cleanEnv({}),
+    encoding: "utf8",
+  });
+  expect(help.status).toBe(0);
+  expect(help.stdout).toContain("prefixctl");
+}, 120_000);
+
 // Kept apart so a failing build names itself rather than every case above.
 it("make build leaves dist/ out of git", () => {
   const ignored = execFileSync("git", ["check-ignore", "services/session-events/dist/main.js"], {
