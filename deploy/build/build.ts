@@ -27,7 +27,7 @@ const probeEntry = "../../deploy/docker/grpc-health-check.ts";
 export const buildTargets: readonly BuildTarget[] = [
   ...serviceNames.map((service) => ({
     packageDir: `services/${service}`,
-    entries: { main: "src/main.ts", "grpc-health-check": probeEntry },
+    entries: { main: "src/main.ts", migrate: "src/migrate.ts", "grpc-health-check": probeEntry },
   })),
   { packageDir: "libs/prefixctl", entries: { prefixctl: "src/main.ts" } },
 ];

@@ -12,6 +12,6 @@ export type { Database, DatabaseOptions, DatabaseTarget } from "./database";
 export { createDatabase, describeDatabaseUrl, parseDatabaseUrl } from "./database";
 export { isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";
 export type { Migration } from "./migrations";
-export { runMigrations } from "./migrations";
+export { pendingMigrations, runMigrations } from "./migrations";
 export type { Sql, SqlDialect, Statement } from "./sql";
 export { dialectOf, forUpdate, inSqlTransaction, upsertStatement, valueList, valueRows, withSql } from "./sql";

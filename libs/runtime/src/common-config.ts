@@ -26,6 +26,13 @@ export const commonConfigShape = {
     .default(4 * 1024 * 1024),
   /** Partitions of a topic one consumer applies at the same time (each in its own transactions). */
   CONSUMER_PARTITIONS_CONCURRENTLY: z.coerce.number().int().min(1).max(64).default(3),
+  /**
+   * `apply`: run pending migrations at start; replicas starting together take turns through a
+   * database lock. `verify`: run no DDL and wait for the migrations Job to have applied every one.
+   */
+  DATABASE_MIGRATIONS: z.enum(["apply", "verify"]).default("apply"),
+  /** How long start-up waits for another replica's migrations (apply) or for the Job (verify). */
+  DATABASE_MIGRATIONS_WAIT_MS: positiveMs(120_000),
   /** 0 disables the Prometheus endpoint. */
   METRICS_PORT: port(0),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),

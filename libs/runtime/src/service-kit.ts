@@ -18,7 +18,7 @@ import { type RunningGrpcServer, type ServiceRegistration, startGrpcServer } fro
 import type { Logger } from "@prefix-guard/logging";
 import { Counter, Gauge } from "prom-client";
 import { openMetrics, type ServiceMetrics } from "./metrics";
-import { openServiceDatabase } from "./open-database";
+import { applyMigrationsAtStart, openServiceDatabase } from "./open-database";
 import { grpcServerSecurity, type SecurityConfig } from "./security";
 
 const CONSUME_OUTCOMES = ["applied", "dead_lettered"] as const;
@@ -30,6 +30,8 @@ export interface ServiceKitConfig extends SecurityConfig {
   readonly METRICS_PORT: number;
   readonly SHUTDOWN_GRACE_MS: number;
   readonly CONSUMER_PARTITIONS_CONCURRENTLY: number;
+  readonly DATABASE_MIGRATIONS?: "apply" | "verify" | undefined;
+  readonly DATABASE_MIGRATIONS_WAIT_MS?: number | undefined;
 }
 
 export interface ServiceKitOptions {
@@ -58,7 +60,10 @@ export class ServiceKit {
 
   /** Opens (and migrates) the database and the metrics endpoint. */
   static async open(name: string, config: ServiceKitConfig, options: ServiceKitOptions): Promise<ServiceKit> {
-    const db = await openServiceDatabase(config.DATABASE_URL, options.migrations, options.logger, options.database);
+    const db = await openServiceDatabase(config.DATABASE_URL, options.migrations, options.logger, options.database, {
+      mode: config.DATABASE_MIGRATIONS ?? applyMigrationsAtStart.mode,
+      waitMs: config.DATABASE_MIGRATIONS_WAIT_MS ?? applyMigrationsAtStart.waitMs,
+    });
     try {
       const metrics = await openMetrics(name, config, options.logger);
       return new ServiceKit(name, config, options, db, metrics);

@@ -1,7 +1,9 @@
 import type { MessageBus } from "@prefix-guard/bus";
+import type { Migration } from "@prefix-guard/db";
 import { createLogger, type Logger } from "@prefix-guard/logging";
 import { startTelemetry } from "@prefix-guard/telemetry";
 import { openBus, type TransportConfig } from "./open-bus";
+import { openServiceDatabase } from "./open-database";
 import { runUntilSignal } from "./signals";
 import { defaultTopicSpecs } from "./topics";
 
@@ -34,4 +36,34 @@ export async function runServiceMain<C extends MainConfig>(
     logger,
     config.SHUTDOWN_GRACE_MS,
   );
+}
+
+/** What a migrations entry point (`dist/migrate.js`, the Kubernetes Job) reads from the env. */
+export type MigrationsMainConfig = {
+  readonly DATABASE_URL: string;
+  readonly LOG_LEVEL: string;
+  readonly DATABASE_MIGRATIONS_WAIT_MS: number;
+};
+
+/**
+ * A service's migrations Job: applies what is pending, under the same database lock a replica takes
+ * when it migrates at start, then exits. Replicas running DATABASE_MIGRATIONS=verify wait for it.
+ */
+export async function runMigrationsMain(
+  service: string,
+  config: MigrationsMainConfig,
+  migrations: readonly Migration[],
+): Promise<void> {
+  const logger = createLogger({ service, level: config.LOG_LEVEL });
+  const db = await openServiceDatabase(
+    config.DATABASE_URL,
+    migrations,
+    logger,
+    {},
+    {
+      mode: "apply",
+      waitMs: config.DATABASE_MIGRATIONS_WAIT_MS,
+    },
+  );
+  await db.destroy();
 }

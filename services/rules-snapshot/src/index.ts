@@ -1,2 +1,2 @@
 export { loadRulesSnapshotConfig, type RulesSnapshotConfig, rulesSnapshotConfigSchema } from "./config";
-export { type RunningRulesSnapshot, startRulesSnapshot } from "./service";
+export { type RunningRulesSnapshot, rulesSnapshotSchemaMigrations, startRulesSnapshot } from "./service";

@@ -20,6 +20,9 @@ export interface RunningRulesSnapshot {
   stop(): Promise<void>;
 }
 
+/** The service's tables: its own migrations and the outbox its relay reads (also run by src/migrate.ts). */
+export const rulesSnapshotSchemaMigrations = [...rulesSnapshotMigrations, outboxMessageTable];
+
 /** Composition root: DB, the snapshot service, its session.events.v1 consumer, the event relay, gRPC. */
 export async function startRulesSnapshot(
   config: RulesSnapshotConfig,
@@ -28,7 +31,7 @@ export async function startRulesSnapshot(
   const { logger } = deps;
   const now = deps.now ?? Date.now;
   const kit = await ServiceKit.open("rules-snapshot", config, {
-    migrations: [...rulesSnapshotMigrations, outboxMessageTable],
+    migrations: rulesSnapshotSchemaMigrations,
     bus: deps.bus,
     logger,
     now,
