@@ -14,6 +14,7 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { buildTargets } from "../build/build";
 import { buildOnlyPackages } from "../build/package-service";
+import { defaultHealthProbeTimeoutMs, healthProbeEnvNames } from "../docker/health-probe-config";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const at = (...parts: string[]) => join(repoRoot, ...parts);
@@ -123,6 +124,13 @@ interface K8sObject {
 }
 
 const k8sObjects = k8s.filter((m) => m.body.kind !== "Kustomization").map((m) => m.body as unknown as K8sObject);
+const kustomizationImages = () =>
+  (k8s.find((m) => m.body.kind === "Kustomization")?.body.images ?? []) as Array<{
+    name: string;
+    newName?: string;
+    newTag?: string;
+    digest?: string;
+  }>;
 const k8sOf = (kind: string, name: string, namespace?: string) =>
   k8sObjects.find(
     (o) =>
@@ -478,6 +486,11 @@ describe.each(serviceNames)("%s", (service) => {
       if (!found) throw new Error(`no Deployment ${service}`);
       return found;
     };
+    const migrationJob = () => {
+      const found = k8sOf("Job", `${service}-migrate`, "prefix-guard");
+      if (!found) throw new Error(`no Job ${service}-migrate`);
+      return found;
+    };
     const container = () => {
       const containers = deployment().spec.template.spec.containers as Free[];
       expect(containers).toHaveLength(1);
@@ -520,15 +533,70 @@ describe.each(serviceNames)("%s", (service) => {
       expect(read("deploy/DEPLOY.md")).toContain(databaseUrl.valueFrom.secretKeyRef.name);
     });
 
-    it("serves gRPC on the configured port and probes its health service there", () => {
+    it("serves gRPC on the configured port and probes its health service there with the image's compiled probe", () => {
       const port = parseEnv(service, containerEnv()).GRPC_PORT;
       expect(port).toBe(defaultOf(service, "GRPC_PORT"));
       const grpcPort = (container().ports ?? []).find((p: { name: string }) => p.name === "grpc");
       expect(grpcPort?.containerPort).toBe(port);
+      const healthcheck = effective(stageNamed(service) as Stage, "HEALTHCHECK").at(-1)?.args ?? "";
+      const imageProbe = jsonForm(healthcheck.replace(/^.*?CMD\s+/, ""));
       for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
-        if (probe === "startupProbe" && !container()[probe]) continue;
-        expect(container()[probe]?.grpc, `${probe}.grpc`).toEqual({ port, service: healthServiceOf(service) });
+        // exec, not kubelet's native gRPC probe: that one speaks plaintext only and fails with TLS on.
+        expect(container()[probe]?.grpc, `${probe}.grpc`).toBeUndefined();
+        expect(container()[probe]?.exec?.command, `${probe}.exec`).toEqual(imageProbe);
+        expect(container()[probe]?.timeoutSeconds * 1_000).toBeGreaterThan(defaultHealthProbeTimeoutMs);
       }
+      expect(hostPort(imageProbe[2] as string)).toEqual({ host: "127.0.0.1", port });
+      expect(imageProbe[3]).toBe(healthServiceOf(service));
+      // The probe follows the service's own TLS settings: the same variable names as its schema.
+      expectNamesInSchema(
+        service,
+        healthProbeEnvNames.filter((name) => !name.startsWith("HEALTH_PROBE_")),
+      );
+    });
+
+    it("takes its image tag from the kustomization, never from the manifest", () => {
+      const workloads = [deployment(), migrationJob()];
+      for (const workload of workloads) {
+        for (const c of workload.spec.template.spec.containers as Free[]) {
+          expect(c.image, `${workload.kind}/${workload.metadata.name}`).toBe(`prefix-guard/${service}`);
+        }
+      }
+      const entry = kustomizationImages().find((image) => image.name === `prefix-guard/${service}`);
+      expect(entry?.newTag ?? entry?.digest).toBeDefined();
+      expect(["dev", "latest"]).not.toContain(entry?.newTag);
+    });
+
+    it("has a PodDisruptionBudget over its pods that lets a drain evict one at a time", () => {
+      const budget = k8sOf("PodDisruptionBudget", service, "prefix-guard");
+      expect(budget?.apiVersion).toBe("policy/v1");
+      expect(budget?.spec.selector.matchLabels).toEqual(deployment().spec.selector.matchLabels);
+      // maxUnavailable ≥ 1 (or minAvailable below the replica count): a single replica still drains.
+      const minimum = deployment().spec.replicas ?? k8sOf("HorizontalPodAutoscaler", service)?.spec.minReplicas;
+      if (budget?.spec.maxUnavailable !== undefined) expect(budget.spec.maxUnavailable).toBeGreaterThanOrEqual(1);
+      else expect(budget?.spec.minAvailable).toBeLessThan(minimum);
+    });
+
+    it("has a migrations Job on the same image, database Secret and schema, and replicas that run no DDL", () => {
+      const job = migrationJob();
+      const podSpec = job.spec.template.spec;
+      expect(["OnFailure", "Never"]).toContain(podSpec.restartPolicy);
+      const [migrate] = podSpec.containers as Free[];
+      expect(podSpec.containers).toHaveLength(1);
+      expect(target?.entries.migrate).toBe("src/migrate.ts");
+      expect(existsSync(at(target?.packageDir ?? "", "src/migrate.ts"))).toBe(true);
+      expect(migrate.command).toEqual(["node", "--enable-source-maps", "dist/migrate.js"]);
+      const secret = (c: Free) =>
+        (c.env ?? []).find((e: { name: string }) => e.name === "DATABASE_URL")?.valueFrom?.secretKeyRef;
+      expect(secret(migrate)).toEqual(secret(container()));
+      const jobEnv: Env = {};
+      for (const entry of migrate.env ?? [])
+        jobEnv[entry.name] = typeof entry.value === "string" ? entry.value : "mysql://u:p@db.example:3306/x";
+      expectNamesInSchema(service, Object.keys(jobEnv));
+      parseEnv(service, jobEnv);
+      expect(migrate.securityContext?.readOnlyRootFilesystem).toBe(true);
+      expect(podSpec.securityContext?.runAsNonRoot).toBe(true);
+      expect(parseEnv(service, containerEnv()).DATABASE_MIGRATIONS).toBe("verify");
     });
 
     it("exposes metrics where the annotations say, when METRICS_PORT is on", () => {
@@ -587,6 +655,154 @@ describe.each(serviceNames)("%s", (service) => {
       }
     });
   });
+});
+
+/** The `app.kubernetes.io/name` label of the pods a selector picks, among the given names. */
+function selectedNames(selector: Free, names: readonly string[]): string[] {
+  if (selector === undefined) return [];
+  const labelsOf = (name: string): Record<string, string> => ({
+    "app.kubernetes.io/name": name,
+    "app.kubernetes.io/part-of": "prefix-guard",
+  });
+  return names.filter((name) => {
+    const labels = labelsOf(name);
+    const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+    const byExpressions = (selector.matchExpressions ?? []).every(
+      (e: { key: string; operator: string; values: string[] }) =>
+        e.operator === "In" ? e.values.includes(labels[e.key] ?? "") : false,
+    );
+    return byLabels && byExpressions;
+  });
+}
+
+describe("Kubernetes workloads", () => {
+  const workloads = k8sObjects.filter((o) => o.kind === "Deployment" || o.kind === "Job");
+
+  it("every container of every Deployment and Job has CPU and memory requests and limits", () => {
+    expect(workloads.filter((w) => w.kind === "Job")).toHaveLength(serviceNames.length);
+    for (const workload of workloads) {
+      for (const c of workload.spec.template.spec.containers as Free[]) {
+        const where = `${workload.kind}/${workload.metadata.name}/${c.name}`;
+        for (const kind of ["requests", "limits"]) {
+          expect(c.resources?.[kind]?.cpu, `${where} ${kind}.cpu`).toBeDefined();
+          expect(c.resources?.[kind]?.memory, `${where} ${kind}.memory`).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it("prompt-assembly and rules-snapshot scale on CPU, within the partitions a consumer group can use", () => {
+    const autoscalers = k8sObjects.filter((o) => o.kind === "HorizontalPodAutoscaler");
+    expect(autoscalers.map((a) => a.metadata.name).sort()).toEqual(["prompt-assembly", "rules-snapshot"]);
+    const mainTopics = new Set<string>(Object.values(Topics));
+    const partitions = Math.min(
+      ...defaultTopicSpecs()
+        .filter((spec) => mainTopics.has(spec.topic))
+        .map((spec) => spec.partitions),
+    );
+    for (const autoscaler of autoscalers) {
+      expect(autoscaler.apiVersion).toBe("autoscaling/v2");
+      const target = autoscaler.spec.scaleTargetRef;
+      expect(target).toMatchObject({ apiVersion: "apps/v1", kind: "Deployment", name: autoscaler.metadata.name });
+      const deployment = k8sOf("Deployment", target.name, autoscaler.metadata.namespace);
+      // The autoscaler owns the count; a replicas field would be reset on every apply.
+      expect(deployment?.spec.replicas, `${target.name} replicas`).toBeUndefined();
+      // Utilization is measured against the request: without one the HPA cannot act.
+      expect(deployment?.spec.template.spec.containers[0].resources.requests.cpu).toBeDefined();
+      expect(autoscaler.spec.metrics).toEqual([
+        {
+          type: "Resource",
+          resource: { name: "cpu", target: { type: "Utilization", averageUtilization: expect.any(Number) } },
+        },
+      ]);
+      expect(autoscaler.spec.minReplicas).toBeGreaterThanOrEqual(2);
+      expect(autoscaler.spec.maxReplicas).toBeGreaterThan(autoscaler.spec.minReplicas);
+      expect(autoscaler.spec.maxReplicas).toBeLessThanOrEqual(partitions);
+    }
+  });
+});
+
+describe("NetworkPolicies", () => {
+  const policies = k8sObjects.filter((o) => o.kind === "NetworkPolicy");
+  const configOf = (service: string): Record<string, unknown> => {
+    const data = k8sOf("ConfigMap", service, "prefix-guard")?.data as Env;
+    return parseEnv(service, { ...data, DATABASE_URL: "mysql://u:p@db.example:3306/x" });
+  };
+  /** Who calls whom, from the code's config: every *_ADDRESS of a service names a peer it calls. */
+  const callersOf = (callee: string) =>
+    serviceNames.filter((caller) =>
+      Object.keys(configOf(caller)).some((name) => name === `${callee.toUpperCase().replaceAll("-", "_")}_ADDRESS`),
+    );
+  const rules = (service: string, type: "ingress" | "egress") =>
+    policies
+      .filter((p) => (p.spec.policyTypes ?? []).includes(type === "ingress" ? "Ingress" : "Egress"))
+      .filter((p) => selectedNames(p.spec.podSelector, [service]).length === 1)
+      .flatMap((p) => (p.spec[type] ?? []) as Free[]);
+  const portsOf = (rule: Free): number[] => (rule.ports ?? []).map((p: { port: number }) => p.port);
+
+  it("deny all traffic in the namespace unless another policy allows it", () => {
+    const deny = policies.find((p) => p.metadata.name === "default-deny");
+    expect(deny?.metadata.namespace).toBe("prefix-guard");
+    expect(deny?.spec).toEqual({ podSelector: {}, policyTypes: ["Ingress", "Egress"] });
+  });
+
+  it.each(serviceNames)(
+    "%s accepts gRPC only from the peers that call it and labelled client namespaces",
+    (service) => {
+      const config = configOf(service);
+      const grpc = rules(service, "ingress").filter((rule) => portsOf(rule).includes(config.GRPC_PORT as number));
+      expect(grpc.length).toBeGreaterThan(0);
+      for (const rule of rules(service, "ingress"))
+        expect(rule.from?.length, "no rule open to everyone").toBeGreaterThan(0);
+      const peerPods = grpc.flatMap((rule) =>
+        (rule.from as Free[]).filter((peer) => peer.podSelector && !peer.namespaceSelector),
+      );
+      expect(peerPods.flatMap((peer) => selectedNames(peer.podSelector, serviceNames)).sort()).toEqual(
+        callersOf(service).sort(),
+      );
+      const clients = grpc.flatMap((rule) => (rule.from as Free[]).filter((peer) => peer.namespaceSelector));
+      expect(clients.map((peer) => peer.namespaceSelector)).toEqual([
+        { matchLabels: { "prefix-guard.io/client": "true" } },
+      ]);
+      const metrics = rules(service, "ingress").filter((rule) => portsOf(rule).includes(config.METRICS_PORT as number));
+      expect(metrics.length).toBeGreaterThan(0);
+    },
+  );
+
+  it.each(serviceNames)(
+    "%s may reach DNS, the database, the Kafka brokers and the peers it calls, nothing else",
+    (service) => {
+      const config = configOf(service);
+      const egress = rules(service, "egress");
+      const allowed = (port: number) => egress.filter((rule) => portsOf(rule).includes(port));
+      expect(allowed(53).length).toBeGreaterThan(0);
+      expect(allowed(3306).length).toBeGreaterThan(0);
+      const topics = k8sObjects.filter((o) => o.kind === "KafkaTopic");
+      for (const broker of config.KAFKA_BROKERS as string[]) {
+        const { host, port } = hostPort(broker);
+        const kafka = allowed(port).flatMap((rule) => rule.to as Free[]);
+        expect(kafka, broker).toContainEqual({
+          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": host.split(".")[1] } },
+          podSelector: { matchLabels: { "strimzi.io/cluster": topics[0]?.metadata.labels?.["strimzi.io/cluster"] } },
+        });
+      }
+      const peers = Object.entries(config).filter(([name]) => name.endsWith("_ADDRESS"));
+      for (const [, address] of peers) {
+        const { host, port } = hostPort(address as string);
+        const peer = host.split(".")[0] as string;
+        const reach = allowed(port).flatMap((rule) => (rule.to ?? []) as Free[]);
+        expect(
+          reach.flatMap((to) => selectedNames(to.podSelector, [peer])),
+          `${service} → ${peer}`,
+        ).toEqual([peer]);
+      }
+      // Every egress rule names its ports: no rule opens all ports to some destination.
+      for (const rule of egress) expect(portsOf(rule).length).toBeGreaterThan(0);
+      const expectedPorts = new Set([53, 3306, ...(config.KAFKA_BROKERS as string[]).map((b) => hostPort(b).port)]);
+      for (const [, address] of peers) expectedPorts.add(hostPort(address as string).port);
+      expect(new Set(egress.flatMap(portsOf))).toEqual(expectedPorts);
+    },
+  );
 });
 
 describe("KafkaTopics", () => {
