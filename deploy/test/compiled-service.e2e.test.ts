@@ -136,6 +136,32 @@ describe("compiled session-events and the compiled probe", () => {
     expect(down.stderr).toContain(`health check at 127.0.0.1:${port} failed`);
   });
 
+  it("runs the migrations Job's dist/migrate.js with plain node; a verify replica then serves on that schema", async () => {
+    const database = `sqlite:${join(dataDir, "job.sqlite")}`;
+    const job = () =>
+      spawnSync(process.execPath, ["dist/migrate.js"], {
+        cwd: app,
+        env: cleanEnv({ DATABASE_URL: database }),
+        encoding: "utf8",
+        timeout: 60_000,
+      });
+    const messages = (stdout: string) =>
+      stdout
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as { msg: string; applied?: string[] });
+    const first = job();
+    expect(first.status, first.stderr).toBe(0);
+    expect(messages(first.stdout).find((m) => m.msg === "migrations applied")?.applied?.length).toBeGreaterThan(0);
+    const again = job();
+    expect(messages(again.stdout).map((m) => m.msg)).toContain("schema up to date");
+
+    const port = await freePort();
+    const child = await startCompiled(port, { DATABASE_URL: database, DATABASE_MIGRATIONS: "verify" });
+    expect(probe(port, {}).status).toBe(0);
+    await stop(child);
+  });
+
   it("probes a server with mTLS on when given the CA and a client certificate, and fails clearly otherwise", async () => {
     const port = await freePort();
     const serverEnv = serverTlsEnv(tls);
