@@ -1,8 +1,9 @@
-// `make build`: compiles every service and prefixctl to plain JavaScript with esbuild, so production
-// runs `node dist/main.js` with no TypeScript loader. Workspace code (@prefix-guard/*, the generated
-// proto code) is bundled in; npm packages stay external and are resolved from the deployed
-// package's production node_modules (`pnpm deploy --prod`), which keeps native addons
-// (better-sqlite3) and knex's lazily required drivers working unchanged.
+// `make build`: compiles every service (its main.js, the migrations Job's migrate.js and the container
+// probe) and prefixctl to plain JavaScript with esbuild, so production runs `node dist/main.js` with no
+// TypeScript loader. Workspace code (@prefix-guard/*, the generated proto code) and most npm packages
+// are bundled; the few `runtimeExternals` load from the deployed package's production node_modules
+// (`pnpm deploy --prod`, see package-service.ts), which keeps the better-sqlite3 addon and knex's
+// lazily required drivers working unchanged.
 //   node --import tsx deploy/build/build.ts            (all targets)
 //   node --import tsx deploy/build/build.ts --metafile (also writes dist/meta.json per target)
 import { existsSync, readFileSync } from "node:fs";
