@@ -76,4 +76,4 @@ bench-quick: proto mariadb
 	bash bench/src/speed/bench.sh --quick $(BENCH_ARGS)
 
 clean:
-	rm -rf .run .data proto/gen libs/client/build libs/client/dist
+	rm -rf .run .data proto/gen libs/client/build libs/client/dist services/*/dist libs/prefixctl/dist
