@@ -1,6 +1,9 @@
-// An operator's `prefixctl replay` (projection rebuild) is not monitor amnesia: the next build is
-// compared with the session's previous prefix (not called a first build), and a provider miss
-// right after it is blamed on the provider, never on "prompt-assembly lost the session's state".
+// What an operator does shows up as such in the attribution of the next build:
+// - `prefixctl replay` (projection rebuild) is not monitor amnesia: the next build is compared with
+//   the session's previous prefix (not called a first build), and a provider miss right after it is
+//   blamed on the provider, never on "prompt-assembly lost the session's state";
+// - `prefixctl snapshot refresh --reason R` re-pins the workspace rules, and the collapse that
+//   follows names the operator's refresh and R.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,13 +12,14 @@ import { callUnary } from "@prefix-guard/grpc";
 import { run } from "@prefix-guard/prefixctl";
 import { type BuildRequestResponse, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role } from "@prefix-guard/proto/common/v1/common";
+import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
 import { mainSessionRequest } from "./support";
 
 const deadline = { deadlineMs: 10_000 };
 
-describe("prefixctl replay, then the next build", () => {
+describe("prefixctl operations, then the next build", () => {
   let stack: Stack;
   let workspace: string;
   beforeAll(async () => {
@@ -44,7 +48,7 @@ describe("prefixctl replay, then the next build", () => {
     return { code, stdout, stderr };
   }
 
-  async function turn(sessionId: string, text: string): Promise<BuildRequestResponse> {
+  async function turn(sessionId: string, text: string, rulesDir = workspace): Promise<BuildRequestResponse> {
     const saved = await callUnary(
       stack.sessions,
       stack.sessions.saveMessage,
@@ -62,8 +66,8 @@ describe("prefixctl replay, then the next build", () => {
         tools: [],
         wireFormat: WireFormat.WIRE_FORMAT_OPENAI_CHAT,
         model: "gpt-4o",
-        workspace,
-        rulesSource: { $case: "rulesFile", value: { path: join(workspace, "AGENTS.md") } },
+        workspace: rulesDir,
+        rulesSource: { $case: "rulesFile", value: { path: join(rulesDir, "AGENTS.md") } },
         embed: false,
         locale: "en",
       },
@@ -126,5 +130,40 @@ describe("prefixctl replay, then the next build", () => {
     expect(trace.code).toBe(0);
     const lines = trace.stdout.split("\n");
     expect(lines.filter((line) => /^\s*\d+\s.*\bfirst\b/.test(line))).toHaveLength(1);
+  });
+
+  it("names an operator's snapshot refresh and its reason as the cause of the collapse that follows", async () => {
+    const sessionId = `refresh-${Date.now()}`;
+    const rulesDir = mkdtempSync(join(tmpdir(), "pg-refresh-ws-"));
+    writeFileSync(join(rulesDir, "AGENTS.md"), "# Rules\n- use pnpm\n");
+    await callUnary(stack.sessions, stack.sessions.createSession, mainSessionRequest(sessionId, rulesDir), deadline);
+    for (let i = 0; i < 4; i += 1)
+      await recordUsage(sessionId, await turn(sessionId, `turn ${i}`, rulesDir), i === 0 ? 0 : 5_800);
+
+    writeFileSync(join(rulesDir, "AGENTS.md"), "# Rules\n- use pnpm\n- never force-push\n");
+    const refresh = await prefixctl(["snapshot", "refresh", sessionId, "--reason", "INC-42 rules fixed"]);
+    expect(refresh.code).toBe(0);
+
+    const next = await turn(sessionId, "after the refresh", rulesDir);
+    expect(next.rulesDecision).toBe(Decision.DECISION_REPINNED_OPERATOR_REFRESH);
+    expect(next.prefix?.cause).toBe(
+      "new workspace-rules snapshot pinned after an operator refresh (reason: INC-42 rules fixed)",
+    );
+    const monitor = stack.monitor;
+    if (monitor === undefined) throw new Error("cache-monitor not started");
+    await eventually(
+      async () => {
+        const traced = await callUnary(monitor, monitor.traceSession, { sessionId, limit: 0 }, deadline);
+        return traced.builds.some((b) => b.requestId === next.requestId && b.sectionHashes.length > 0) || undefined;
+      },
+      { what: "the refreshed build's fingerprint at cache-monitor" },
+    );
+    const answer = await recordUsage(sessionId, next, 0);
+    expect(answer.collapse?.cause).toContain("operator refresh (reason: INC-42 rules fixed)");
+    const collapses = await prefixctl(["collapses", "--session", sessionId, "--wide"]);
+    expect(collapses.code).toBe(0);
+    expect(collapses.stdout).toContain("INC-42 rules fixed");
+    // The build after it retains the new snapshot: nothing more to explain.
+    expect((await turn(sessionId, "one more", rulesDir)).rulesDecision).toBe(Decision.DECISION_RETAINED);
   });
 });

@@ -30,4 +30,26 @@ const sessionWorkspaceRulesTable: Migration = {
   },
 };
 
-export const rulesSnapshotMigrations: Migration[] = [consumerPositionTable, sessionWorkspaceRulesTable];
+/**
+ * An operator's refresh (Invalidate) of a session, until the session's next pin: that pin then
+ * answers REPINNED_OPERATOR_REFRESH with the reason, so the prefix change it causes is explained.
+ */
+const sessionRulesRefreshTable: Migration = {
+  name: "0002_session_rules_refresh",
+  async up(db) {
+    await db.schema.createTable("session_rules_refresh", (t) => {
+      t.string("session_id", 128).notNullable().primary();
+      t.string("reason", 512).notNullable();
+      t.bigInteger("requested_at_ms").notNullable();
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("session_rules_refresh");
+  },
+};
+
+export const rulesSnapshotMigrations: Migration[] = [
+  consumerPositionTable,
+  sessionWorkspaceRulesTable,
+  sessionRulesRefreshTable,
+];

@@ -75,6 +75,7 @@ export function rereadRulesSource(
         sectionText: renderNaiveRulesSection(await read(lookup.source), lookup.locale),
         decision: Decision.DECISION_UNSPECIFIED,
         causeName: "REREAD",
+        refreshReason: "",
       };
     },
   };

@@ -253,6 +253,7 @@ export class FakeRulesSnapshot implements RulesResolver {
       rulesHash: text === "" ? "" : sha256(text),
       pinnedGeneration: generation,
       warning: "",
+      refreshReason: "",
     };
   }
 }

@@ -194,6 +194,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
             rulesHash: sha256(resolver.sectionText),
             pinnedGeneration: 0,
             warning: "",
+            refreshReason: "",
           };
         },
       };

@@ -14,6 +14,8 @@ export interface CauseHints {
   readonly compactionGenerationNow: number;
   /** Decision of the rules-snapshot resolve for this build. */
   readonly rulesDecision: RulesDecisionName;
+  /** The operator's reason on REPINNED_OPERATOR_REFRESH. */
+  readonly rulesRefreshReason?: string;
   readonly droppedTurnsBefore: number | null;
   readonly droppedTurnsNow: number;
   readonly anchorDateBefore: string | null;
@@ -64,6 +66,7 @@ export type RulesDecisionName =
   | "EMPTY_NOT_PINNED"
   | "DEGRADED_RAW"
   | "SKIPPED_EMBED"
+  | "REPINNED_OPERATOR_REFRESH"
   | "REREAD";
 
 export const DECISION_PINNED: RulesDecisionName = "PINNED";
@@ -115,11 +118,13 @@ export function comparePrefix(
     historyRewritten,
     firstChangedMessageIndex,
     cause: changed ? clauses.join("; ") : "no change",
+    // An operator's refresh re-pins the rules on purpose: named, but not an avoidable break either.
     expected:
       !changed ||
-      (compactionMoved(hints) &&
+      ((compactionMoved(hints) || hints.rulesDecision === "REPINNED_OPERATOR_REFRESH") &&
         !modelChanged &&
         toolsChangeKind === "none" &&
+        (compactionMoved(hints) || firstChangedMessageIndex === null) &&
         sections.changed.every((key) => key === WORKSPACE_RULES_SECTION_KEY)),
   };
 }
@@ -227,6 +232,8 @@ const WORKSPACE_RULES_CHANGE: Record<RulesDecisionName, RulesChangeExplanation> 
       : "new workspace-rules snapshot pinned";
   },
   REPINNED_STALE_GENERATION: afterCompaction,
+  REPINNED_OPERATOR_REFRESH: (_kind, hints) =>
+    `new workspace-rules snapshot pinned after an operator refresh (reason: ${hints.rulesRefreshReason || "none given"})`,
   REPINNED_WORKSPACE_MISMATCH: () =>
     "new workspace-rules snapshot pinned for another workspace (the snapshot held was of a different workspace)",
   DEGRADED_RAW: () => "workspace-rules degraded to raw text (snapshot store unavailable)",

@@ -90,6 +90,23 @@ describe("comparePrefix", () => {
     },
   );
 
+  it("names an operator's refresh and its reason, as a deliberate change rather than an avoidable one", () => {
+    const refreshed = { ...steady, rulesDecision: "REPINNED_OPERATOR_REFRESH" as const, rulesRefreshReason: "INC-42" };
+    const rulesOnly = fingerprint({ system: replaceSection("workspace-rules", "rules v2") });
+    expect(comparePrefix(fingerprint(), rulesOnly, refreshed)).toMatchObject({
+      changed: true,
+      expected: true,
+      cause: "new workspace-rules snapshot pinned after an operator refresh (reason: INC-42)",
+    });
+    // A harness section that moved in the same build is still avoidable.
+    const skillsToo = fingerprint({
+      system: replaceSection("skills", "skill list v2").map((s) =>
+        s.key === "workspace-rules" ? { ...s, text: "rules v2" } : s,
+      ),
+    });
+    expect(comparePrefix(fingerprint(), skillsToo, refreshed)).toMatchObject({ changed: true, expected: false });
+  });
+
   it("reports a first build without calling it a change", () => {
     const comparison = comparePrefix(null, fingerprint(), steady);
     expect(comparison).toMatchObject({

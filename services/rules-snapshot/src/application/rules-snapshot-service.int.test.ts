@@ -146,6 +146,7 @@ function suite(name: string, open: () => Promise<Backend>) {
         rulesHash: sha256(expected),
         pinnedGeneration: 2,
         warning: "",
+        refreshReason: "",
       });
       const row = await db("session_workspace_rules")
         .where({ session_id: sid("first") })
@@ -420,8 +421,34 @@ function suite(name: string, open: () => Promise<Backend>) {
       ]);
       expect(events.ofType("RulesInvalidated")).toHaveLength(1);
       const next = await service.resolveWorkspaceRules(fileRequest(session, ws));
-      expect(next.decision).toBe(Decision.DECISION_PINNED);
+      // The pin says it follows the operator's refresh, once: the next resolve retains it.
+      expect(next.decision).toBe(Decision.DECISION_REPINNED_OPERATOR_REFRESH);
+      expect(next.refreshReason).toBe("operator");
       expect(next.sectionText).toContain("after");
+      const retained = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      expect(retained).toMatchObject({ decision: Decision.DECISION_RETAINED, refreshReason: "" });
+    });
+
+    it("keeps an operator's refresh reason until the next pin, and drops it with the session", async () => {
+      const session = sid("refresh-reason");
+      const ws = await workspace(session, "rules v1\n");
+      const { service } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(session, ws));
+      await ws.write("");
+      await service.invalidate(session, "  AGENTS.md fixed by ops  ");
+      // Nothing to pin while the file is empty: the reason waits for the pin that follows the refresh.
+      expect((await service.resolveWorkspaceRules(fileRequest(session, ws))).decision).toBe(
+        Decision.DECISION_EMPTY_NOT_PINNED,
+      );
+      await ws.write("rules v2\n");
+      expect(await service.resolveWorkspaceRules(fileRequest(session, ws))).toMatchObject({
+        decision: Decision.DECISION_REPINNED_OPERATOR_REFRESH,
+        refreshReason: "AGENTS.md fixed by ops",
+      });
+      await service.invalidate(session, "second refresh");
+      expect(await db("session_rules_refresh").where({ session_id: session })).toHaveLength(1);
+      await service.applySessionEvent(sessionEvent(session, 9, { $case: "sessionDeleted", value: {} }));
+      expect(await db("session_rules_refresh").where({ session_id: session })).toHaveLength(0);
     });
 
     it("deletes a deleted session's row once, counting by SQL", async () => {

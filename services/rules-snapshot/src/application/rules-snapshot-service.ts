@@ -13,7 +13,7 @@ import type { SnapshotStore } from "../adapters/mysql/snapshot-store";
 import { invalidatedLogLine } from "../domain/log-lines";
 import type { Locale, RawRules, ResolutionDecision, RulesEventPayload, SnapshotRow } from "../domain/model";
 import { renderWorkspaceRulesSection } from "../domain/render-rules-section";
-import { decideResolution, type ResolutionPlan } from "../domain/resolve-decision";
+import { afterOperatorRefresh, decideResolution, type ResolutionPlan } from "../domain/resolve-decision";
 import { planSessionEventCleanup } from "../domain/session-cleanup";
 import { invalidatedPayload, RULES_EVENT_SCHEMA_VERSION, rulesEventType } from "../domain/snapshot-events";
 import {
@@ -80,6 +80,7 @@ const PROTO_DECISIONS: Record<ResolutionDecision, Decision> = {
   EMPTY_NOT_PINNED: Decision.DECISION_EMPTY_NOT_PINNED,
   DEGRADED_RAW: Decision.DECISION_DEGRADED_RAW,
   SKIPPED_EMBED: Decision.DECISION_SKIPPED_EMBED,
+  REPINNED_OPERATOR_REFRESH: Decision.DECISION_REPINNED_OPERATOR_REFRESH,
 };
 
 const NO_RAW: RawRules = { sectionText: "", sourcePath: null, sourceMtimeMs: null, rawHash: "" };
@@ -158,6 +159,7 @@ export class RulesSnapshotService {
         const row = await store.findBySession(sessionId, trx);
         if (row === null) return null;
         if ((await store.deleteBySession(sessionId, trx)) === 0) return null;
+        await store.rememberRefresh(sessionId, why, this.deps.now(), trx);
         await this.recordEvent(sessionId, invalidatedPayload(why, row.generation), trx);
         return row;
       }),
@@ -197,6 +199,8 @@ export class RulesSnapshotService {
             cleanup.belowGeneration === null
               ? await store.deleteBySession(event.sessionId, trx)
               : await store.deleteOlderThanGeneration(event.sessionId, cleanup.belowGeneration, trx);
+          // A deleted or promoted session is never pinned again: its pending refresh goes with it.
+          if (cleanup.belowGeneration === null) await store.forgetRefresh(event.sessionId, trx);
           removed = count > 0;
           if (removed) await this.recordEvent(event.sessionId, cleanup.event, trx);
         },
@@ -263,7 +267,7 @@ export class RulesSnapshotService {
   ): Promise<ResolveResponse> {
     const { store } = this.deps;
     const existing = unwrap(await storedRead);
-    const plan = decideResolution({ sessionId, existing, workspace, raw, callerGeneration, embed: false });
+    let plan = decideResolution({ sessionId, existing, workspace, raw, callerGeneration, embed: false });
     const action = plan.action;
     switch (action.kind) {
       case "none":
@@ -271,10 +275,13 @@ export class RulesSnapshotService {
       case "insert":
       case "overwrite": {
         const nowMs = this.deps.now();
+        let pinned = plan;
         await store.transaction(async (trx) => {
+          pinned = afterOperatorRefresh(plan, await store.takeRefresh(sessionId, trx));
           await store.upsert(action.snapshot, nowMs, trx);
-          if (plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
+          if (pinned.event !== null) await this.recordEvent(sessionId, pinned.event, trx);
         });
+        plan = pinned;
         this.logPlan(sessionId, plan);
         // Concurrent first resolves each upsert; the row left is the last one committed. Answer with
         // it, so every caller injects what later rounds will retain.
@@ -324,6 +331,7 @@ export class RulesSnapshotService {
       rulesHash: raw.sectionText.length > 0 ? raw.rawHash : "",
       pinnedGeneration: 0,
       warning,
+      refreshReason: "",
     };
   }
 
@@ -334,6 +342,7 @@ export class RulesSnapshotService {
       rulesHash: plan.rulesHash,
       pinnedGeneration: plan.pinnedGeneration,
       warning: "",
+      refreshReason: plan.refreshReason,
     };
   }
 

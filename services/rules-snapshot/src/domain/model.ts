@@ -50,7 +50,8 @@ export type ResolutionDecision =
   | "REPINNED_STALE_GENERATION"
   | "EMPTY_NOT_PINNED"
   | "DEGRADED_RAW"
-  | "SKIPPED_EMBED";
+  | "SKIPPED_EMBED"
+  | "REPINNED_OPERATOR_REFRESH";
 
 export type RulesEventPayload = NonNullable<RulesSnapshotEvent["payload"]>;
 

@@ -44,6 +44,8 @@ export interface ResolutionPlan {
    */
   readonly logLines: readonly string[];
   readonly event: RulesEventPayload | null;
+  /** The operator's reason, on REPINNED_OPERATOR_REFRESH; '' otherwise. */
+  readonly refreshReason: string;
 }
 
 function isInvalidRow(row: SnapshotRow, workspace: string): boolean {
@@ -80,6 +82,7 @@ function pinPlan(
     logLines:
       reason === "stale_generation" ? [invalidatedLogLine(input.sessionId, "stale-generation"), pinned] : [pinned],
     event: pinnedPayload(snapshot, reason),
+    refreshReason: "",
   };
 }
 
@@ -88,7 +91,16 @@ function emptyPlan(
   logLines: readonly string[],
   event: RulesEventPayload | null,
 ): ResolutionPlan {
-  return { decision: "EMPTY_NOT_PINNED", sectionText: "", rulesHash: "", pinnedGeneration: 0, action, logLines, event };
+  return {
+    decision: "EMPTY_NOT_PINNED",
+    sectionText: "",
+    rulesHash: "",
+    pinnedGeneration: 0,
+    action,
+    logLines,
+    event,
+    refreshReason: "",
+  };
 }
 
 function retainedPlan(
@@ -106,6 +118,7 @@ function retainedPlan(
     action,
     logLines,
     event,
+    refreshReason: "",
   };
 }
 
@@ -122,6 +135,7 @@ export function decideResolution(input: ResolutionInput): ResolutionPlan {
       action: NO_ACTION,
       logLines: [],
       event: null,
+      refreshReason: "",
     };
   }
   const { existing: row, raw, sessionId } = input;
@@ -179,4 +193,17 @@ export function decideResolution(input: ResolutionInput): ResolutionPlan {
         [changedOnDiskLogLine({ sessionId, diskHash: raw.rawHash, pinnedHash: row.rulesHash })],
         retainedChangedPayload(raw.rawHash, row.rulesHash),
       );
+}
+
+/**
+ * A first pin after an operator's refresh (Invalidate) says so: the next build's prefix change and
+ * any cache collapse it causes are then explained by the refresh and its reason, not as a plain new
+ * snapshot. Any other plan is unchanged.
+ */
+export function afterOperatorRefresh(
+  plan: ResolutionPlan,
+  refresh: { readonly reason: string } | null,
+): ResolutionPlan {
+  if (refresh === null || plan.decision !== "PINNED") return plan;
+  return { ...plan, decision: "REPINNED_OPERATOR_REFRESH", refreshReason: refresh.reason };
 }

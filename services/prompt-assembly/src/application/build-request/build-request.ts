@@ -326,6 +326,7 @@ export class PromptBuilder {
       chatRequest: prepared.assembled.chatRequest,
       generation: prepared.view.generation,
       rulesDecision: prepared.rules.causeName,
+      ...(prepared.rules.refreshReason === "" ? {} : { rulesRefreshReason: prepared.rules.refreshReason }),
       droppedTurns: prepared.assembled.window.stats.droppedTurns,
       anchorDate: prepared.anchorDate,
       dateNotices: prepared.assembled.noticeDates,

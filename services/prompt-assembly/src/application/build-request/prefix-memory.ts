@@ -41,6 +41,8 @@ export interface PrefixRecord {
   readonly generation: number;
   /** CauseHints name of the rules decision ("PINNED", "RETAINED", "REREAD" ...). */
   readonly rulesDecision: RulesDecisionName;
+  /** The operator's reason when the rules were re-pinned after a refresh. */
+  readonly rulesRefreshReason?: string;
   readonly droppedTurns: number;
   readonly anchorDate: string;
   readonly dateNotices: readonly string[];
@@ -81,6 +83,7 @@ export function comparePrefixRecord(previous: PreviousPrefix | null, record: Pre
     compactionGenerationBefore: previous?.generation ?? null,
     compactionGenerationNow: record.generation,
     rulesDecision: record.rulesDecision,
+    ...(record.rulesRefreshReason === undefined ? {} : { rulesRefreshReason: record.rulesRefreshReason }),
     droppedTurnsBefore: previous?.droppedTurns ?? null,
     droppedTurnsNow: record.droppedTurns,
     anchorDateBefore: previous?.anchorDate ?? null,

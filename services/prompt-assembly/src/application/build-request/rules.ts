@@ -28,6 +28,8 @@ export interface ResolvedRules {
   readonly decision: Decision;
   /** How the prefix explanation names the decision ("PINNED", "RETAINED", "REREAD" ...). */
   readonly causeName: RulesDecisionName;
+  /** The operator's reason when the snapshot was re-pinned after a refresh; "" otherwise. */
+  readonly refreshReason: string;
 }
 
 /** The port. */
@@ -75,6 +77,7 @@ const DECISION_NAMES: Record<Decision, RulesDecisionName> = {
   [Decision.DECISION_EMPTY_NOT_PINNED]: "EMPTY_NOT_PINNED",
   [Decision.DECISION_DEGRADED_RAW]: "DEGRADED_RAW",
   [Decision.DECISION_SKIPPED_EMBED]: "SKIPPED_EMBED",
+  [Decision.DECISION_REPINNED_OPERATOR_REFRESH]: "REPINNED_OPERATOR_REFRESH",
   [Decision.UNRECOGNIZED]: "UNSPECIFIED",
 };
 
@@ -87,6 +90,7 @@ export const SKIPPED_EMBED: ResolvedRules = {
   sectionText: "",
   decision: Decision.DECISION_SKIPPED_EMBED,
   causeName: decisionName(Decision.DECISION_SKIPPED_EMBED),
+  refreshReason: "",
 };
 
 /**
@@ -147,6 +151,7 @@ export function snapshotRulesSource(
         sectionText: response.sectionText,
         decision: response.decision,
         causeName: decisionName(response.decision),
+        refreshReason: response.refreshReason,
       };
     },
   };

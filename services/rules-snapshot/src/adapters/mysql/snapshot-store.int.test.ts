@@ -37,6 +37,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(await runMigrations(db, rulesSnapshotMigrations)).toEqual([
         "0000_consumer_position",
         "0001_session_workspace_rules",
+        "0002_session_rules_refresh",
       ]);
       store = new SnapshotStore(db);
     });

@@ -3,6 +3,7 @@ import type { Knex } from "knex";
 import type { PinnedSnapshot, SnapshotRow } from "../../domain/model";
 
 const TABLE = "session_workspace_rules";
+const REFRESH_TABLE = "session_rules_refresh";
 
 /** A connection or an open transaction: every method runs on whichever it is given. */
 export type DbExecutor = Knex | Knex.Transaction;
@@ -106,6 +107,40 @@ export class SnapshotStore {
         ]);
     } catch (error) {
       throw translateDbError(error, { sessionId: snapshot.sessionId });
+    }
+  }
+
+  /** Remembers an operator's refresh until the session's next pin (one per session: the latest wins). */
+  async rememberRefresh(sessionId: string, reason: string, nowMs: number, executor: DbExecutor): Promise<void> {
+    try {
+      await executor(REFRESH_TABLE)
+        .insert({ session_id: sessionId, reason, requested_at_ms: nowMs })
+        .onConflict("session_id")
+        .merge(["reason", "requested_at_ms"]);
+    } catch (error) {
+      throw translateDbError(error, { sessionId });
+    }
+  }
+
+  /** The refresh waiting for this session's next pin, removed as it is read (inside the pin's transaction). */
+  async takeRefresh(sessionId: string, executor: DbExecutor): Promise<{ reason: string } | null> {
+    try {
+      const row = (await executor(REFRESH_TABLE).where({ session_id: sessionId }).first("reason")) as
+        | { reason: string }
+        | undefined;
+      if (row === undefined) return null;
+      await executor(REFRESH_TABLE).where({ session_id: sessionId }).delete();
+      return { reason: row.reason };
+    } catch (error) {
+      throw translateDbError(error, { sessionId });
+    }
+  }
+
+  async forgetRefresh(sessionId: string, executor: DbExecutor): Promise<void> {
+    try {
+      await executor(REFRESH_TABLE).where({ session_id: sessionId }).delete();
+    } catch (error) {
+      throw translateDbError(error, { sessionId });
     }
   }
 
