@@ -293,9 +293,13 @@ const usage = (patch: Partial<UsageRecorded> = {}): UsageRecorded => ({
   calledAtMs: 1_791_777_600_000,
   ...patch,
 });
+// unbuilt: the baseline's request_id names no build (this suite builds nothing for cache-monitor).
 const recordUsage = rpc("cacheMonitor", "RecordUsage", RecordUsageRequest, (f) => ({
   sessionId: f.sessionId,
   usage: usage(),
+  idempotencyKey: "",
+  providerResponseId: "",
+  unbuilt: true,
 }));
 const traceSession = rpc("cacheMonitor", "TraceSession", TraceSessionRequest, (f) => ({
   sessionId: f.sessionId,
@@ -790,13 +794,14 @@ const promptAssemblyTables = [
 ];
 
 const withUsage = (patch: Partial<UsageRecorded>) => (b: RecordUsageRequest) => ({ ...b, usage: usage(patch) });
-const noUsage = (b: RecordUsageRequest): RecordUsageRequest => ({ sessionId: b.sessionId });
+const noUsage = (b: RecordUsageRequest): RecordUsageRequest => ({ ...b, usage: undefined });
 /** UsageRecorded (field 2 of RecordUsageRequest) with one hand-made field appended, instead of the baseline's. */
 const inUsage = (raw: Uint8Array) =>
   [lenField(2, concatBytes(UsageRecorded.encode(usage()).finish(), raw)), noUsage] as const;
 /** The baseline call sent as RecordUsageRequest.raw (an Anthropic usage object) with one thing broken. */
 const rawUsage = (patch: Partial<RawProviderUsage>) => (b: RecordUsageRequest) => ({
-  sessionId: b.sessionId,
+  ...b,
+  usage: undefined,
   raw: {
     provider: "anthropic",
     usageJson: '{"input_tokens":1000,"cache_read_input_tokens":11000,"output_tokens":200}',

@@ -634,6 +634,9 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
           },
           calledAtMs: FIXED_NOW,
         },
+        idempotencyKey: "",
+        providerResponseId: "",
+        unbuilt: false,
       }).finish(),
     );
     expect(recorded.code, recorded.details).toBe(status.OK);

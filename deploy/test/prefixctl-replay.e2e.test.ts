@@ -93,6 +93,10 @@ describe("prefixctl operations, then the next build", () => {
           provider: "openai",
           calledAtMs: Date.now(),
         },
+        // Built just before: the default key and no unbuilt.
+        idempotencyKey: "",
+        providerResponseId: "",
+        unbuilt: false,
       },
       deadline,
     );

@@ -223,6 +223,10 @@ async function driveTurnsAndACollapse(
           provider: "openai",
           calledAtMs: Date.now(),
         },
+        // Built just before: the default key and no unbuilt.
+        idempotencyKey: "",
+        providerResponseId: "",
+        unbuilt: false,
       },
       deadline,
     );

@@ -220,6 +220,35 @@ const usageCurrencyAndLongWrites: Migration = {
   },
 };
 
+/**
+ * Issue 19: RecordUsage is idempotent by key. One key stores one row per session (the unique index
+ * is what makes a retry racing its original store nothing twice); content_sha256 tells a retry from
+ * another record reusing the key. Rows from llm.usage.v1 and rows stored before this have no key
+ * (NULL is never equal to NULL in a unique index, on MariaDB and SQLite alike).
+ */
+const usageIdempotency: Migration = {
+  name: "0009_cm_usage_idempotency",
+  async up(db) {
+    await db.schema.alterTable("cm_usage", (t) => {
+      t.string("idempotency_key", 400).nullable();
+      t.string("content_sha256", 64).nullable();
+      t.string("provider_response_id", 200).nullable();
+      // The harness said the request_id names no build of prefix-guard.
+      t.boolean("unbuilt").notNullable().defaultTo(false);
+      t.unique(["session_id", "idempotency_key"], { indexName: "cm_usage_idempotency_key" });
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_usage", (t) => {
+      t.dropUnique(["session_id", "idempotency_key"], "cm_usage_idempotency_key");
+      t.dropColumn("idempotency_key");
+      t.dropColumn("content_sha256");
+      t.dropColumn("provider_response_id");
+      t.dropColumn("unbuilt");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -230,4 +259,5 @@ export const cacheMonitorMigrations: Migration[] = [
   collapseSectionTable,
   observationCompactionRequest,
   usageCurrencyAndLongWrites,
+  usageIdempotency,
 ];

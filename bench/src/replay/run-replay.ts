@@ -362,6 +362,10 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
                 providerReport: undefined,
                 calledAtMs: event.atMs,
               },
+              // Built by prompt-assembly just above: the default key (its content) and no unbuilt.
+              idempotencyKey: "",
+              providerResponseId: "",
+              unbuilt: false,
             },
             CALL,
           );

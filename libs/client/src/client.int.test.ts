@@ -214,7 +214,7 @@ class FakeBackends {
         recordUsage: async (request: RecordUsageRequest, call: AnyCall) => {
           this.count("recordUsage", request.sessionId, call);
           this.usages.push(request);
-          return { cost: (request.usage?.promptTokens ?? 0) / 1000 };
+          return { cost: (request.usage?.promptTokens ?? 0) / 1000, duplicate: false, idempotencyKey: "k" };
         },
         listCollapses: this.notUsed,
         traceSession: this.notUsed,
@@ -298,22 +298,24 @@ describe("harness client over real gRPC (three servers)", () => {
     expect(fakes.callsOf("buildRequest", "down")).toBe(3);
   });
 
-  it("recordRawUsage sends the provider's usage JSON untouched as raw, once", async () => {
+  it("recordRawUsage sends the provider's usage JSON untouched as raw, with the record's identity", async () => {
     const usageJson =
       '{"input_tokens":12,"cache_read_input_tokens":4096,"cache_creation_input_tokens":0,"output_tokens":7}';
     const raw = { provider: "anthropic", usageJson, requestId: "r-raw", model: "claude-sonnet-4-5", calledAtMs: 5 };
-    await client.recordRawUsage("raw", raw);
+    await client.recordRawUsage("raw", { ...raw, providerResponseId: "msg_01", unbuilt: true });
     expect(fakes.usages.at(-1)).toMatchObject({
       sessionId: "raw",
       usage: undefined,
       raw: { ...raw, reportedCost: undefined },
+      idempotencyKey: "",
+      providerResponseId: "msg_01",
+      unbuilt: true,
     });
-    fakes.failNext.set("recordUsage:raw", 1);
-    expect(await failure(client.recordRawUsage("raw", raw))).toBeInstanceOf(UnavailableError);
-    expect(fakes.callsOf("recordUsage", "raw")).toBe(2);
+    await client.recordRawUsage("raw", { ...raw, idempotencyKey: "call-1" });
+    expect(fakes.usages.at(-1)).toMatchObject({ idempotencyKey: "call-1", providerResponseId: "", unbuilt: false });
   });
 
-  it("never retries SaveMessage or RecordUsage on UNAVAILABLE", async () => {
+  it("never retries SaveMessage on UNAVAILABLE; retries RecordUsage, idempotent by key since issue 19", async () => {
     fakes.failNext.set("saveMessage:flaky", 1);
     const saveError = await failure(client.saveMessage({ sessionId: "flaky", role: Role.ROLE_USER, content: "hi" }));
     expect(saveError).toBeInstanceOf(UnavailableError);
@@ -328,14 +330,16 @@ describe("harness client over real gRPC (three servers)", () => {
       completionTokens: 5,
       calledAtMs: 1,
     };
-    expect(await failure(client.recordUsage("flaky", usage))).toBeInstanceOf(UnavailableError);
-    expect(fakes.callsOf("recordUsage", "flaky")).toBe(1);
-    // The next call goes through once: one recorded usage in all, never a duplicate.
-    expect((await client.recordUsage("flaky", usage)).cost).toBe(1);
+    // One UNAVAILABLE, then the retry lands: the server's key makes a landed first attempt harmless.
+    expect((await client.recordUsage("flaky", { ...usage, providerResponseId: "msg_r1" })).cost).toBe(1);
     expect(fakes.callsOf("recordUsage", "flaky")).toBe(2);
-    expect(fakes.usages.map((u) => [u.sessionId, u.usage?.requestId, u.usage?.cachedTokens])).toEqual([
-      ["flaky", "r1", 900],
+    expect(fakes.usages.map((u) => [u.sessionId, u.usage?.requestId, u.providerResponseId])).toEqual([
+      ["flaky", "r1", "msg_r1"],
     ]);
+    // Still down after maxAttempts (3): the error surfaces.
+    fakes.failNext.set("recordUsage:flaky", 5);
+    expect(await failure(client.recordUsage("flaky", usage))).toBeInstanceOf(UnavailableError);
+    expect(fakes.callsOf("recordUsage", "flaky")).toBe(5);
   });
 
   it("respects the deadline and does not retry a DEADLINE_EXCEEDED BuildRequest", async () => {
@@ -425,7 +429,7 @@ describe("harness client over real gRPC (three servers)", () => {
     const created = await client.createSession({ sessionId: "c-820", owner: "u1", workspace: "/w" });
     for (const answer of [turn, usage, created, await client.getSession("c-820")])
       expect(JSON.stringify(answer)).not.toContain("_unknownFields");
-    expect(usage).toStrictEqual({ cost: 1, collapse: undefined });
+    expect(usage).toStrictEqual({ cost: 1, collapse: undefined, duplicate: false, idempotencyKey: "k" });
   });
 
   it("rejects TLS options that cannot make a channel", () => {

@@ -111,8 +111,24 @@ export interface BuildOptions {
   readonly maxOutputTokens?: number;
 }
 
+/** How a usage record is named for retries and whether prefix-guard built its request (issue 19). */
+export interface UsageRecordIdentity {
+  /** Names the record: a retry with the same key stores nothing twice. Default: request id + provider response id. */
+  readonly idempotencyKey?: string;
+  /** The provider's id of the response (Anthropic `msg_…`, OpenAI `chatcmpl-…` / `resp_…`). */
+  readonly providerResponseId?: string;
+  /** The request id names no BuildRequest of prefix-guard (the harness built the body itself). */
+  readonly unbuilt?: boolean;
+}
+
+const identityFields = (identity: UsageRecordIdentity) => ({
+  idempotencyKey: identity.idempotencyKey ?? "",
+  providerResponseId: identity.providerResponseId ?? "",
+  unbuilt: identity.unbuilt ?? false,
+});
+
 /** The provider's own usage object, sent as it came; cache-monitor parses and prices it. */
-export interface RawUsageInput {
+export interface RawUsageInput extends UsageRecordIdentity {
   /** "openai_chat" | "openai_responses" | "anthropic" | "gemini" | "bedrock_converse" | "deepseek" */
   readonly provider: string;
   /** The provider's usage object (or its whole response) as JSON text, unchanged. */
@@ -125,7 +141,7 @@ export interface RawUsageInput {
   readonly reportedCost?: number;
 }
 
-export interface UsageInput {
+export interface UsageInput extends UsageRecordIdentity {
   /** request_id of the BuildRequest whose body was sent. */
   readonly requestId: string;
   readonly model: string;
@@ -255,8 +271,9 @@ function describesSameSession(session: Session, request: CreateSessionRequest): 
 /**
  * The harness's side of SaveMessage → BuildRequest(min_seq) → RecordUsage. Every attempt has a
  * deadline. Only calls that are safe to repeat are retried, and only on UNAVAILABLE: BuildRequest,
- * GetSession, ReadEvents and ListMessages. SaveMessage, CommitCompaction, DeleteMessage and
- * RecordUsage are sent once (a repeat could append a second message or bill usage twice);
+ * BuildCompactionRequest, GetSession, ReadEvents, ListMessages and RecordUsage (idempotent by key:
+ * a retry stores nothing twice). SaveMessage, CommitCompaction and DeleteMessage are sent once (a
+ * repeat could append a second message);
  * CreateSession is retried only with a caller-chosen id. Failures surface as @prefix-guard/errors.
  */
 export function createHarnessClient(options: HarnessClientOptions): HarnessClient {
@@ -406,10 +423,10 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
               calledAtMs: raw.calledAtMs,
               reportedCost: raw.reportedCost,
             },
+            ...identityFields(raw),
           },
-          // Sent once like recordUsage: a repeat of the same raw usage is found, not billed twice, but
-          // the caller decides whether to repeat.
-          callOptions(false, deadlineMs, overrides),
+          // Idempotent by key (issue 19): a retry after a lost answer gets the stored answer.
+          callOptions(true, deadlineMs, overrides),
         ),
       ),
 
@@ -432,9 +449,10 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
               providerReport: usage.providerReport,
               calledAtMs: usage.calledAtMs,
             },
+            ...identityFields(usage),
           },
-          // Not retried: the request carries no idempotency key, so a repeat would count the cost twice.
-          callOptions(false, deadlineMs, overrides),
+          // Idempotent by key (issue 19): a retry after a lost answer gets the stored answer.
+          callOptions(true, deadlineMs, overrides),
         ),
       ),
 

@@ -69,6 +69,7 @@ export type {
   TlsOptions,
   TurnResult,
   UsageInput,
+  UsageRecordIdentity,
 } from "./harness-client";
 export { createHarnessClient } from "./harness-client";
 export { translateClientError } from "./peer-errors";

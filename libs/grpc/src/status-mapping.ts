@@ -22,14 +22,16 @@ export interface MappedStatus {
 }
 
 /**
- * The one place where errors become gRPC statuses. Typed errors keep their message, field and
- * reason (as `pg-field` / `pg-reason` trailers); anything else is INTERNAL with a generic message so
+ * The one place where errors become gRPC statuses. Typed errors keep their message, field (a
+ * ValidationError's, or any error's `context.field`) and reason (as `pg-field` / `pg-reason` trailers); anything else is INTERNAL with a generic message so
  * driver internals never reach a caller.
  */
 export function mapErrorToStatus(error: unknown): MappedStatus {
   const metadata = new Metadata();
   if (isPrefixGuardError(error)) {
-    if (error instanceof ValidationError) metadata.set("pg-field", error.field);
+    // A non-validation error may name the request field it is about too (e.g. FAILED_PRECONDITION on `request_id`).
+    const field = error instanceof ValidationError ? error.field : error.context.field;
+    if (typeof field === "string") metadata.set("pg-field", field);
     if (error.reason !== undefined) metadata.set("pg-reason", error.reason);
     return { code: codeToStatus[error.code], details: error.message, metadata };
   }

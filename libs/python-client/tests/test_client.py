@@ -75,11 +75,15 @@ class RetryPolicyTest(ClientTestCase):
         self.world.script("ReadEvents", unavailable(), ReadEventsResponse(last_seq=4))
         self.world.script("ListMessages", unavailable(), ListMessagesResponse())
         self.world.script("BuildCompactionRequest", unavailable(), BuildCompactionRequestResponse(request_id="c"))
+        self.world.script("RecordUsage", unavailable(), RecordUsageResponse(cost=0.5))
         self.client.get_session("s1")
         self.client.read_events("s1", 0)
         self.client.list_messages("s1")
         self.client.build_compaction_request("s1", 3, OPTIONS)
-        for method in ("GetSession", "ReadEvents", "ListMessages", "BuildCompactionRequest"):
+        self.client.record_usage(
+            "s1", request_id="r", model="m", prompt_tokens=1, cached_tokens=0, completion_tokens=1, called_at_ms=1
+        )
+        for method in ("GetSession", "ReadEvents", "ListMessages", "BuildCompactionRequest", "RecordUsage"):
             self.assertEqual(len(self.world.calls_of(method)), 2, method)
 
     def test_other_codes_are_not_retried_even_for_idempotent_calls(self):
@@ -97,14 +101,10 @@ class RetryPolicyTest(ClientTestCase):
 
     def test_writes_are_sent_once(self):
         self.world.script("SaveMessage", unavailable())
-        self.world.script("RecordUsage", unavailable())
         self.world.script("CommitCompaction", unavailable())
         self.world.script("DeleteMessage", unavailable())
         calls = [
             lambda: self.client.save_message("s1", Role.ROLE_USER, "hi"),
-            lambda: self.client.record_usage(
-                "s1", request_id="r", model="m", prompt_tokens=1, cached_tokens=0, completion_tokens=1, called_at_ms=1
-            ),
             lambda: self.client.commit_compaction(
                 "s1", expected_generation=0, boundary_message_id="m1", summary="sum"
             ),
@@ -114,7 +114,7 @@ class RetryPolicyTest(ClientTestCase):
             with self.assertRaises(PrefixGuardError) as raised:
                 call()
             self.assertIs(raised.exception.code, grpc.StatusCode.UNAVAILABLE)
-        for method in ("SaveMessage", "RecordUsage", "CommitCompaction", "DeleteMessage"):
+        for method in ("SaveMessage", "CommitCompaction", "DeleteMessage"):
             self.assertEqual(len(self.world.calls_of(method)), 1, method)
         self.assertEqual(self.sleeps, [])
 
@@ -288,6 +288,24 @@ class RequestShapeTest(ClientTestCase):
         self.assertEqual((request.usage.request_id, request.usage.cached_tokens), ("r1", 90))
         self.assertFalse(request.usage.HasField("reported_cost"))
         self.assertFalse(request.usage.HasField("provider_report"))
+        self.assertEqual((request.idempotency_key, request.provider_response_id, request.unbuilt), ("", "", False))
+
+    def test_record_usage_sends_the_record_identity(self):
+        self.world.script("RecordUsage", RecordUsageResponse(cost=0.5, duplicate=True, idempotency_key="r1:msg_1"))
+        answer = self.client.record_usage(
+            "s1",
+            request_id="r1",
+            model="m",
+            prompt_tokens=100,
+            cached_tokens=90,
+            completion_tokens=5,
+            called_at_ms=1,
+            provider_response_id="msg_1",
+            unbuilt=True,
+        )
+        self.assertTrue(answer.duplicate)
+        request = self.world.attempts[0].request
+        self.assertEqual((request.idempotency_key, request.provider_response_id, request.unbuilt), ("", "msg_1", True))
 
 
 class LifecycleTest(ClientTestCase):

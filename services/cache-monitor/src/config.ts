@@ -1,5 +1,6 @@
 import { loadConfig, port, z } from "@prefix-guard/config";
 import { commonConfigShape } from "@prefix-guard/runtime";
+import { DEFAULT_BUILD_WAIT_MS } from "./application/cache-monitor";
 import type { AttributionThresholds } from "./domain/attribution";
 import { type CollapseThresholds, DEFAULT_COLLAPSE_THRESHOLDS } from "./domain/collapse-detection";
 import { BUILTIN_CATALOGUE, CATALOGUE_CURRENCY } from "./domain/price-catalogue";
@@ -67,6 +68,11 @@ const cacheMonitorConfigShape = z.object({
   COLLAPSE_MIN_BASELINE_SHARE: share(DEFAULT_COLLAPSE_THRESHOLDS.minBaselineShare),
   /** A provider cache read at or below this share of the prompt counts as "read ≈ 0" (a miss). */
   ATTRIBUTION_NEAR_ZERO_READ_SHARE: share(0.05),
+  /**
+   * How long RecordUsage waits for its build's FingerprintObserved (on its way through Kafka) before
+   * answering FAILED_PRECONDITION `request_not_built`; 0 = only what is stored already.
+   */
+  USAGE_BUILD_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_BUILD_WAIT_MS),
 });
 
 /** One price book, one currency: the USD catalogue cannot be mixed with prices in another unit. */

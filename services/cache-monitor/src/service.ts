@@ -8,7 +8,8 @@ import { cacheMonitorRegistration } from "./adapters/grpc/cache-monitor-grpc";
 import { CacheMonitorMetrics, type MetricsRegistry } from "./adapters/metrics/cache-monitor-metrics";
 import { MonitorStore } from "./adapters/mysql/monitor-store";
 import { outboxMonitorEventSink } from "./adapters/mysql/outbox-monitor-events";
-import { CacheMonitor } from "./application/cache-monitor";
+import { BuildArrivals } from "./application/build-arrivals";
+import { BUILD_POLL_MS, CacheMonitor } from "./application/cache-monitor";
 import { decodePrefixEvent, decodeUsageEvent } from "./application/monitor-events";
 import { attributionThresholdsOf, type CacheMonitorConfig, collapseThresholdsOf, priceBookOf } from "./config";
 
@@ -54,6 +55,7 @@ export async function startCacheMonitor(
         sha256: sha256Hex,
         logger,
         observer: metrics,
+        buildWait: { arrivals: new BuildArrivals(), timeoutMs: config.USAGE_BUILD_WAIT_MS, pollMs: BUILD_POLL_MS },
       });
       const relay = kit.startRelay({ source: tableOutboxSource(kit.db) });
       await kit.consume({

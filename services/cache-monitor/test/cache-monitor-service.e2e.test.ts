@@ -16,6 +16,7 @@ import {
   CacheMonitorClient,
   type ListCollapsesResponse,
   type RawProviderUsage,
+  type RecordUsageRequest,
   type RecordUsageResponse,
   type TraceSessionResponse,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
@@ -104,6 +105,8 @@ function rulesChangedEvent(sessionId: string, requestId: string): Uint8Array {
   });
 }
 
+const NO_IDENTITY = { idempotencyKey: "", providerResponseId: "", unbuilt: false } as const;
+
 describe("cache-monitor over gRPC on the embedded bus", () => {
   let busDb: Database;
   let bus: MessageBus;
@@ -115,18 +118,19 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
   const stops: Array<() => Promise<void>> = [];
 
   const rpc = {
-    recordUsage: (sessionId: string, u: UsageRecorded | undefined) =>
-      callUnary<{ sessionId: string; usage?: UsageRecorded }, RecordUsageResponse>(
+    recordUsage: (sessionId: string, u: UsageRecorded | undefined, identity: Partial<RecordUsageRequest> = {}) =>
+      callUnary<RecordUsageRequest, RecordUsageResponse>(
         client,
         client.recordUsage,
-        u ? { sessionId, usage: u } : { sessionId },
+        { ...NO_IDENTITY, sessionId, usage: u, ...identity },
         { deadlineMs: 10_000 },
       ),
+    // No raw-usage test builds its request: each says so (unbuilt).
     recordRawUsage: (sessionId: string, raw: RawProviderUsage, typed?: UsageRecorded) =>
-      callUnary<{ sessionId: string; usage?: UsageRecorded; raw: RawProviderUsage }, RecordUsageResponse>(
+      callUnary<RecordUsageRequest, RecordUsageResponse>(
         client,
         client.recordUsage,
-        typed ? { sessionId, usage: typed, raw } : { sessionId, raw },
+        { ...NO_IDENTITY, sessionId, usage: typed, raw, unbuilt: true },
         { deadlineMs: 10_000 },
       ),
     listCollapses: (sessionId: string) =>
@@ -199,6 +203,7 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
         DATABASE_URL: mariadb.url,
         LOG_LEVEL: "silent",
         METRICS_PORT: String(metricsPort),
+        USAGE_BUILD_WAIT_MS: "1000",
       }),
       { bus, logger: silentLogger() },
     );
@@ -214,10 +219,10 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
     await mariadb?.drop();
   });
 
-  it("names workspace-rules, the cause and the extra cost of a collapse whose build events arrived late", async () => {
+  it("waits for the build events of a RecordUsage that overtook them, then names workspace-rules, the cause and the extra cost", async () => {
     const session = "811";
     await normalSession(session);
-    const collapse = await rpc.recordUsage(
+    const recording = rpc.recordUsage(
       session,
       usage("r6", Date.UTC(2026, 9, 14, 5, 11, 11, 539), {
         promptTokens: 453_569,
@@ -225,10 +230,19 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
         completionTokens: 621,
       }),
     );
+    // The harness's usage is ahead of its build's FingerprintObserved on Kafka.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await count("cm_usage", { session_id: session, request_id: "r6" })).toBe(0);
+    // The change first: the observation wakes the waiting RecordUsage, which then joins both.
+    await publishPrefix(session, [rulesChangedEvent(session, "r6"), observedEvent(session, "r6", false)]);
+    const collapse = await recording;
     expect(collapse.cost).toBeCloseTo(0.8953, 4);
-    expect(collapse.collapse).toMatchObject({ requestId: "r6", attribution: "unknown", changedSections: [] });
+    expect(collapse.collapse).toMatchObject({
+      requestId: "r6",
+      cause: RULES_CAUSE,
+      changedSections: ["workspace-rules"],
+    });
 
-    await publishPrefix(session, [observedEvent(session, "r6", false), rulesChangedEvent(session, "r6")]);
     const listed = await eventually(
       async () => {
         const response = await rpc.listCollapses(session);
@@ -495,9 +509,9 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
       counterValue("prefixguard_cached_tokens_total"),
     );
     expect(counterValue("prefixguard_cached_tokens_total")).toBeGreaterThan(0);
-    // 811's collapse was detected before its build's events arrived; 797's behind an unchanged prefix.
+    // 811's collapse waited for its build's events and was named at once; 797's behind an unchanged prefix.
     expect(text).toMatch(
-      /prefixguard_cache_collapses_total\{(?=[^}]*section="\(unknown\)")(?=[^}]*cause="unknown")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+      /prefixguard_cache_collapses_total\{(?=[^}]*section="workspace-rules")(?=[^}]*cause="[^"]+")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
     expect(text).toMatch(
       /prefixguard_cache_collapses_total\{(?=[^}]*section="\(none\)")(?=[^}]*cause="[a-z_]+")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
@@ -525,5 +539,34 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
     expect(text).toMatch(/prefixguard_relay_backlog_events\{[^}]*service="cache-monitor"[^}]*\} \d/);
     expect(text).not.toMatch(/^cache_monitor_/m);
     expect(text).toContain("process_cpu_user_seconds_total");
+  });
+
+  // After the metrics test: these calls would change its counts.
+  it("answers a retried RecordUsage with the stored answer, and names the field of a reused key or an unbuilt request", async () => {
+    const session = "s-retry";
+    await publishPrefix(session, [observedEvent(session, "q1", true)]);
+    const call = usage("q1", T_13_00, { cachedTokens: 0 });
+    const first = await rpc.recordUsage(session, call, { providerResponseId: "msg_q1" });
+    expect(first).toMatchObject({ duplicate: false, idempotencyKey: "q1:msg_q1" });
+    const retry = await rpc.recordUsage(session, call, { providerResponseId: "msg_q1" });
+    expect(retry).toEqual({ ...first, duplicate: true });
+    expect(await count("cm_usage", { session_id: session })).toBe(1);
+
+    const fieldOf = (error: ServiceError) => (error.metadata ?? new Metadata()).get("pg-field");
+    const reused = (await rpc
+      .recordUsage(session, { ...call, completionTokens: 1 }, { providerResponseId: "msg_q1" })
+      .catch((e: unknown) => e)) as ServiceError;
+    expect(reused.code).toBe(status.ALREADY_EXISTS);
+    expect(fieldOf(reused)).toEqual(["idempotency_key"]);
+
+    const unbuilt = (await rpc.recordUsage(session, usage("q-none", T_13_00)).catch((e: unknown) => e)) as ServiceError;
+    expect(unbuilt.code).toBe(status.FAILED_PRECONDITION);
+    expect(fieldOf(unbuilt)).toEqual(["request_id"]);
+    expect((unbuilt.metadata ?? new Metadata()).get("pg-reason")).toEqual(["request_not_built"]);
+    expect(await count("cm_usage", { session_id: session })).toBe(1);
+    expect(await rpc.recordUsage(session, usage("q-none", T_13_00), { unbuilt: true })).toMatchObject({
+      duplicate: false,
+    });
+    expect(await count("cm_usage", { session_id: session })).toBe(2);
   });
 });

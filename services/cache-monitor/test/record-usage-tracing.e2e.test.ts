@@ -10,7 +10,11 @@ import { encodeEnvelope, Topics } from "@prefix-guard/events";
 import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
 import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
-import { CacheMonitorClient, type RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import {
+  CacheMonitorClient,
+  type RecordUsageRequest,
+  type RecordUsageResponse,
+} from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { startTelemetry, type Telemetry, type TelemetryOptions } from "@prefix-guard/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,10 +65,11 @@ describe("RecordUsage spans", () => {
   let client: CacheMonitorClient;
 
   const recordUsage = (sessionId: string, u: UsageRecorded) =>
-    callUnary<{ sessionId: string; usage: UsageRecorded }, RecordUsageResponse>(
+    // These spans are about the usage, not its build: no build is published here.
+    callUnary<RecordUsageRequest, RecordUsageResponse>(
       client,
       client.recordUsage,
-      { sessionId, usage: u },
+      { sessionId, usage: u, idempotencyKey: "", providerResponseId: "", unbuilt: true },
       { deadlineMs: 10_000 },
     );
 

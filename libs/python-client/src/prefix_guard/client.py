@@ -2,9 +2,9 @@
 
 The same calls and the same retry policy as the TypeScript client (libs/client/src/harness-client.ts):
 every attempt has a deadline; only calls that are safe to repeat are retried, and only on
-UNAVAILABLE (BuildRequest, BuildCompactionRequest, GetSession, ReadEvents, ListMessages), up to
-``max_attempts`` with 0.1 s, 0.2 s ... between attempts. SaveMessage, CommitCompaction, DeleteMessage
-and RecordUsage are sent once (a repeat could append a second message or bill usage twice);
+UNAVAILABLE (BuildRequest, BuildCompactionRequest, GetSession, ReadEvents, ListMessages, and
+RecordUsage, idempotent by key), up to ``max_attempts`` with 0.1 s, 0.2 s ... between attempts.
+SaveMessage, CommitCompaction and DeleteMessage are sent once (a repeat could append a second message);
 CreateSession is retried only with a caller-chosen session id. Every failure is a PrefixGuardError.
 
 Responses are the generated protobuf messages (``prefixguard.<pkg>.v1.*_pb2``), e.g.
@@ -453,10 +453,16 @@ class PrefixGuardClient:
         reported_cost: Optional[float] = None,
         provider: str = "",
         provider_report: Optional[usage_events_pb2.ProviderCacheReport] = None,
+        idempotency_key: str = "",
+        provider_response_id: str = "",
+        unbuilt: bool = False,
         deadline_s: Optional[float] = None,
     ) -> monitor_pb2.RecordUsageResponse:
-        """Reports the usage of the LLM call made with the body of ``request_id``. Sent once: the
-        request has no idempotency key, so a repeat would count the cost twice."""
+        """Reports the usage of the LLM call made with the body of ``request_id``. Retried on
+        UNAVAILABLE: cache-monitor stores one record per ``idempotency_key`` (default: request id +
+        ``provider_response_id``, else the record's content) and answers a retry with the stored
+        answer (``duplicate``). ``unbuilt=True`` for a body prefix-guard did not build; otherwise
+        such a request id is FAILED_PRECONDITION naming ``request_id``."""
         usage = usage_events_pb2.UsageRecorded(
             request_id=request_id,
             model=model,
@@ -474,8 +480,14 @@ class PrefixGuardClient:
         return self._call(
             "cache-monitor",
             self._monitor.RecordUsage,
-            monitor_pb2.RecordUsageRequest(session_id=session_id, usage=usage),
-            idempotent=False,
+            monitor_pb2.RecordUsageRequest(
+                session_id=session_id,
+                usage=usage,
+                idempotency_key=idempotency_key,
+                provider_response_id=provider_response_id,
+                unbuilt=unbuilt,
+            ),
+            idempotent=True,
             deadline_s=self._deadline(deadline_s),
         )
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
-import { ConflictError, ValidationError } from "@prefix-guard/errors";
+import { AlreadyExistsError, ConflictError, FailedPreconditionError, ValidationError } from "@prefix-guard/errors";
 import { Topics } from "@prefix-guard/events";
 import { silentLogger } from "@prefix-guard/logging";
 import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
@@ -15,7 +15,8 @@ import { MonitorStore } from "../adapters/mysql/monitor-store";
 import { outboxMonitorEventSink } from "../adapters/mysql/outbox-monitor-events";
 import { DEFAULT_COLLAPSE_THRESHOLDS } from "../domain/collapse-detection";
 import { DEFAULT_PRICE_BOOK } from "../domain/pricing";
-import { CacheMonitor } from "./cache-monitor";
+import { BuildArrivals } from "./build-arrivals";
+import { BUILD_POLL_MS, type BuildWait, CacheMonitor } from "./cache-monitor";
 import type { ValidPrefixEvent } from "./monitor-events";
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
@@ -23,8 +24,10 @@ const T0 = Date.UTC(2026, 9, 14, 4, 0, 0);
 let clock = T0;
 let ids = 0;
 
-function monitorOn(db: Database): CacheMonitor {
+/** A short build wait keeps the refusals quick; the race tests give their own. */
+function monitorOn(db: Database, buildWait: Partial<BuildWait> = {}): CacheMonitor {
   return new CacheMonitor({
+    buildWait: { arrivals: new BuildArrivals(), timeoutMs: 300, pollMs: BUILD_POLL_MS, ...buildWait },
     store: new MonitorStore(db),
     events: outboxMonitorEventSink(() => clock),
     prices: DEFAULT_PRICE_BOOK,
@@ -166,9 +169,13 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       });
       expect(prefixFirst.cost).toBeCloseTo(0.8953, 4);
 
-      // Usage first: detected at once with the cause unknown, explained when the build's events arrive.
+      // Usage first (from llm.usage.v1, where nobody waits for the build): detected at once with the
+      // cause unknown, explained when the build's events arrive.
       await normalHistory(monitor, "s-usage-first");
-      const usageFirst = await monitor.recordUsage({ sessionId: "s-usage-first", usage: collapseUsage("r6") });
+      const usageFirst = await monitor.recordUsage(
+        { sessionId: "s-usage-first", usage: collapseUsage("r6") },
+        { source: "topic", eventId: "usage-first-r6", occurredAtMs: clock },
+      );
       expect(usageFirst.collapse).toMatchObject({ changedSections: [], attribution: "unknown" });
       expect(usageFirst.collapse?.cause).toMatch(/no prompt\.prefix\.v1 fingerprint/);
       expect(await monitor.applyPrefixEvent(observed("s-usage-first", "r6"))).toEqual({
@@ -239,13 +246,17 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect((await monitor.applyUsageEvent(fromTopic)).duplicate).toBe(true);
       expect(await count(db, "outbox_message", { message_key: session })).toBe(before);
 
-      const first = await monitor.recordUsage({ sessionId: session, usage: usage("rr1", { calledAtMs: clock + 1 }) });
-      const again = await monitor.recordUsage({ sessionId: session, usage: usage("rr1", { calledAtMs: clock + 1 }) });
+      // No key and no provider response id: the record's content names it.
+      const unbuiltCall = (calledAtMs: number) => ({
+        sessionId: session,
+        usage: usage("rr1", { calledAtMs }),
+        unbuilt: true,
+      });
+      const first = await monitor.recordUsage(unbuiltCall(clock + 1));
+      const again = await monitor.recordUsage(unbuiltCall(clock + 1));
       expect(again).toEqual({ ...first, duplicate: true });
       // A second call that sent the same body is a new call.
-      expect(
-        (await monitor.recordUsage({ sessionId: session, usage: usage("rr1", { calledAtMs: clock + 2 }) })).duplicate,
-      ).toBe(false);
+      expect((await monitor.recordUsage(unbuiltCall(clock + 2))).duplicate).toBe(false);
       expect(await count(db, "cm_usage", { session_id: session })).toBe(3);
 
       const usageRows = await db("outbox_message").where({ topic: Topics.llmUsage, message_key: session });
@@ -266,6 +277,101 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await expect(
         monitor.applyUsageEvent({ ...fromTopic, payload: { $case: "usage", value: usage("another-request") } }),
       ).rejects.toBeInstanceOf(ConflictError);
+    });
+
+    it("stores a retried record once and answers it with what it stored (explicit key and default key)", async () => {
+      const session = "s-idempotent";
+      await normalHistory(monitor, session);
+      await monitor.applyPrefixEvent(observed(session, "r6"));
+      await monitor.applyPrefixEvent(rulesChanged(session, "r6"));
+      const usagesPublished = () => count(db, "outbox_message", { topic: Topics.llmUsage, message_key: session });
+      const [rowsBefore, publishedBefore] = [
+        await count(db, "cm_usage", { session_id: session }),
+        await usagesPublished(),
+      ];
+
+      // Default key: request id + provider response id. The retry sets another called_at_ms (0 = now),
+      // as a harness retrying later might not — content is what must match, so it sends the same.
+      const call = { sessionId: session, usage: collapseUsage("r6"), providerResponseId: "msg_01ABC" };
+      const first = await monitor.recordUsage(call);
+      expect(first).toMatchObject({ duplicate: false, idempotencyKey: "r6:msg_01ABC" });
+      expect(first.collapse?.changedSections).toEqual(["workspace-rules"]);
+      const retry = await monitor.recordUsage(call);
+      expect(retry).toEqual({ ...first, duplicate: true });
+      expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 1);
+      expect(await usagesPublished()).toBe(publishedBefore + 1);
+      expect(await count(db, "cm_collapse", { session_id: session })).toBe(1);
+
+      // Same key, other content: refused naming the key, nothing stored.
+      const reused = await monitor
+        .recordUsage({ ...call, usage: { ...collapseUsage("r6"), completionTokens: 622 } })
+        .catch((e: unknown) => e);
+      expect(reused).toBeInstanceOf(AlreadyExistsError);
+      expect((reused as AlreadyExistsError).reason).toBe("idempotency_key_reused");
+      expect((reused as AlreadyExistsError).context.field).toBe("idempotency_key");
+
+      // An explicit key wins over the default; the same response id under another key is another record.
+      clock += 60_000;
+      await monitor.applyPrefixEvent(observed(session, "r7"));
+      const keyed = { sessionId: session, usage: usage("r7"), idempotencyKey: "harness-call-7" };
+      expect(await monitor.recordUsage(keyed)).toMatchObject({ duplicate: false, idempotencyKey: "harness-call-7" });
+      expect(await monitor.recordUsage(keyed)).toMatchObject({ duplicate: true, idempotencyKey: "harness-call-7" });
+      expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 2);
+      const stored = await db("cm_usage").where({ session_id: session, request_id: "r7" }).first();
+      expect(stored).toMatchObject({ idempotency_key: "harness-call-7", provider_response_id: null });
+
+      // A bad key is INVALID_ARGUMENT naming it.
+      const bad = await monitor.recordUsage({ ...keyed, idempotencyKey: "has space" }).catch((e: unknown) => e);
+      expect((bad as ValidationError).field).toBe("idempotency_key");
+      const badResponse = await monitor
+        .recordUsage({ ...keyed, providerResponseId: "x".repeat(201) })
+        .catch((e: unknown) => e);
+      expect((badResponse as ValidationError).field).toBe("provider_response_id");
+      expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 2);
+    });
+
+    it("refuses a usage of a request prefix-guard never built unless it says unbuilt, and stores nothing", async () => {
+      const session = "s-unbuilt";
+      const tables = ["cm_usage", "cm_collapse", "outbox_message"];
+      const before = await Promise.all(tables.map((t) => count(db, t)));
+      const refused = await monitor.recordUsage({ sessionId: session, usage: usage("never-built") }).catch((e) => e);
+      expect(refused).toBeInstanceOf(FailedPreconditionError);
+      expect((refused as FailedPreconditionError).reason).toBe("request_not_built");
+      expect((refused as FailedPreconditionError).context.field).toBe("request_id");
+      expect((refused as Error).message).toMatch(/^request_id: never-built was not built/);
+      expect(await Promise.all(tables.map((t) => count(db, t)))).toEqual(before);
+
+      const accepted = await monitor.recordUsage({ sessionId: session, usage: usage("never-built"), unbuilt: true });
+      expect(accepted.duplicate).toBe(false);
+      expect(await db("cm_usage").where({ session_id: session }).select("request_id", "unbuilt")).toEqual([
+        { request_id: "never-built", unbuilt: expect.anything() },
+      ]);
+      expect(Boolean(Number((await db("cm_usage").where({ session_id: session }).first())?.unbuilt))).toBe(true);
+    });
+
+    it("waits for the build of a usage that overtook its FingerprintObserved, woken when the observation is stored", async () => {
+      const arrivals = new BuildArrivals();
+      // A long wait and a long poll: only the wake-up can make this quick.
+      const patient = monitorOn(db, { arrivals, timeoutMs: 10_000, pollMs: 10_000 });
+      const session = "s-overtaken";
+      const started = performance.now();
+      const recording = patient.recordUsage({ sessionId: session, usage: usage("b1") });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(arrivals.pending).toBe(1);
+      expect(await count(db, "cm_usage", { session_id: session })).toBe(0);
+      await patient.applyPrefixEvent(observed(session, "b1", true));
+      expect((await recording).duplicate).toBe(false);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(arrivals.pending).toBe(0);
+      expect((await patient.traceSession(session, 0)).map((b) => [b.requestId, b.hasUsage])).toEqual([["b1", true]]);
+
+      // Another replica's consumer stored it: no wake-up here, the poll finds it.
+      const replica = monitorOn(db, { timeoutMs: 10_000, pollMs: 50 });
+      const polled = replica.recordUsage({ sessionId: session, usage: usage("b2", { calledAtMs: clock + 1 }) });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await patient.applyPrefixEvent(observed(session, "b2"));
+      expect((await polled).duplicate).toBe(false);
+      expect(await count(db, "cm_usage", { session_id: session })).toBe(2);
     });
 
     it("refuses an inconsistent usage with the field named and stores nothing", async () => {

@@ -1,5 +1,5 @@
 import { type Attributes, SpanStatusCode, trace } from "@opentelemetry/api";
-import { ConflictError } from "@prefix-guard/errors";
+import { ConflictError, FailedPreconditionError } from "@prefix-guard/errors";
 import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { LlmUsageEvent, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type {
@@ -18,8 +18,10 @@ import type { CollapseThresholds } from "../domain/collapse-detection";
 import { type CollapseCauseCode, collapseCauseCodeOf } from "../domain/metric-labels";
 import type { UsageFacts } from "../domain/model";
 import { type PriceBook, pricesFor } from "../domain/pricing";
+import { checkRetryOf, type UsageIdentity, usageIdentityOf } from "../domain/usage-identity";
 import { usageInputOf } from "../domain/usage-intake/raw-usage";
 import { boundedLimit, type UsageInput, validateSessionId, validateSinceMs, validateUsage } from "../domain/validation";
+import { BuildArrivals } from "./build-arrivals";
 import { cacheCollapsedEvent, usageRecordedEvent, type ValidPrefixEvent, type ValidUsageEvent } from "./monitor-events";
 import { toCacheCollapsed, toUsageRecorded } from "./proto-mapping";
 import { buildSessionTrace } from "./session-trace";
@@ -63,13 +65,35 @@ export interface CacheMonitorDeps {
   readonly sha256: (text: string) => string;
   readonly logger: CacheMonitorLogger;
   readonly observer?: CacheMonitorObserver;
+  /** How RecordUsage waits for its build's FingerprintObserved; defaults to DEFAULT_BUILD_WAIT. */
+  readonly buildWait?: BuildWait;
 }
+
+/**
+ * A RecordUsage may arrive before its build's FingerprintObserved (Kafka is asynchronous): it waits
+ * up to `timeoutMs`, woken by `arrivals` when this process's consumer stores the observation, and
+ * re-reads the database every `pollMs` for an observation another replica's consumer stored.
+ */
+export interface BuildWait {
+  readonly arrivals: BuildArrivals;
+  readonly timeoutMs: number;
+  readonly pollMs: number;
+}
+
+export const DEFAULT_BUILD_WAIT_MS = 3_000;
+/** Only other replicas' consumers need polling; this process's wake the waiter at once. */
+export const BUILD_POLL_MS = 100;
 
 /** Exactly one of `usage` (typed) and `raw` (the provider's usage object, parsed here). */
 export interface RecordUsageInput {
   readonly sessionId: string;
   readonly usage?: UsageRecorded | undefined;
   readonly raw?: RawProviderUsage | undefined;
+  /** "" = the default key (usageIdentityOf). */
+  readonly idempotencyKey?: string | undefined;
+  readonly providerResponseId?: string | undefined;
+  /** The request_id names no build of prefix-guard; accepted without waiting for one. */
+  readonly unbuilt?: boolean | undefined;
 }
 
 /** Where a usage came from: RecordUsage (published on llm.usage.v1 by us) or llm.usage.v1 itself. */
@@ -82,6 +106,8 @@ export interface RecordUsageResult {
   readonly collapse: CacheCollapsed | null;
   /** The same call was recorded before (a redelivery or a repeated RecordUsage); nothing changed. */
   readonly duplicate: boolean;
+  /** The key a RecordUsage is stored under; "" for a usage from llm.usage.v1. */
+  readonly idempotencyKey: string;
 }
 
 export type PrefixEventOutcome =
@@ -135,9 +161,15 @@ function sameExplanation(collapse: StoredCollapse, explanation: CollapseExplanat
  */
 export class CacheMonitor {
   private readonly attributionThresholds: AttributionThresholds;
+  private readonly buildWait: BuildWait;
 
   constructor(private readonly deps: CacheMonitorDeps) {
     this.attributionThresholds = deps.attributionThresholds ?? DEFAULT_ATTRIBUTION_THRESHOLDS;
+    this.buildWait = deps.buildWait ?? {
+      arrivals: new BuildArrivals(),
+      timeoutMs: DEFAULT_BUILD_WAIT_MS,
+      pollMs: BUILD_POLL_MS,
+    };
   }
 
   /**
@@ -158,7 +190,7 @@ export class CacheMonitor {
               "prefix_guard.usage.intake": "raw",
               "prefix_guard.usage.raw_provider": input.raw.provider,
             });
-          const result = await this.recordValidatedUsage(input.sessionId, usage, path, origin);
+          const result = await this.recordValidatedUsage(input, usage, path, origin);
           span.setAttributes({
             "prefix_guard.cost": result.cost,
             "prefix_guard.cache.collapsed": result.collapse !== null,
@@ -185,19 +217,33 @@ export class CacheMonitor {
   }
 
   private async recordValidatedUsage(
-    sessionIdInput: string,
+    input: RecordUsageInput,
     usageInput: UsageInput | undefined,
     path: "usage" | "raw",
     origin: UsageOrigin,
   ): Promise<RecordUsageResult> {
     const { store, events, thresholds } = this.deps;
     const receivedAtMs = this.deps.now();
-    const sessionId = validateSessionId(sessionIdInput);
+    const sessionId = validateSessionId(input.sessionId);
     const usage = validateUsage(usageInput, receivedAtMs, path);
-    const eventId = origin.source === "topic" ? origin.eventId : this.rpcUsageEventId(sessionId, usageInput);
+    const unbuilt = input.unbuilt ?? false;
+    const identity: UsageIdentity | null =
+      origin.source === "rpc"
+        ? usageIdentityOf(
+            sessionId,
+            usageInput,
+            { idempotencyKey: input.idempotencyKey ?? "", providerResponseId: input.providerResponseId ?? "" },
+            this.deps.sha256,
+          )
+        : null;
+    const eventId = identity?.eventId ?? (origin.source === "topic" ? origin.eventId : "");
+    // A usage from llm.usage.v1 has no caller to refuse; a retry of a stored record needs no build check.
+    if (identity !== null && !unbuilt && (await store.storedUsage(eventId)) === null)
+      await this.requireBuilt(sessionId, usage.requestId);
     const outcome = await store.withSessionLock(sessionId, receivedAtMs, async (trx) => {
       const existing = await store.usages.findUsageByEventId(trx, eventId);
       if (existing !== null) {
+        if (identity !== null) checkRetryOf(identity, existing.contentSha256);
         if (existing.sessionId !== sessionId || existing.requestId !== usage.requestId)
           throw new ConflictError(`event ${eventId} was recorded for another call`, {
             reason: "event_id_reused",
@@ -230,6 +276,16 @@ export class CacheMonitor {
         currency: this.deps.prices.currency,
         source: origin.source,
         recordedAtMs: receivedAtMs,
+        ...(identity !== null
+          ? {
+              identity: {
+                idempotencyKey: identity.idempotencyKey,
+                contentSha256: identity.contentSha256,
+                providerResponseId: identity.providerResponseId,
+                unbuilt,
+              },
+            }
+          : {}),
       });
       let collapse: StoredCollapse | null = null;
       if (assessment.collapse !== null) {
@@ -272,7 +328,35 @@ export class CacheMonitor {
       cost: outcome.cost,
       collapse: outcome.collapse ? toCacheCollapsed(outcome.collapse) : null,
       duplicate: outcome.duplicate,
+      idempotencyKey: identity?.idempotencyKey ?? "",
     };
+  }
+
+  /**
+   * FAILED_PRECONDITION unless prefix-guard built `requestId`: a usage joined with no build would be
+   * priced and compared but never explained, which is what the harness must say it wants (unbuilt).
+   * The build's observation may still be on its way through Kafka, so wait for it (BuildWait).
+   */
+  private async requireBuilt(sessionId: string, requestId: string): Promise<void> {
+    const { arrivals, timeoutMs, pollMs } = this.buildWait;
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const remaining = deadline - performance.now();
+      // Registered before the read, so an observation stored between the read and the wait wakes it.
+      const arrival = remaining > 0 ? arrivals.next(sessionId, requestId, Math.min(remaining, pollMs)) : null;
+      try {
+        if (await this.deps.store.hasBuild(sessionId, requestId)) return;
+        if (arrival === null)
+          throw new FailedPreconditionError(
+            `request_id: ${requestId} was not built by prefix-guard for session ${sessionId} ` +
+              `(no FingerprintObserved within ${timeoutMs} ms); send unbuilt = true for a body the harness built itself`,
+            { reason: "request_not_built", context: { field: "request_id", session_id: sessionId } },
+          );
+        await arrival.arrived;
+      } finally {
+        arrival?.cancel();
+      }
+    }
   }
 
   /**
@@ -344,6 +428,8 @@ export class CacheMonitor {
       }
       return { kind: "applied", reexplainedCollapses: reexplained } as const;
     });
+    // After the commit: a woken RecordUsage must find the observation when it reads.
+    if (event.payload.$case === "observed") this.buildWait.arrivals.announce(sessionId, requestId);
     if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0)
       this.deps.logger.info(
         { session_id: sessionId, request_id: requestId, collapses: outcome.reexplainedCollapses },
@@ -393,39 +479,6 @@ export class CacheMonitor {
       occurredAtMs: nowMs,
       collapse: toCacheCollapsed(collapse),
     });
-  }
-
-  /**
-   * A RecordUsage call is named by its content: a repeat of the same call (a retry after a lost
-   * answer) finds the stored row instead of billing the call twice, while a second call that sent
-   * the same body (same request_id) differs in its counts or called_at_ms and is recorded. A raw
-   * usage is named by what it parsed into, so resending it (raw or typed) is the same call.
-   */
-  private rpcUsageEventId(sessionId: string, usage: UsageInput | undefined): string {
-    const report = usage?.providerReport;
-    const identity = JSON.stringify([
-      sessionId,
-      usage?.requestId,
-      usage?.model,
-      usage?.promptTokens,
-      usage?.cachedTokens,
-      usage?.completionTokens,
-      usage?.cacheCreationTokens,
-      usage?.reportedCost ?? null,
-      usage?.provider,
-      usage?.calledAtMs,
-      ...((usage?.cacheCreation1hTokens ?? 0) > 0 ? [usage?.cacheCreation1hTokens] : []),
-      report
-        ? [
-            report.cacheMissReason,
-            report.cacheReadInputTokens,
-            report.cacheCreationInputTokens,
-            report.openaiCachedTokens,
-            report.rawJson,
-          ]
-        : null,
-    ]);
-    return `rpc-${this.deps.sha256(identity).slice(0, 40)}`;
   }
 
   private logCollapse(sessionId: string, usage: UsageFacts, collapse: StoredCollapse | null): void {

@@ -22,6 +22,10 @@ const usage: StoredUsage = {
   currency: "USD",
   source: "rpc",
   recordedAtMs: 2_000,
+  idempotencyKey: null,
+  contentSha256: null,
+  providerResponseId: "",
+  unbuilt: false,
 };
 
 const change: StoredChange = {

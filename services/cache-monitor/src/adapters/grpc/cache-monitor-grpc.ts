@@ -21,9 +21,17 @@ export function cacheMonitorRegistration(monitor: CacheMonitor, afterRecord: () 
           sessionId: request.sessionId,
           usage: request.usage,
           raw: request.raw,
+          idempotencyKey: request.idempotencyKey,
+          providerResponseId: request.providerResponseId,
+          unbuilt: request.unbuilt,
         });
         if (!result.duplicate) afterRecord();
-        return { cost: result.cost, ...(result.collapse ? { collapse: result.collapse } : {}) };
+        return {
+          cost: result.cost,
+          ...(result.collapse ? { collapse: result.collapse } : {}),
+          duplicate: result.duplicate,
+          idempotencyKey: result.idempotencyKey,
+        };
       },
       listCollapses: (request: ListCollapsesRequest): Promise<ListCollapsesResponse> =>
         monitor.listCollapses({ sinceMs: request.sinceMs, sessionId: request.sessionId, limit: request.limit }),

@@ -17,6 +17,12 @@ export interface StoredUsage extends UsageFacts {
   readonly currency: string;
   readonly source: UsageSource;
   readonly recordedAtMs: number;
+  /** RecordUsage's idempotency key; null for a usage from llm.usage.v1 or stored before keys. */
+  readonly idempotencyKey: string | null;
+  /** null for a usage from llm.usage.v1 or stored before keys. */
+  readonly contentSha256: string | null;
+  readonly providerResponseId: string;
+  readonly unbuilt: boolean;
 }
 
 export interface StoredCollapse {
@@ -89,6 +95,13 @@ export interface NewUsage {
   readonly currency: string;
   readonly source: UsageSource;
   readonly recordedAtMs: number;
+  /** RecordUsage's identity; absent for a usage consumed from llm.usage.v1. */
+  readonly identity?: {
+    readonly idempotencyKey: string;
+    readonly contentSha256: string;
+    readonly providerResponseId: string;
+    readonly unbuilt: boolean;
+  };
 }
 
 export interface CollapseQuery {
@@ -151,6 +164,10 @@ export function toUsage(row: Row): StoredUsage {
     currency: str(row.currency),
     source: str(row.source) === "topic" ? "topic" : "rpc",
     recordedAtMs: num(row.recorded_at_ms),
+    idempotencyKey: row.idempotency_key === null || row.idempotency_key === undefined ? null : str(row.idempotency_key),
+    contentSha256: row.content_sha256 === null || row.content_sha256 === undefined ? null : str(row.content_sha256),
+    providerResponseId: str(row.provider_response_id),
+    unbuilt: bool(row.unbuilt),
   };
 }
 

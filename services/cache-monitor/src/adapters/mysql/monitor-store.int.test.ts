@@ -125,6 +125,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0006_cm_collapse_section",
         "0007_cm_observation_compaction_request",
         "0008_cm_usage_currency_1h_writes",
+        "0009_cm_usage_idempotency",
       ]);
       store = new MonitorStore(db);
     });
@@ -160,6 +161,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         currency: "CNY",
         source: "topic",
         recordedAtMs: T0 + 5,
+        idempotencyKey: null,
+        contentSha256: null,
+        providerResponseId: "",
+        unbuilt: false,
       });
       expect(await store.usages.findUsageByEventId(db, "evt-none")).toBeNull();
       await expect(
@@ -176,6 +181,46 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         ),
       ).rejects.toMatchObject({ reason: "unique_violation" });
       expect(await count(db, "cm_usage", { session_id: "s-usage" })).toBe(1);
+    });
+
+    it("keeps one usage per idempotency key and session, however many keyless rows", async () => {
+      const keyed = (eventId: string, sessionId: string, idempotencyKey: string) =>
+        store.withSessionLock(sessionId, T0, (trx) =>
+          store.usages.insertUsage(trx, {
+            eventId,
+            sessionId,
+            usage: usage("r1"),
+            cost: 0,
+            currency: "CNY",
+            source: "rpc",
+            recordedAtMs: T0,
+            identity: { idempotencyKey, contentSha256: "c".repeat(64), providerResponseId: "msg_1", unbuilt: true },
+          }),
+        );
+      await keyed("evt-k1", "s-keyed", "r1:msg_1");
+      // The same key under another event id (what a racing retry with a new id would be): refused by the index.
+      await expect(keyed("evt-k2", "s-keyed", "r1:msg_1")).rejects.toMatchObject({ reason: "unique_violation" });
+      // Keys are per session.
+      await keyed("evt-k3", "s-keyed-other", "r1:msg_1");
+      expect(await store.usages.findUsageByEventId(db, "evt-k1")).toMatchObject({
+        idempotencyKey: "r1:msg_1",
+        contentSha256: "c".repeat(64),
+        providerResponseId: "msg_1",
+        unbuilt: true,
+      });
+      for (const eventId of ["evt-nokey-1", "evt-nokey-2"])
+        await store.withSessionLock("s-keyed", T0, (trx) =>
+          store.usages.insertUsage(trx, {
+            eventId,
+            sessionId: "s-keyed",
+            usage: usage("r1"),
+            cost: 0,
+            currency: "CNY",
+            source: "topic",
+            recordedAtMs: T0,
+          }),
+        );
+      expect(await count(db, "cm_usage", { session_id: "s-keyed" })).toBe(3);
     });
 
     it("returns earlier calls oldest first, marks the session's first, and orders ties by id", async () => {

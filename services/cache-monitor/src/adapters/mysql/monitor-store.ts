@@ -1,7 +1,15 @@
 import { ensureRowsExist, translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
 import { CollapseStore } from "./collapse-store";
-import { type Row, type SessionTraceRows, toChange, toCollapse, toObservation, toUsage } from "./monitor-rows";
+import {
+  type Row,
+  type SessionTraceRows,
+  type StoredUsage,
+  toChange,
+  toCollapse,
+  toObservation,
+  toUsage,
+} from "./monitor-rows";
 import { ObservationStore } from "./observation-store";
 import { UsageStore } from "./usage-store";
 
@@ -41,6 +49,30 @@ export class MonitorStore {
       });
     } catch (error) {
       throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+
+  /**
+   * Whether prompt-assembly's FingerprintObserved of this build has been stored: cache-monitor's
+   * only record that prefix-guard built the request (a compaction request counts too).
+   */
+  async hasBuild(sessionId: string, requestId: string): Promise<boolean> {
+    try {
+      const row = await this.db("cm_prefix_observation")
+        .where({ session_id: sessionId, request_id: requestId })
+        .first("event_id");
+      return row !== undefined;
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+
+  /** A usage already stored under this event id, read outside any session lock (a retry's fast path). */
+  async storedUsage(eventId: string): Promise<StoredUsage | null> {
+    try {
+      return await this.usages.findUsageByEventId(this.db, eventId);
+    } catch (error) {
+      throw translateDbError(error, { event_id: eventId });
     }
   }
 
