@@ -177,6 +177,8 @@ class FakeBackends {
             anchorDate: "2026-10-12",
             projectionSeq: request.minSeq,
             usageProvider: "anthropic",
+            cacheRetentionApplied: "",
+            diagnosticsApplied: false,
           };
         },
         buildCompactionRequest: async (

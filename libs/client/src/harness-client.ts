@@ -109,6 +109,12 @@ export interface BuildOptions {
   readonly contextWindow?: number;
   readonly allowShellClock?: boolean;
   readonly maxOutputTokens?: number;
+  /**
+   * Opt-in provider cache options (issue 17 §4): `retention` ("5m" | "1h" for Anthropic, "in_memory" |
+   * "24h" for OpenAI) and `previousResponseId` (asks for the provider's miss diagnostics). Emitted only
+   * for the models prompt-assembly's config lists; the answer's cacheRetentionApplied / diagnosticsApplied say.
+   */
+  readonly cache?: { readonly retention?: string; readonly previousResponseId?: string };
 }
 
 /** How a usage record is named for retries and whether prefix-guard built its request (issue 19). */
@@ -349,6 +355,10 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
     allowShellClock: build.allowShellClock,
     locale: build.locale ?? "",
     maxOutputTokens: build.maxOutputTokens,
+    cache:
+      build.cache === undefined
+        ? undefined
+        : { retention: build.cache.retention ?? "", previousResponseId: build.cache.previousResponseId ?? "" },
   });
 
   const buildRequest = (sessionId: string, minSeq: number, build: BuildOptions, overrides?: CallOverrides) =>

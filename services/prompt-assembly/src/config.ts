@@ -1,8 +1,11 @@
 import { booleanFlag, loadConfig, port, positiveMs, z } from "@prefix-guard/config";
 import { commonConfigShape } from "@prefix-guard/runtime";
 import { parseCacheMinimums } from "./domain/cache-minimums";
+import { parseModelPrefixes } from "./domain/provider-cache";
 
 const address = z.string().regex(/^[A-Za-z0-9_.-]+:\d{1,5}$/, "must be host:port");
+
+const modelPrefixes = (fallback: string) => z.string().default(fallback).transform(parseModelPrefixes);
 
 export const promptAssemblyConfigSchema = z.object({
   ...commonConfigShape,
@@ -64,6 +67,19 @@ export const promptAssemblyConfigSchema = z.object({
    * Bounds the series a fleet with many workspaces creates.
    */
   METRICS_WORKSPACE_LABELS: z.coerce.number().int().min(0).max(10_000).default(100),
+  /**
+   * Comma-separated model-id prefixes whose API takes the opt-in cache retention (BuildRequest
+   * `cache.retention`: Anthropic cache_control.ttl, OpenAI prompt_cache_retention). Any other model
+   * gets no retention field, whatever the request asks. "" = none.
+   */
+  CACHE_RETENTION_MODELS: modelPrefixes("claude-opus-4,claude-sonnet-4,claude-haiku-4-5,gpt-5,gpt-4.1"),
+  /**
+   * Comma-separated model-id prefixes whose API takes the cache-miss diagnostics request (BuildRequest
+   * `cache.previous_response_id`: Anthropic diagnostics.previous_message_id, OpenAI
+   * prompt_cache_options.comparison_response_id). Default none: list the models your provider account
+   * has it for.
+   */
+  CACHE_DIAGNOSTICS_MODELS: modelPrefixes(""),
 });
 
 export type PromptAssemblyConfig = z.infer<typeof promptAssemblyConfigSchema>;

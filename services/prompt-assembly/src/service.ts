@@ -176,6 +176,10 @@ export async function startPromptAssembly(
         canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
         anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
         rulesTextCacheBytes: config.RULES_TEXT_CACHE_BYTES,
+        providerCacheGates: {
+          retentionModels: config.CACHE_RETENTION_MODELS,
+          diagnosticsModels: config.CACHE_DIAGNOSTICS_MODELS,
+        },
       },
     });
     kit.startRelay({ source: tableOutboxSource(db) });

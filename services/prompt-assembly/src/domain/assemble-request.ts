@@ -16,6 +16,7 @@ import {
 import { attachSummary, buildHistoryWindow, type HistoryWindow } from "./history-window";
 import type { ChatRequest, Locale, SessionView, SystemSection, ToolDefinition } from "./model";
 import { WORKSPACE_RULES_SECTION_KEY } from "./prefix-monitor";
+import type { ProviderCacheOptions } from "./provider-cache";
 
 export interface AssemblyInput {
   readonly sessionId: string;
@@ -24,6 +25,8 @@ export interface AssemblyInput {
   /** In wire order already (tool-order.ts). */
   readonly tools: readonly ToolDefinition[];
   readonly maxOutputTokens: number | undefined;
+  /** Provider cache options that passed the model gate; empty = none (the body as without them). */
+  readonly providerCache?: ProviderCacheOptions;
   readonly contextWindow: number | null;
   readonly locale: Locale;
   /** Embedded page agents have no shell, so the date section does not point them at `date`. */
@@ -80,6 +83,9 @@ export function assembleChatRequest(view: SessionView, input: AssemblyInput): As
       messages,
       ...(input.maxOutputTokens === undefined ? {} : { maxOutputTokens: input.maxOutputTokens }),
       promptCacheKey: input.sessionId,
+      ...(input.providerCache === undefined || Object.keys(input.providerCache).length === 0
+        ? {}
+        : { providerCache: input.providerCache }),
     },
     window,
     noticeDates: notices.noticeDates,

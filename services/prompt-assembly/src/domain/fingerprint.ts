@@ -27,6 +27,11 @@ export interface PrefixFingerprint {
   /** One hash per message, of its role and content. */
   readonly messageHashes: readonly string[];
   readonly historyHash: string;
+  /**
+   * The opt-in cache retention the body asked for (cache.retention); absent = the provider's default.
+   * Not the prefix's content, but the harness's setting for it: a change is named (prefix-monitor).
+   */
+  readonly cacheRetention?: string;
 }
 
 type Sha256 = (text: string) => string;
@@ -54,6 +59,7 @@ export function fingerprintRequest(request: ChatRequest, sha256: Sha256): Prefix
     toolsSetHash: sha256(canonicalJson(sortedTools.map(neutralTool), "tools")),
     messageHashes,
     historyHash: sha256(canonicalJson(messageHashes, "messages")),
+    ...(request.providerCache?.retention === undefined ? {} : { cacheRetention: request.providerCache.retention }),
   };
 }
 
@@ -143,5 +149,6 @@ export function parseStoredFingerprint(json: string): PrefixFingerprint | null {
     toolsSetHash: value.toolsSetHash,
     messageHashes: value.messageHashes,
     historyHash: value.historyHash,
+    ...(typeof value.cacheRetention === "string" ? { cacheRetention: value.cacheRetention } : {}),
   };
 }

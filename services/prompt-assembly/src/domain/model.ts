@@ -54,6 +54,8 @@ export interface ChatMessage {
   readonly content: readonly ContentPart[];
 }
 
+import type { ProviderCacheOptions } from "./provider-cache";
+
 export type { WireFormat } from "./wire-formats/registry";
 
 export type Locale = "zh-CN" | "en";
@@ -67,4 +69,6 @@ export interface ChatRequest {
   readonly maxOutputTokens?: number;
   /** Stable per-session key for providers that route caches by key (OpenAI prompt_cache_key). */
   readonly promptCacheKey?: string;
+  /** Opt-in provider cache options that passed the model gate (provider-cache.ts); absent = none. */
+  readonly providerCache?: ProviderCacheOptions;
 }

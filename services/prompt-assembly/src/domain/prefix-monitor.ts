@@ -90,6 +90,9 @@ export function uncomparedPrefix(cause: string, firstBuild: boolean): PrefixComp
   };
 }
 
+/** How a cause names "no retention asked for": the provider's own default. */
+const DEFAULT_RETENTION = "default";
+
 export function comparePrefix(
   previous: PrefixFingerprint | null,
   current: PrefixFingerprint,
@@ -101,9 +104,15 @@ export function comparePrefix(
   const toolsChangeKind = compareTools(previous, current);
   const firstChangedMessageIndex = firstDivergence(previous.messageHashes, current.messageHashes);
   const historyRewritten = firstChangedMessageIndex !== null;
-  const changed = modelChanged || sections.changed.length > 0 || toolsChangeKind !== "none" || historyRewritten;
+  const previousRetention = previous.cacheRetention ?? DEFAULT_RETENTION;
+  const currentRetention = current.cacheRetention ?? DEFAULT_RETENTION;
+  const retentionChanged = previousRetention !== currentRetention;
+  const changed =
+    modelChanged || sections.changed.length > 0 || toolsChangeKind !== "none" || historyRewritten || retentionChanged;
   const clauses: string[] = [];
   if (modelChanged) clauses.push(`model changed ${previous.model}→${current.model}`);
+  // Named, not blamed: the harness chose it, and the provider writes the prefix anew under the new TTL.
+  if (retentionChanged) clauses.push(`cache retention changed ${previousRetention}→${currentRetention}`);
   for (const key of sections.changed) clauses.push(explainSection(key, sections.kindOf(key), hints));
   if (toolsChangeKind === "definitions") clauses.push("tool definitions changed");
   if (toolsChangeKind === "order_only") clauses.push("tool order changed (order_only)");
@@ -118,9 +127,16 @@ export function comparePrefix(
     historyRewritten,
     firstChangedMessageIndex,
     cause: changed ? clauses.join("; ") : "no change",
-    // An operator's refresh re-pins the rules on purpose: named, but not an avoidable break either.
     expected:
       !changed ||
+      // A retention change alone is the harness's setting, not a cache breaker.
+      (retentionChanged &&
+        !modelChanged &&
+        sections.changed.length === 0 &&
+        toolsChangeKind === "none" &&
+        !historyRewritten) ||
+      // A compaction's rewrite and re-pin, or an operator's refresh re-pinning the rules on purpose:
+      // named, but not avoidable breaks.
       ((compactionMoved(hints) || hints.rulesDecision === "REPINNED_OPERATOR_REFRESH") &&
         !modelChanged &&
         toolsChangeKind === "none" &&

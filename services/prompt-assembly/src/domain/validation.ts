@@ -13,7 +13,8 @@ import { parseJsonStrict } from "./canonical-json";
 import { CURRENT_DATE_SECTION_KEY } from "./date-anchor";
 import type { Locale, SystemSection, ToolDefinition, WireFormat } from "./model";
 import { WORKSPACE_RULES_SECTION_KEY } from "./prefix-monitor";
-import { wireFormatOfProto } from "./wire-formats/registry";
+import { type ProviderCacheRequest, validateProviderCacheRequest } from "./provider-cache";
+import { wireFormatOfProto, wireFormatPlugin } from "./wire-formats/registry";
 
 const RESERVED_SECTION_KEYS: ReadonlySet<string> = new Set([CURRENT_DATE_SECTION_KEY, WORKSPACE_RULES_SECTION_KEY]);
 
@@ -38,6 +39,8 @@ export interface ValidatedBuildRequest {
   /** "": the session's own workspace. */
   readonly workspace: string;
   readonly maxOutputTokens: number | undefined;
+  /** Opt-in provider cache options, before the model gate. */
+  readonly cache: ProviderCacheRequest;
 }
 
 // Bounds on what a harness sends per build: generous for real prompts, far below what would hurt
@@ -155,6 +158,7 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
     allowShellClock: request.allowShellClock,
     locale,
     maxOutputTokens: request.maxOutputTokens,
+    cache: validateProviderCacheRequest(request.cache, wireFormatPlugin(wireFormat).cacheRetentions, wireFormat),
   };
 }
 

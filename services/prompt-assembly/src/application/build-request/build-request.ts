@@ -29,6 +29,7 @@ import { fingerprintRequest, type PrefixFingerprint } from "../../domain/fingerp
 import { planCompaction } from "../../domain/history-window";
 import type { ChatMessage } from "../../domain/model";
 import { formatPrefixChangedLog, type PrefixBreak, prefixBreaksOf } from "../../domain/prefix-monitor";
+import { gateProviderCache, type ProviderCacheGates } from "../../domain/provider-cache";
 import type { ProjectedSessionView } from "../../domain/session-projection";
 import { compactionInstructionText } from "../../domain/texts";
 import { estimateTokens } from "../../domain/tokens";
@@ -67,6 +68,8 @@ export interface PromptBuilderOptions {
   readonly anthropicCacheMinimums?: Readonly<Record<string, number>>;
   /** Memory for each session's last rules section text, the guess a build starts from (0 turns guessing off). */
   readonly rulesTextCacheBytes?: number;
+  /** Which models may get the opt-in cache fields; absent = none (every option asked for is left out). */
+  readonly providerCacheGates?: ProviderCacheGates;
 }
 
 /** What a body is made from: the view, the date and the assembled request (the rules come apart). */
@@ -123,10 +126,12 @@ export class PromptBuilder {
   private readonly anthropicCacheMinimums: Readonly<Record<string, number>>;
   private readonly observe: StageObserver | undefined;
   private readonly sectionTexts: RememberedSectionTexts;
+  private readonly providerCacheGates: ProviderCacheGates;
 
   constructor(private readonly deps: PromptBuilderDeps) {
     const options = deps.options ?? {};
     this.sectionTexts = new RememberedSectionTexts(options.rulesTextCacheBytes ?? 16 * 1024 * 1024);
+    this.providerCacheGates = options.providerCacheGates ?? { retentionModels: [], diagnosticsModels: [] };
     this.currentDatePosition = options.currentDatePosition ?? 4;
     this.canonicalToolOrder = options.canonicalToolOrder ?? true;
     this.anthropicCacheMinimums = parseCacheMinimums(
@@ -187,6 +192,8 @@ export class PromptBuilder {
       anchorDate,
       projectionSeq: view.lastSeq,
       usageProvider: wireFormatPlugin(input.wireFormat).usage.provider,
+      cacheRetentionApplied: chatRequest.providerCache?.retention ?? "",
+      diagnosticsApplied: chatRequest.providerCache?.previousResponseId !== undefined,
     };
   }
 
@@ -276,6 +283,7 @@ export class PromptBuilder {
         // changes neither the bytes nor the fingerprint.
         tools: orderTools(input.tools, { canonicalToolOrder: this.canonicalToolOrder }),
         maxOutputTokens: input.maxOutputTokens,
+        providerCache: gateProviderCache(input.cache, input.model, this.providerCacheGates),
         contextWindow: input.contextWindow,
         locale,
         embed,

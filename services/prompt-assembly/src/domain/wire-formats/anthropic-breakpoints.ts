@@ -194,8 +194,12 @@ function withoutMarker<T extends { readonly cache_control?: AnthropicCacheContro
 export function markLastIf<T extends { readonly cache_control?: AnthropicCacheControl }>(
   items: readonly T[],
   mark: boolean,
+  marker: AnthropicCacheControl = EPHEMERAL,
 ): T[] {
-  return items.map((item, index) =>
-    mark && index === items.length - 1 ? { ...item, cache_control: EPHEMERAL } : item,
-  );
+  return items.map((item, index) => (mark && index === items.length - 1 ? { ...item, cache_control: marker } : item));
+}
+
+/** The breakpoint marker: plain ephemeral (the provider's 5-minute default), or with the retention asked for. */
+export function cacheControlFor(retention: "5m" | "1h" | undefined): AnthropicCacheControl {
+  return retention === undefined ? EPHEMERAL : { type: "ephemeral", ttl: retention };
 }

@@ -5,12 +5,13 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { canonicalJson, JsonFragment, parseJsonStrict } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
+import type { CacheRetention } from "../provider-cache";
 import { estimateTokens } from "../tokens";
 import {
   type BlockPosition,
   blockTokens,
+  cacheControlFor,
   chooseBreakpoints,
-  EPHEMERAL,
   markLastIf,
   requireMinimumTokens,
   toolTokens,
@@ -30,6 +31,8 @@ export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 
 export interface AnthropicCacheControl {
   readonly type: "ephemeral";
+  /** Opt-in (BuildRequest `cache.retention`); absent = the provider's default, 5 minutes. */
+  readonly ttl?: "5m" | "1h";
 }
 export type AnthropicImageSource =
   | { readonly type: "url"; readonly url: string }
@@ -72,6 +75,8 @@ export interface AnthropicMessagesBody {
   readonly system?: readonly AnthropicSystemBlock[];
   readonly tools?: readonly AnthropicTool[];
   readonly messages: readonly AnthropicMessage[];
+  /** Opt-in: ask for cache_miss_reason against the session's previous response. */
+  readonly diagnostics?: { readonly previous_message_id: string };
 }
 
 /** A block with what placement and writing need of it, computed once per stored message. */
@@ -116,6 +121,8 @@ function anthropicBody(
 ) {
   assertMessagesWellFormed(tail === undefined ? request.messages : [...request.messages, tail]);
   const minimumTokens = requireMinimumTokens(options.cacheMinimumTokens ?? 0);
+  const cache = request.providerCache;
+  const marker = cacheControlFor(anthropicRetention(cache?.retention));
   const system = request.system
     .filter((section) => section.text.length > 0)
     .map((section): AnthropicSystemBlock => ({ type: "text", text: section.text }));
@@ -134,8 +141,8 @@ function anthropicBody(
   return {
     model: request.model,
     max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
-    ...(system.length > 0 ? { system: markLastIf(system, chosen.systemEnd) } : {}),
-    ...(tools.length > 0 ? { tools: markLastIf(tools, chosen.toolsEnd) } : {}),
+    ...(system.length > 0 ? { system: markLastIf(system, chosen.systemEnd, marker) } : {}),
+    ...(tools.length > 0 ? { tools: markLastIf(tools, chosen.toolsEnd, marker) } : {}),
     messages: [
       ...merged.map((turn, turnIndex) => {
         const marked = turn.blocks.some((_block, blockIndex) => chosen.blocks.has(`${turnIndex}:${blockIndex}`));
@@ -143,9 +150,7 @@ function anthropicBody(
         return {
           role: turn.role,
           content: turn.blocks.map((block, blockIndex) =>
-            chosen.blocks.has(`${turnIndex}:${blockIndex}`)
-              ? { ...block.wire, cache_control: EPHEMERAL }
-              : render(block),
+            chosen.blocks.has(`${turnIndex}:${blockIndex}`) ? { ...block.wire, cache_control: marker } : render(block),
           ),
         };
       }),
@@ -153,7 +158,16 @@ function anthropicBody(
       // joining it here would rewrite the bytes of the last turn and move no marker onto it.
       ...(tail === undefined ? [] : [anthropicTail(tail, request.messages.length)]),
     ],
+    ...(cache?.previousResponseId === undefined
+      ? {}
+      : { diagnostics: { previous_message_id: cache.previousResponseId } }),
   };
+}
+
+/** Validation lets only Anthropic's values through for this format; anything else is a bug upstream. */
+function anthropicRetention(retention: CacheRetention | undefined): "5m" | "1h" | undefined {
+  if (retention === undefined || retention === "5m" || retention === "1h") return retention;
+  throw new ValidationError("cache.retention", `${JSON.stringify(retention)} is not an Anthropic cache TTL`);
 }
 
 function anthropicTail(tail: ChatMessage, index: number): AnthropicMessage {
@@ -171,6 +185,7 @@ export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
     cacheWriteTokens: "usage.cache_creation_input_tokens",
     outputTokens: "usage.output_tokens",
   },
+  cacheRetentions: ["5m", "1h"],
   protoValue: 2,
   serialize: (request, options, tail) =>
     anthropicBody(

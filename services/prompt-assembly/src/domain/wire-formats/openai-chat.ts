@@ -7,6 +7,8 @@ import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../m
 import { MessageMemo } from "./message-memo";
 import {
   assertMessagesWellFormed,
+  OPENAI_CACHE_RETENTIONS,
+  openAiCacheFields,
   partsOfType,
   systemText,
   type TextPart,
@@ -46,6 +48,8 @@ export interface OpenAiChatBody {
   readonly tools?: readonly OpenAiChatTool[];
   readonly max_tokens?: number;
   readonly prompt_cache_key?: string;
+  readonly prompt_cache_retention?: string;
+  readonly prompt_cache_options?: { readonly comparison_response_id: string };
 }
 
 function chatBody<M>(
@@ -66,6 +70,7 @@ function chatBody<M>(
     ...(request.tools.length > 0 ? { tools: request.tools.map(openAiChatTool) } : {}),
     ...(request.maxOutputTokens === undefined ? {} : { max_tokens: request.maxOutputTokens }),
     ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
+    ...openAiCacheFields(request),
   };
 }
 
@@ -82,6 +87,7 @@ export const openAiChat: WireFormatPlugin<OpenAiChatBody> = {
     cacheWriteTokens: "usage.cache_write_tokens",
     outputTokens: "usage.completion_tokens",
   },
+  cacheRetentions: OPENAI_CACHE_RETENTIONS,
   protoValue: 1,
   serialize: (request, _options, tail) => chatBody(request, openAiChatMessages, tail),
   serializeJson: (request, _options, tail) =>

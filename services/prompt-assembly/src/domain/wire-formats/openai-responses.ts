@@ -4,7 +4,13 @@
 import { canonicalJson, JsonFragment } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "../model";
 import { MessageMemo } from "./message-memo";
-import { assertMessagesWellFormed, systemText, type WireFormatPlugin } from "./wire-format";
+import {
+  assertMessagesWellFormed,
+  OPENAI_CACHE_RETENTIONS,
+  openAiCacheFields,
+  systemText,
+  type WireFormatPlugin,
+} from "./wire-format";
 
 export type OpenAiResponsesContent =
   | { readonly type: "input_text"; readonly text: string }
@@ -31,6 +37,8 @@ export interface OpenAiResponsesBody {
   readonly tools?: readonly OpenAiResponsesTool[];
   readonly max_output_tokens?: number;
   readonly prompt_cache_key?: string;
+  readonly prompt_cache_retention?: string;
+  readonly prompt_cache_options?: { readonly comparison_response_id: string };
 }
 
 function responsesBody<I>(
@@ -49,6 +57,7 @@ function responsesBody<I>(
     ...(request.tools.length > 0 ? { tools: request.tools.map(responsesTool) } : {}),
     ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
     ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
+    ...openAiCacheFields(request),
   };
 }
 
@@ -65,6 +74,7 @@ export const openAiResponses: WireFormatPlugin<OpenAiResponsesBody> = {
     cacheWriteTokens: "usage.cache_write_tokens",
     outputTokens: "usage.output_tokens",
   },
+  cacheRetentions: OPENAI_CACHE_RETENTIONS,
   protoValue: 3,
   serialize: (request, _options, tail) => responsesBody(request, (message) => responsesItems(message), tail),
   serializeJson: (request, _options, tail) =>

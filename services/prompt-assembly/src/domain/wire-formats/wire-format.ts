@@ -14,6 +14,7 @@
 
 import { ValidationError } from "@prefix-guard/errors";
 import type { ChatMessage, ChatRequest, ContentPart, Role, SystemSection } from "../model";
+import type { CacheRetention } from "../provider-cache";
 
 export interface SerializeOptions {
   /**
@@ -49,6 +50,8 @@ export interface WireFormatPlugin<Body = unknown> {
   readonly usage: UsageFields;
   /** Its value in prefixguard.assembly.v1.WireFormat (the proto enum), so the contract maps to it. */
   readonly protoValue: number;
+  /** The cache retentions the provider's API takes in this format (BuildRequest's `cache.retention`). */
+  readonly cacheRetentions: readonly CacheRetention[];
   /**
    * The body as plain data, for readers and tests. A `tail` message goes after the request's
    * messages as its own message: never merged into the last one, never carrying a cache marker, so
@@ -114,4 +117,24 @@ export function partsOfType<T extends ContentPart["type"]>(
   type: T,
 ): Extract<ContentPart, { type: T }>[] {
   return parts.filter((part): part is Extract<ContentPart, { type: T }> => part.type === type);
+}
+
+/** OpenAI's retention values: Chat Completions and Responses take the same ones. */
+export const OPENAI_CACHE_RETENTIONS: readonly CacheRetention[] = ["in_memory", "24h"];
+
+/**
+ * OpenAI's opt-in cache fields (Chat Completions and Responses alike): `prompt_cache_retention` and
+ * the diagnostics request `prompt_cache_options.comparison_response_id`. None asked: no field at all.
+ */
+export function openAiCacheFields(request: ChatRequest): {
+  readonly prompt_cache_retention?: string;
+  readonly prompt_cache_options?: { readonly comparison_response_id: string };
+} {
+  const options = request.providerCache;
+  return {
+    ...(options?.retention === undefined ? {} : { prompt_cache_retention: options.retention }),
+    ...(options?.previousResponseId === undefined
+      ? {}
+      : { prompt_cache_options: { comparison_response_id: options.previousResponseId } }),
+  };
 }
