@@ -8,9 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { credentials } from "@grpc/grpc-js";
 import { createKafkaBus, type MessageBus } from "@prefix-guard/bus";
-import { testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
+import { startGroupsAtEnd, testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
 import { loadCacheMonitorConfig, startCacheMonitor } from "@prefix-guard/cache-monitor";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
+import { Topics } from "@prefix-guard/events";
 import { silentLogger } from "@prefix-guard/logging";
 import {
   type AssemblyPortOverrides,
@@ -102,6 +103,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   if (options.transport === "kafka") {
     bus = createKafkaBus({ brokers: testKafkaBrokers, clientId: runId, logger });
     await bus.ensureTopics(defaultTopicSpecs());
+    // This stack's groups read what this stack publishes, not every earlier suite's events.
+    await startGroupsAtEnd(testKafkaBrokers, [
+      { groupId: `${runId}-rules-snapshot`, topic: Topics.sessionEvents },
+      { groupId: `${runId}-prompt-assembly`, topic: Topics.sessionEvents },
+      { groupId: `${runId}-cache-monitor.prefix`, topic: Topics.promptPrefix },
+      { groupId: `${runId}-cache-monitor.usage`, topic: Topics.llmUsage },
+    ]);
     closeBus = () => bus.close();
   } else {
     const handle = await openBus(loadSessionEventsConfig(env), runId, defaultTopicSpecs(), logger);

@@ -1,4 +1,4 @@
-import { type Migration, type Sql, type Statement, valueRows } from "@prefix-guard/db";
+import { type Migration, type Sql, type Statement, serverLockName, valueRows } from "@prefix-guard/db";
 import type { Logger } from "@prefix-guard/logging";
 import type { Knex } from "knex";
 import { type MessageBus, type OutgoingMessage, sleep } from "./port";
@@ -183,8 +183,7 @@ export function processRelayLock(): RelayLock {
 export function relayLockFor(db: Knex, lockName: string): RelayLock {
   if (db.client.config.client !== "mysql2") return processRelayLock();
   const database = String((db.client.config.connection as { database?: string } | undefined)?.database ?? "");
-  // MySQL caps lock names at 64 characters.
-  return mysqlRelayLock(db, `${lockName}:${database}`.slice(0, 64));
+  return mysqlRelayLock(db, serverLockName(lockName, database));
 }
 
 export interface OutboxRelayOptions {

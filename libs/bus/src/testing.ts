@@ -30,3 +30,33 @@ export function uniqueName(prefix: string): string {
 
 /** Kafka for integration tests; `make test` starts it (deploy/kafka/kafka.sh). */
 export const testKafkaBrokers = (process.env.TEST_KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
+
+/**
+ * Places new consumer groups at the current end of their topics. The test broker's topics keep
+ * every earlier suite's events; a stack's fresh group would otherwise replay all of them (into its
+ * own empty databases) before it sees its own, seconds to minutes late as a `make test` run goes on.
+ */
+export async function startGroupsAtEnd(
+  brokers: readonly string[],
+  groups: readonly { readonly groupId: string; readonly topic: string }[],
+): Promise<void> {
+  const { Kafka, logLevel } = await import("kafkajs");
+  const admin = new Kafka({
+    clientId: uniqueName("test-offsets"),
+    brokers: [...brokers],
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    for (const { groupId, topic } of groups) {
+      const ends = await admin.fetchTopicOffsets(topic);
+      await admin.setOffsets({
+        groupId,
+        topic,
+        partitions: ends.map(({ partition, high }) => ({ partition, offset: high })),
+      });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}

@@ -13,5 +13,6 @@ export { createDatabase, describeDatabaseUrl, parseDatabaseUrl } from "./databas
 export { isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";
 export type { Migration } from "./migrations";
 export { pendingMigrations, runMigrations } from "./migrations";
+export { MAX_SERVER_LOCK_NAME, serverLockName } from "./server-lock-name";
 export type { Sql, SqlDialect, Statement } from "./sql";
 export { dialectOf, forUpdate, inSqlTransaction, upsertStatement, valueList, valueRows, withSql } from "./sql";

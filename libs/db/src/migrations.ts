@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { serverLockName } from "./server-lock-name";
 
 export interface Migration {
   /** Sortable, unique within a service, e.g. "0001_session_event". Never rename a released one. */
@@ -66,10 +67,10 @@ function migrationsInOrder(migrations: readonly Migration[]): string[] {
   return migrations.map((migration) => migration.name);
 }
 
-/** GET_LOCK names are server-wide and capped at 64 characters: the database name keeps deployments apart. */
+/** GET_LOCK names are server-wide: the database name keeps deployments apart (server-lock-name.ts). */
 function migrationLockName(db: Knex, tableName: string): string {
   const database = String((db.client.config.connection as { database?: string } | undefined)?.database ?? "");
-  return `prefix-guard:migrate:${tableName}:${database}`.slice(0, 64);
+  return serverLockName(`prefix-guard:migrate:${tableName}`, database);
 }
 
 /** Runs `work` while this connection holds the named lock; the server frees it if the process dies. */
