@@ -2,7 +2,6 @@
 // event load while each service is SIGKILLed at random points and the broker is stopped and
 // restarted; then counting in MariaDB and on Kafka. Also: DB connections killed during Resolve,
 // and garbage / oversized messages on the topic.
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,26 +18,16 @@ import { Decision, RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rule
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mainSessionRequest, repoRoot } from "../support";
-import { type ServiceProcess, serviceProcess } from "./processes";
+import { mainSessionRequest } from "../support";
+import { privateKafka, type ServiceProcess, serviceProcess } from "./processes";
 
 const SESSIONS = Number(process.env.FAULT_SESSIONS ?? "200");
 const MESSAGES_PER_SESSION = Number(process.env.FAULT_MESSAGES ?? "49"); // + SessionCreated = 50 events each
 const kafkaPort = Number(process.env.FAULT_KAFKA_PORT ?? "29292");
 const basePort = 41_000 + Math.floor(Math.random() * 500) * 4;
-const kafkaEnv = {
-  ...process.env,
-  KAFKA_PORT: String(kafkaPort),
-  KAFKA_CONTROLLER_PORT: String(kafkaPort + 1),
-  KAFKA_DATA: join(repoRoot, ".run/kafka-faults"),
-};
-const kafka = (command: string) =>
-  execFileSync("bash", [join(repoRoot, "deploy/kafka/kafka.sh"), command], {
-    env: kafkaEnv,
-    stdio: "pipe",
-    timeout: 120_000,
-  });
-const brokers = [`127.0.0.1:${kafkaPort}`];
+const broker = privateKafka(kafkaPort, ".run/kafka-faults");
+const kafka = (command: "reset" | "start" | "stop") => broker.run(command);
+const brokers = broker.brokers;
 
 /** Deterministic pseudo-random points (mulberry32), so a failing run can be replayed with the same seed. */
 function rng(seed: number) {

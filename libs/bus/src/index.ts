@@ -13,6 +13,7 @@ export {
   outboxInsert,
   outboxMessageTable,
   processRelayLock,
+  RELAY_PUBLISHER_HEADER,
   relayLockFor,
   tableOutboxSource,
 } from "./outbox";

@@ -1,6 +1,6 @@
 import { silentLogger } from "@prefix-guard/logging";
 import { describe, expect, it } from "vitest";
-import { OutboxRelay, type OutboxRow, type OutboxSource, processRelayLock } from "./outbox";
+import { OutboxRelay, type OutboxRow, type OutboxSource, processRelayLock, RELAY_PUBLISHER_HEADER } from "./outbox";
 import type { MessageBus, OutgoingMessage } from "./port";
 
 function memorySource(rows: OutboxRow[], failMarkOnce: boolean): OutboxSource & { published: Set<number> } {
@@ -75,5 +75,27 @@ describe("OutboxRelay", () => {
     await relay.stop();
     expect(failures.left).toBe(0);
     expect(sent.map((s) => s.message.value[0])).toEqual([1, 2, 3]);
+  });
+
+  it("names its publisher on every message, keeping the row's own headers", async () => {
+    const sent: Array<{ topic: string; message: OutgoingMessage }> = [];
+    const withHeader: OutboxRow[] = [
+      { id: 1, topic: "t", message: { key: "s", value: new Uint8Array([1]), headers: { "pg-own": "kept" } } },
+      { id: 2, topic: "t", message: { key: "s", value: new Uint8Array([2]) } },
+    ];
+    const relay = new OutboxRelay({
+      source: memorySource(withHeader, false),
+      bus: memoryBus(sent, { left: 0 }),
+      lock: processRelayLock(),
+      logger: silentLogger(),
+      publisherId: "replica-a",
+    });
+    await relay.drainOnce();
+    expect(sent.map((s) => s.message.headers)).toEqual([
+      { "pg-own": "kept", [RELAY_PUBLISHER_HEADER]: "replica-a" },
+      { [RELAY_PUBLISHER_HEADER]: "replica-a" },
+    ]);
+    // The stored row is not changed: a republish after a failover names the new holder.
+    expect(withHeader[1]?.message.headers).toBeUndefined();
   });
 });

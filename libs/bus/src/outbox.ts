@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { type Migration, type Sql, type Statement, serverLockName, valueRows } from "@prefix-guard/db";
 import type { Logger } from "@prefix-guard/logging";
 import type { Knex } from "knex";
@@ -196,7 +197,16 @@ export interface OutboxRelayOptions {
   readonly idleDelayMs?: number;
   readonly errorDelayMs?: number;
   readonly onPublished?: (count: number) => void;
+  /** Written on every message as the `pg-relay` header; default `<host>/<pid>`. */
+  readonly publisherId?: string;
 }
+
+/**
+ * The header naming the relay process that published a message. With one lock holder at a time, the
+ * publishers of one partition form runs (A… then B…) and never interleave; a reader can check that,
+ * and an operator can tell which replica was publishing when.
+ */
+export const RELAY_PUBLISHER_HEADER = "pg-relay";
 
 /**
  * Publishes unpublished rows in order and then marks them. A crash between the two republishes the
@@ -208,9 +218,11 @@ export class OutboxRelay {
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private readonly now: () => number;
+  private readonly publisherId: string;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.now = options.now ?? Date.now;
+    this.publisherId = options.publisherId ?? `${hostname()}/${process.pid}`;
   }
 
   /** Publishes what is pending now; returns how many rows were published. Throws if the bus fails. */
@@ -228,7 +240,10 @@ export class OutboxRelay {
     for (const [topic, list] of byTopic) {
       await bus.publish(
         topic,
-        list.map((r) => r.message),
+        list.map((r) => ({
+          ...r.message,
+          headers: { ...r.message.headers, [RELAY_PUBLISHER_HEADER]: this.publisherId },
+        })),
       );
       await source.markPublished(
         list.map((r) => r.id),

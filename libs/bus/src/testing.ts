@@ -1,5 +1,6 @@
 // Test helpers shared by every package's integration tests.
 import { randomBytes } from "node:crypto";
+import { AssignerProtocol, Kafka, logLevel } from "kafkajs";
 
 /** Polls until `check` returns a value (not undefined/false) or the time is up; never a fixed sleep. */
 export async function eventually<T>(
@@ -40,7 +41,6 @@ export async function startGroupsAtEnd(
   brokers: readonly string[],
   groups: readonly { readonly groupId: string; readonly topic: string }[],
 ): Promise<void> {
-  const { Kafka, logLevel } = await import("kafkajs");
   const admin = new Kafka({
     clientId: uniqueName("test-offsets"),
     brokers: [...brokers],
@@ -59,4 +59,98 @@ export async function startGroupsAtEnd(
   } finally {
     await admin.disconnect();
   }
+}
+
+/** One member of a consumer group and the partitions of each topic it owns. */
+export interface GroupMember {
+  readonly clientId: string;
+  readonly host: string;
+  readonly partitions: Readonly<Record<string, readonly number[]>>;
+}
+
+/** A message read back with what a fault test checks: where it sits, who published it, and when. */
+export interface ReadBackMessage {
+  readonly partition: number;
+  readonly offset: string;
+  readonly timestampMs: number;
+  readonly key: string;
+  readonly value: Buffer;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** What fault tests ask Kafka itself (kafkajs admin): group members, lag, and every message of a topic. */
+export interface KafkaProbe {
+  members(groupId: string): Promise<GroupMember[]>;
+  /** Messages between the group's committed offsets and the end of the topic, over all partitions. */
+  lag(groupId: string, topic: string): Promise<number>;
+  readAll(topic: string, expectAtLeast: number, timeoutMs?: number): Promise<ReadBackMessage[]>;
+  close(): Promise<void>;
+}
+
+export async function openKafkaProbe(brokers: readonly string[]): Promise<KafkaProbe> {
+  const kafka = new Kafka({ brokers: [...brokers], clientId: uniqueName("probe"), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  return {
+    async members(groupId) {
+      const { groups } = await admin.describeGroups([groupId]);
+      return (groups[0]?.members ?? []).map((m) => {
+        const assignment = AssignerProtocol.MemberAssignment.decode(m.memberAssignment);
+        return {
+          clientId: m.clientId,
+          host: m.clientHost,
+          partitions: Object.fromEntries(
+            Object.entries(assignment?.assignment ?? {}).map(([topic, p]) => [topic, [...p].sort((a, b) => a - b)]),
+          ),
+        };
+      });
+    },
+    async lag(groupId, topic) {
+      const [ends, committed] = await Promise.all([
+        admin.fetchTopicOffsets(topic),
+        admin.fetchOffsets({ groupId, topics: [topic] }),
+      ]);
+      const at = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+      return ends.reduce((sum, end) => {
+        const position = Math.max(Number(end.low), at.get(end.partition) ?? -1);
+        return sum + Math.max(0, Number(end.high) - position);
+      }, 0);
+    },
+    async readAll(topic, expectAtLeast, timeoutMs = 60_000) {
+      const consumer = kafka.consumer({ groupId: uniqueName("probe-read") });
+      const read: ReadBackMessage[] = [];
+      await consumer.connect();
+      try {
+        await consumer.subscribe({ topic, fromBeginning: true });
+        await consumer.run({
+          eachMessage: async ({ partition, message }) => {
+            const headers: Record<string, string> = {};
+            for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+            read.push({
+              partition,
+              offset: message.offset,
+              timestampMs: Number(message.timestamp),
+              key: message.key?.toString() ?? "",
+              value: message.value ?? Buffer.alloc(0),
+              headers,
+            });
+          },
+        });
+        await eventually(() => read.length >= expectAtLeast, {
+          timeoutMs,
+          what: `${expectAtLeast} messages on ${topic}`,
+        });
+        // Whatever was on the topic beyond the expected count (duplicates) arrives right after.
+        const ends = await admin.fetchTopicOffsets(topic);
+        const total = ends.reduce((n, e) => n + Number(e.high) - Number(e.low), 0);
+        await eventually(() => read.length >= total, { timeoutMs, what: `all ${total} messages on ${topic}` });
+        return read;
+      } finally {
+        await consumer.disconnect();
+      }
+    },
+    async close() {
+      await admin.disconnect();
+    },
+  };
 }
