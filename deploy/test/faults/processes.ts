@@ -38,7 +38,7 @@ export function serviceProcess(name: string, port: number, env: NodeJS.ProcessEn
       return Math.max(0, restarts);
     },
     get pid() {
-      return child?.exitCode === null ? child.pid : undefined;
+      return child !== undefined && running(child) ? child.pid : undefined;
     },
     async start() {
       restarts += 1;
@@ -60,7 +60,7 @@ export function serviceProcess(name: string, port: number, env: NodeJS.ProcessEn
     },
     async kill(signal = "SIGKILL") {
       const c = child;
-      if (!c || c.exitCode !== null) return;
+      if (!c || !running(c)) return;
       const exited = new Promise((resolve) => c.once("exit", resolve));
       c.kill(signal);
       await exited;
@@ -150,7 +150,7 @@ export async function privateMariadb(port: number): Promise<PrivateMariadb> {
     },
     async stop() {
       const c = child;
-      if (!c || c.exitCode !== null) return;
+      if (!c || !running(c)) return;
       const exited = new Promise((resolve) => c.once("exit", resolve));
       c.kill("SIGTERM");
       await exited;
@@ -162,6 +162,9 @@ export async function privateMariadb(port: number): Promise<PrivateMariadb> {
   };
   return server;
 }
+
+/** A child killed by a signal keeps exitCode null: it has exited all the same. */
+const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
