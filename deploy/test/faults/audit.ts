@@ -77,6 +77,20 @@ export async function auditedChains(
   return { problems, moves };
 }
 
+/** Per session: how many rows of `source` were ever inserted, and how many distinct ones. */
+export async function auditedInsertsBySession(
+  db: Knex,
+  source: string,
+): Promise<Map<string, { rows: number; distinct: number }>> {
+  const rows = (await db("test_apply_audit")
+    .where({ source })
+    .select("session_id")
+    .count({ rows: "*" })
+    .countDistinct({ distinct: "label" })
+    .groupBy("session_id")) as Array<{ session_id: string; rows: number; distinct: number }>;
+  return new Map(rows.map((r) => [r.session_id, { rows: Number(r.rows), distinct: Number(r.distinct) }]));
+}
+
 /** How many rows were ever inserted (all tables, or one) and how many distinct ones. */
 export async function auditedInserts(db: Knex, source?: string): Promise<{ rows: number; distinct: number }> {
   const query = () => (source === undefined ? db("test_apply_audit") : db("test_apply_audit").where({ source }));

@@ -12,10 +12,13 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates a uniquely named MariaDB database for one test file and drops it afterwards. */
-export async function createTestDatabase(label: string): Promise<TestDatabase> {
+/**
+ * Creates a uniquely named MariaDB database for one test file and drops it afterwards; on the shared
+ * test server unless a test runs a server of its own (`serverUrl`, e.g. one it restarts).
+ */
+export async function createTestDatabase(label: string, serverUrl = testMysqlServerUrl): Promise<TestDatabase> {
   const name = `pg_${label.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 30)}_${randomBytes(4).toString("hex")}`;
-  const server = new URL(testMysqlServerUrl);
+  const server = new URL(serverUrl);
   const admin = knexFactory({
     client: "mysql2",
     connection: {
@@ -32,7 +35,7 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   } finally {
     await admin.destroy();
   }
-  const url = `${testMysqlServerUrl.replace(/\/$/, "")}/${name}`;
+  const url = `${serverUrl.replace(/\/$/, "")}/${name}`;
   const db = createDatabase(url);
   return {
     url,

@@ -130,4 +130,20 @@ describe("session-events relay on real MariaDB and Kafka", () => {
     expect(await a.tryAcquire()).toBe(false);
     await b.release();
   });
+
+  it("hands the lock over when the holder's connection dies, and the old holder sees it lost it", async () => {
+    const name = uniqueName("lock");
+    const a = mysqlRelayLock(database.db, name);
+    const b = mysqlRelayLock(database.db, name);
+    expect(await a.tryAcquire()).toBe(true);
+    // The holder dies (SIGKILL, a network cut): the server drops its connection and frees the lock.
+    const [rows] = (await database.db.raw("SELECT IS_USED_LOCK(?) AS holder", [name])) as [Array<{ holder: number }>];
+    await database.db.raw(`KILL ${Number(rows[0]?.holder)}`);
+    await eventually(() => b.tryAcquire(), { what: "the other relay takes the lock" });
+    // The old holder checks before each batch, so it stops publishing instead of racing the new one.
+    expect(await a.tryAcquire()).toBe(false);
+    await b.release();
+    expect(await a.tryAcquire()).toBe(true);
+    await a.release();
+  });
 });
