@@ -405,7 +405,9 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
     return text
       .split("\n")
       .filter(
-        (line) => line.startsWith("grpc_server_handling_seconds_count{") && line.includes('grpc_method="BuildRequest"'),
+        (line) =>
+          line.startsWith("prefixguard_grpc_server_handling_seconds_count{") &&
+          line.includes('grpc_method="BuildRequest"'),
       )
       .reduce((n, line) => n + Number(line.split(" ").at(-1)), 0);
   }
