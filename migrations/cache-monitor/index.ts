@@ -249,6 +249,26 @@ const usageIdempotency: Migration = {
   },
 };
 
+/**
+ * Issue 17: each collapse's code from the closed cause list and the disagreement between its
+ * witnesses; "" for collapses stored before, which ListCollapses counts under "unknown".
+ */
+const collapseCauseCode: Migration = {
+  name: "0010_cm_collapse_cause_code",
+  async up(db) {
+    await db.schema.alterTable("cm_collapse", (t) => {
+      t.string("cause_code", 200).notNullable().defaultTo("");
+      t.text("cause_disagreement").nullable();
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_collapse", (t) => {
+      t.dropColumn("cause_code");
+      t.dropColumn("cause_disagreement");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -260,4 +280,5 @@ export const cacheMonitorMigrations: Migration[] = [
   observationCompactionRequest,
   usageCurrencyAndLongWrites,
   usageIdempotency,
+  collapseCauseCode,
 ];

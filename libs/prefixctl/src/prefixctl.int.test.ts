@@ -71,7 +71,7 @@ describe("prefixctl against real gRPC servers", () => {
     expect(result.code).toBe(0);
     expect(fake.received[0]).toMatchObject({ method: "TraceSession", request: { sessionId: "756", limit: 50 } });
     expect(result.stdout).toMatch(/^1\s+2026-10-14T13:11:11\.539Z\s+aaaaaaaaaaaa\s+first/m);
-    expect(result.stdout).toMatch(/^2 .*447,652\s+9,216\s+50\s+2\.1%\s+0\.9050\s+COLLAPSE\s+FLAG provider_only/m);
+    expect(result.stdout).toMatch(/^2 .*447,652\s+9,216\s+50\s+2\.1%\s+0\.9050\s+COLLAPSE\s+-\s+FLAG provider_only/m);
     expect(result.stdout).toContain(
       "    FLAG provider_only: provider says cache missed but our fingerprints saw no change → cause outside us: TTL, routing, model switch",
     );

@@ -56,6 +56,7 @@ describe("run", () => {
         totals: [{ section: "workspace-rules", collapses: 1, extraCost: 0.872 }],
         totalCollapses: 1,
         totalExtraCost: 0.872,
+        causeTotals: [],
       }),
     });
     const out = capture();
@@ -75,7 +76,7 @@ describe("run", () => {
 
   it("sends since_ms 0 for --since all and prints parseable JSON with --json", async () => {
     const fake = fakeClients({
-      listCollapses: async () => ({ collapses: [], totals: [], totalCollapses: 0, totalExtraCost: 0 }),
+      listCollapses: async () => ({ collapses: [], totals: [], totalCollapses: 0, totalExtraCost: 0, causeTotals: [] }),
     });
     const out = capture();
     expect(

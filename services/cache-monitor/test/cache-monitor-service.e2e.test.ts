@@ -241,6 +241,7 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
       requestId: "r6",
       cause: RULES_CAUSE,
       changedSections: ["workspace-rules"],
+      causeCode: "section_changed:workspace-rules",
     });
 
     const listed = await eventually(
@@ -277,7 +278,15 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
       { what: "collapse events on cache.collapse.v1" },
     );
     expect(published[0]).toMatchObject({ type: "CacheCollapsed", schemaVersion: 1, sessionId: session });
-    expect(published.at(-1)?.payload?.value).toMatchObject({ cause: RULES_CAUSE, attribution: "none" });
+    expect(published.at(-1)?.payload?.value).toMatchObject({
+      cause: RULES_CAUSE,
+      attribution: "none",
+      causeCode: "section_changed:workspace-rules",
+      causeDisagreement: "",
+    });
+    expect(listed.causeTotals).toEqual([
+      { causeCode: "section_changed:workspace-rules", collapses: 1, extraCost: listed.totalExtraCost },
+    ]);
 
     const trace = await rpc.traceSession(session);
     expect(trace.builds.map((b) => [b.requestId, b.firstBuild, b.prefixChanged, b.collapsed])).toEqual([

@@ -32,6 +32,8 @@ const emptyCollapse: CacheCollapsed = {
   calledAtMs: 0,
   historyRewritten: false,
   toolsChanged: false,
+  causeCode: "",
+  causeDisagreement: "",
 };
 
 /** What the CHANGED column shows: the sections, else the history or tools our fingerprints saw move. */
@@ -52,8 +54,16 @@ function sortedTotals(response: ListCollapsesResponse) {
   );
 }
 
+function sortedCauseTotals(response: ListCollapsesResponse) {
+  return [...response.causeTotals].sort(
+    (a, b) => b.collapses - a.collapses || b.extraCost - a.extraCost || a.causeCode.localeCompare(b.causeCode),
+  );
+}
+
 function causeCell(collapse: CacheCollapsed): string {
-  return explanationText(collapse.cause, collapse.attribution, collapse.providerCacheMissReason);
+  const text = explanationText(collapse.cause, collapse.attribution, collapse.providerCacheMissReason);
+  if (collapse.causeDisagreement === "") return text;
+  return `${text === "-" ? "" : `${text}; `}DISAGREE: ${collapse.causeDisagreement}`;
 }
 
 function heading(query: CollapseQuery): string {
@@ -88,6 +98,7 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
       formatShare(cachedRatioOf(collapse)),
       formatShare(collapse.baselineRatio),
       formatExtraCost(collapse.extraCost),
+      collapse.causeCode || "-",
       changedCell(collapse),
       causeCell(collapse),
     ];
@@ -99,6 +110,7 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
       { header: "CACHED", align: "right" },
       { header: "NORMAL", align: "right" },
       { header: "EXTRA COST", align: "right" },
+      { header: "CODE", fit: 40 },
       { header: "CHANGED SECTIONS", fit: 30 },
       // Unless --wide, the cause goes on its own wrapped line under its row.
       { header: "CAUSE", fit: "hidden" },
@@ -109,7 +121,7 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
   lines.push("", table[0] as string);
   rows.forEach((row, i) => {
     lines.push(table[i + 1] as string);
-    if (!layout.wide) lines.push(...wrapText(`    cause: ${row[6] ?? "-"}`, layout, "      "));
+    if (!layout.wide) lines.push(...wrapText(`    cause: ${row[7] ?? "-"}`, layout, "      "));
   });
   if (response.collapses.length < response.totalCollapses)
     lines.push(`(showing ${response.collapses.length} of ${response.totalCollapses}; raise --limit to see more)`);
@@ -128,6 +140,28 @@ export function formatCollapses(response: ListCollapsesResponse, query: Collapse
         ],
         totals.map((t) => [
           t.section || noSectionLabel,
+          String(t.collapses),
+          percentOf(t.collapses, response.totalCollapses),
+          formatExtraCost(t.extraCost),
+        ]),
+        layout,
+      ),
+    );
+  }
+  const causes = sortedCauseTotals(response);
+  if (causes.length > 0) {
+    lines.push(
+      "",
+      "Per cause (each collapse once; README: Cause taxonomy):",
+      ...renderTable(
+        [
+          { header: "CODE" },
+          { header: "COLLAPSES", align: "right" },
+          { header: "SHARE", align: "right" },
+          { header: "EXTRA COST", align: "right" },
+        ],
+        causes.map((t) => [
+          t.causeCode,
           String(t.collapses),
           percentOf(t.collapses, response.totalCollapses),
           formatExtraCost(t.extraCost),
@@ -170,10 +204,18 @@ export function collapsesToJson(response: ListCollapsesResponse, query: Collapse
         attribution: c.attribution,
         disagreement: disagreementOf(c.attribution)?.long ?? null,
         provider_cache_miss_reason: c.providerCacheMissReason,
+        cause_code: c.causeCode,
+        cause_disagreement: c.causeDisagreement || null,
       };
     }),
     totals: sortedTotals(response).map((t) => ({
       section: t.section,
+      collapses: t.collapses,
+      share: response.totalCollapses > 0 ? t.collapses / response.totalCollapses : 0,
+      extra_cost: t.extraCost,
+    })),
+    cause_totals: sortedCauseTotals(response).map((t) => ({
+      cause_code: t.causeCode,
       collapses: t.collapses,
       share: response.totalCollapses > 0 ? t.collapses / response.totalCollapses : 0,
       extra_cost: t.extraCost,

@@ -24,6 +24,7 @@ const seedWindow: ListCollapsesResponse = {
   ],
   totalCollapses: 146,
   totalExtraCost: 112.42,
+  causeTotals: [],
 };
 
 describe("formatCollapses", () => {
@@ -93,6 +94,7 @@ describe("formatCollapses", () => {
       totals: [{ section: "", collapses: 1, extraCost: 0.872 }],
       totalCollapses: 1,
       totalExtraCost: 0.872,
+      causeTotals: [],
     };
     const out = formatCollapses(response, query);
     const row = out.split("\n").find((line) => line.startsWith("435 "));
@@ -111,6 +113,7 @@ describe("formatCollapses", () => {
       totals: [],
       totalCollapses: 2,
       totalExtraCost: 1.744,
+      causeTotals: [],
     };
     const lines = formatCollapses(response, query).split("\n");
     expect(lines.find((line) => line.startsWith("history-only "))).toMatch(/\(history\)\s+history rewritten/);
@@ -122,9 +125,59 @@ describe("formatCollapses", () => {
   });
 
   it("says so when there is nothing in the window", () => {
-    const out = formatCollapses({ collapses: [], totals: [], totalCollapses: 0, totalExtraCost: 0 }, query);
+    const out = formatCollapses(
+      { collapses: [], totals: [], totalCollapses: 0, totalExtraCost: 0, causeTotals: [] },
+      query,
+    );
     expect(out).toContain("No cache collapses.");
     expect(out).not.toContain("SESSION");
+  });
+});
+
+describe("cause codes", () => {
+  const window: ListCollapsesResponse = {
+    collapses: [
+      collapseRow("811"),
+      collapseRow("435", {
+        changedSections: [],
+        cause: "provider-side cache miss with our prefix unchanged",
+        attribution: "provider_only",
+        providerCacheMissReason: "system_changed",
+        causeCode: "provider_only",
+        causeDisagreement: "provider says system_changed; our fingerprints saw no change",
+      }),
+    ],
+    totals: [],
+    totalCollapses: 3,
+    totalExtraCost: 2.6,
+    causeTotals: [
+      { causeCode: "provider_only", collapses: 1, extraCost: 0.9 },
+      { causeCode: "section_changed:workspace-rules", collapses: 2, extraCost: 1.7 },
+    ],
+  };
+  const text = formatCollapses(window, query);
+
+  it("shows each collapse's code and spells out a disagreement in its cause", () => {
+    expect(text.split("\n").find((l) => l.startsWith("811 "))).toMatch(
+      /\+0\.8720\s+section_changed:workspace-rules\s+/,
+    );
+    const disagreeing = text.split("\n").find((l) => l.startsWith("435 ")) ?? "";
+    expect(disagreeing).toMatch(/\s+provider_only\s+\(none\)/);
+    expect(disagreeing).toContain(
+      "provider: system_changed; DISAGREE: provider says system_changed; our fingerprints saw no change",
+    );
+  });
+
+  it("totals per cause code, most collapses first", () => {
+    const tail = text.slice(text.indexOf("Per cause"));
+    expect(tail).toMatch(/section_changed:workspace-rules\s+2\s+67%\s+\+1\.7000\nprovider_only\s+1\s+33%/);
+    const json = collapsesToJson(window, query);
+    expect(json.cause_totals.map((t) => t.cause_code)).toEqual(["section_changed:workspace-rules", "provider_only"]);
+    expect(json.collapses[1]).toMatchObject({
+      cause_code: "provider_only",
+      cause_disagreement: "provider says system_changed; our fingerprints saw no change",
+    });
+    expect(json.collapses[0]?.cause_disagreement).toBeNull();
   });
 });
 
@@ -132,7 +185,14 @@ describe("collapsesToJson", () => {
   const json = collapsesToJson(seedWindow, query);
 
   it("has stable snake_case keys", () => {
-    expect(Object.keys(json)).toEqual(["window", "collapses", "totals", "total_collapses", "total_extra_cost"]);
+    expect(Object.keys(json)).toEqual([
+      "window",
+      "collapses",
+      "totals",
+      "cause_totals",
+      "total_collapses",
+      "total_extra_cost",
+    ]);
     expect(Object.keys(json.collapses[0] ?? {})).toEqual([
       "session_id",
       "request_id",
@@ -153,6 +213,8 @@ describe("collapsesToJson", () => {
       "attribution",
       "disagreement",
       "provider_cache_miss_reason",
+      "cause_code",
+      "cause_disagreement",
     ]);
   });
 

@@ -41,6 +41,7 @@ const collapses = {
   totals: [{ section: "", collapses: 1, extraCost: 0.5 }],
   totalCollapses: 1,
   totalExtraCost: 0.5,
+  causeTotals: [],
 };
 
 /** The cause line and its wrapped continuation lines. */

@@ -55,6 +55,7 @@ function row(build: BuildTrace, index: number, layout: Layout): string[] {
     share !== undefined ? formatShare(share) : "-",
     usage ? formatCost(build.cost) : "-",
     build.collapsed ? "COLLAPSE" : "-",
+    dash(build.causeCode),
     flag ? `FLAG ${flag.attribution}` : dash(build.attribution),
     causeCell(build),
   ];
@@ -110,6 +111,7 @@ const TRACE_COLUMNS: readonly Column[] = [
   { header: "CACHED%", align: "right" },
   { header: "COST", align: "right" },
   { header: "COLLAPSE" },
+  { header: "CODE", fit: 40 },
   { header: "ATTRIBUTION", fit: 18 },
   { header: "CAUSE", fit: "hidden" },
 ];
@@ -130,6 +132,8 @@ export function formatTrace(response: TraceSessionResponse, query: TraceQuery, l
     // Under its row, so the disagreement is read together with the build it is about.
     const flag = disagreementOf(build.attribution);
     if (flag) lines.push(...wrapText(`    FLAG ${flag.attribution}: ${flag.long}`, layout, "      "));
+    if (build.causeDisagreement)
+      lines.push(...wrapText(`    DISAGREE ${build.causeCode}: ${build.causeDisagreement}`, layout, "      "));
   });
   if (builds.length >= query.limit) lines.push(`(limit of ${query.limit} builds reached; raise --limit to see more)`);
   lines.push("", ...wrapText(summary(builds), layout, "  "));
@@ -175,6 +179,8 @@ export function traceToJson(response: TraceSessionResponse, query: TraceQuery) {
         collapsed: b.collapsed,
         attribution: b.attribution,
         disagreement: disagreementOf(b.attribution)?.long ?? null,
+        cause_code: b.causeCode,
+        cause_disagreement: b.causeDisagreement || null,
       };
     }),
   };

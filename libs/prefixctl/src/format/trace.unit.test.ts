@@ -29,6 +29,7 @@ const session: TraceSessionResponse = {
       cost: 0.8953,
       collapsed: true,
       attribution: "agree",
+      causeCode: "section_changed:workspace-rules",
     }),
     build({
       requestId: "ttl-request-000000003",
@@ -81,13 +82,13 @@ describe("formatTrace", () => {
     expect(collapse).toContain("2026-10-14T13:11:11.539Z");
     expect(collapse).toContain("2026-10-13");
     expect(collapse).toMatch(
-      /2026-10-14\s+453,569\s+8,576\s+1,234\s+1\.9%\s+0\.8953\s+COLLAPSE\s+agree\s+workspace-rules changed$/,
+      /2026-10-14\s+453,569\s+8,576\s+1,234\s+1\.9%\s+0\.8953\s+COLLAPSE\s+section_changed:workspace-rules\s+agree\s+workspace-rules changed$/,
     );
     expect(rowOf(text, "ours-request")).toMatch(/skills\s+order_only\s+rewritten/);
   });
 
   it("shows dashes where no usage was reported", () => {
-    expect(rowOf(text, "pending-request")).toMatch(/-\s+-\s+-\s+-\s+-\s+-\s+unknown\s+-$/);
+    expect(rowOf(text, "pending-request")).toMatch(/-\s+-\s+-\s+-\s+-\s+-\s+-\s+unknown\s+-$/);
   });
 
   it("flags a provider-only miss under its row and explains it as a cause outside us", () => {
@@ -157,6 +158,8 @@ describe("traceToJson", () => {
       "collapsed",
       "attribution",
       "disagreement",
+      "cause_code",
+      "cause_disagreement",
     ]);
     expect(json.builds[1]?.request_id).toBe("collapse-request-0002");
   });

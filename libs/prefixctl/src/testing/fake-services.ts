@@ -49,6 +49,10 @@ export const collapsesResponse: ListCollapsesResponse = {
   ],
   totalCollapses: 146,
   totalExtraCost: 113.92,
+  causeTotals: [
+    { causeCode: "section_changed:workspace-rules", collapses: 110, extraCost: 95.92 },
+    { causeCode: "ttl_expired", collapses: 36, extraCost: 18 },
+  ],
 };
 
 export const traceResponse: TraceSessionResponse = {

@@ -25,6 +25,8 @@ export function collapsed(overrides: Partial<CacheCollapsed> = {}): CacheCollaps
     calledAtMs: collapseAtMs,
     historyRewritten: false,
     toolsChanged: false,
+    causeCode: "section_changed:workspace-rules",
+    causeDisagreement: "",
     ...overrides,
   };
 }
@@ -67,6 +69,8 @@ export function build(overrides: Partial<BuildTrace> = {}): BuildTrace {
     cost: 0,
     collapsed: false,
     attribution: "unknown",
+    causeCode: "",
+    causeDisagreement: "",
     ...overrides,
   };
 }

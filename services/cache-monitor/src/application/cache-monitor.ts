@@ -14,8 +14,8 @@ import type { StoredCollapse, UsageSource } from "../adapters/mysql/monitor-rows
 import type { MonitorStore } from "../adapters/mysql/monitor-store";
 import { type AttributionThresholds, DEFAULT_ATTRIBUTION_THRESHOLDS } from "../domain/attribution";
 import { assessCall, type CollapseExplanation, explainCollapse } from "../domain/call-assessment";
+import { type CauseKind, causeKindOf } from "../domain/cause-taxonomy";
 import type { CollapseThresholds } from "../domain/collapse-detection";
-import { type CollapseCauseCode, collapseCauseCodeOf } from "../domain/metric-labels";
 import type { UsageFacts } from "../domain/model";
 import { type PriceBook, pricesFor } from "../domain/pricing";
 import { checkRetryOf, type UsageIdentity, usageIdentityOf } from "../domain/usage-identity";
@@ -45,7 +45,7 @@ export interface CacheMonitorObserver {
     cachedShare: number;
     cost: number;
   }): void;
-  collapseDetected(args: { sections: readonly string[]; cause: CollapseCauseCode; extraCost: number }): void;
+  collapseDetected(args: { sections: readonly string[]; cause: CauseKind; extraCost: number }): void;
 }
 
 export interface CacheMonitorLogger {
@@ -150,6 +150,8 @@ function sameExplanation(collapse: StoredCollapse, explanation: CollapseExplanat
     collapse.ourVerdict === explanation.ourVerdict &&
     collapse.toolsChanged === explanation.toolsChanged &&
     collapse.historyRewritten === explanation.historyRewritten &&
+    collapse.causeCode === explanation.causeCode &&
+    collapse.causeDisagreement === explanation.causeDisagreement &&
     JSON.stringify(collapse.changedSections) === JSON.stringify(explanation.changedSections)
   );
 }
@@ -318,7 +320,7 @@ export class CacheMonitor {
       if (outcome.assessment.collapse !== null) {
         this.deps.observer?.collapseDetected({
           sections: outcome.assessment.collapse.totalsSections,
-          cause: collapseCauseCodeOf(outcome.assessment.collapse),
+          cause: causeKindOf(outcome.assessment.collapse.causeCode),
           extraCost: outcome.assessment.collapse.extraCost,
         });
         this.logCollapse(sessionId, usage, outcome.collapse);
@@ -460,6 +462,11 @@ export class CacheMonitor {
     return {
       collapses,
       totals: sectionTotals,
+      causeTotals: totals.causes.map((t) => ({
+        causeCode: t.causeCode,
+        collapses: t.collapses,
+        extraCost: t.extraCost,
+      })),
       totalCollapses: totals.totalCollapses,
       totalExtraCost: totals.totalExtraCost,
     };
@@ -493,11 +500,13 @@ export class CacheMonitor {
         extra_cost: collapse.extraCost,
         changed_sections: collapse.changedSections,
         attribution: collapse.attribution,
+        cause_code: collapse.causeCode,
+        ...(collapse.causeDisagreement !== "" ? { cause_disagreement: collapse.causeDisagreement } : {}),
       },
       `cache collapse session=${sessionId} cached=${usage.cachedTokens}/${usage.promptTokens} ` +
         `baseline=${(collapse.baselineShare * 100).toFixed(1)}% cost=${collapse.cost.toFixed(4)} ` +
         `extra=${collapse.extraCost.toFixed(4)} changedSections=[${collapse.changedSections.join(",")}] ` +
-        `attribution=${collapse.attribution} cause=${JSON.stringify(collapse.cause)}`,
+        `attribution=${collapse.attribution} code=${collapse.causeCode} cause=${JSON.stringify(collapse.cause)}`,
     );
   }
 }

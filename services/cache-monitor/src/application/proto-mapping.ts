@@ -3,6 +3,7 @@
 import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { ProviderCacheReport, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type { StoredCollapse, StoredUsage } from "../adapters/mysql/monitor-rows";
+import { LEGACY_CAUSE_CODE } from "../domain/collapse-totals";
 import type { UsageFacts } from "../domain/model";
 
 export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {
@@ -23,6 +24,8 @@ export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {
     calledAtMs: collapse.calledAtMs,
     historyRewritten: collapse.historyRewritten,
     toolsChanged: collapse.toolsChanged,
+    causeCode: collapse.causeCode || LEGACY_CAUSE_CODE,
+    causeDisagreement: collapse.causeDisagreement,
   };
 }
 

@@ -12,6 +12,7 @@ import type {
   StoredUsage,
 } from "../adapters/mysql/monitor-rows";
 import { type AttributionThresholds, attributeBuild, ourVerdictOf } from "../domain/attribution";
+import { LEGACY_CAUSE_CODE } from "../domain/collapse-totals";
 import { toUsageRecorded } from "./proto-mapping";
 
 interface BuildParts {
@@ -63,6 +64,8 @@ function traceOf(requestId: string, parts: BuildParts, thresholds: AttributionTh
     cost: usage?.cost ?? 0,
     collapsed: collapse !== undefined,
     attribution,
+    causeCode: collapse ? collapse.causeCode || LEGACY_CAUSE_CODE : "",
+    causeDisagreement: collapse?.causeDisagreement ?? "",
   };
 }
 

@@ -62,6 +62,8 @@ const collapse: StoredCollapse = {
   ourVerdict: "changed",
   cause: "skills changed; workspace-rules re-pinned (recovered by cache-monitor)",
   attribution: "none",
+  causeCode: "section_changed:skills",
+  causeDisagreement: "",
   providerCacheMissReason: "",
   calledAtMs: 2_000,
   detectedAtMs: 2_000,

@@ -16,10 +16,12 @@ import {
   sectionsOfCollapse,
   UNKNOWN_SECTION,
 } from "./attribution";
+import { type CauseCode, classifyCause, type OurChange } from "./cause-taxonomy";
 import { type CollapseDetection, type CollapseThresholds, detectCollapse } from "./collapse-detection";
 import type { EarlierCall, PrefixJoin, UsageFacts } from "./model";
 import { costAtCachedShare, costOf, extraCost, type PriceTable } from "./pricing";
 import { recoverPrefixChange } from "./recovered-change";
+import { retentionInForce } from "./retention";
 
 /** The part of a collapse that depends on the prefix join. */
 export interface CollapseExplanation {
@@ -33,6 +35,10 @@ export interface CollapseExplanation {
   readonly ourVerdict: OurVerdict;
   readonly attribution: CollapseAttribution;
   readonly providerCacheMissReason: string;
+  /** The code of the closed cause list (README "Cause taxonomy"). */
+  readonly causeCode: CauseCode;
+  /** "" when our fingerprints, the provider's reason and the idle gap agree; otherwise what each said. */
+  readonly causeDisagreement: string;
 }
 
 export interface CollapseFacts extends CollapseExplanation {
@@ -66,6 +72,18 @@ function callCost(usage: UsageFacts, prices: PriceTable): number {
   return usage.reportedCost ?? costOf(usage, prices);
 }
 
+function causeOf(usage: UsageFacts, ours: OurVerdict, change: OurChange | null, previous: EarlierCall | null) {
+  const modelSwitched = previous !== null && previous.model !== "" && previous.model !== usage.model;
+  return classifyCause({
+    ours,
+    change,
+    providerReason: usage.providerReport?.cacheMissReason ?? "",
+    modelSwitch: modelSwitched ? { from: previous.model, to: usage.model } : null,
+    idleMs: previous === null ? null : Math.max(0, usage.calledAtMs - previous.calledAtMs),
+    retention: retentionInForce(previous),
+  });
+}
+
 export function explainCollapse(
   usage: UsageFacts,
   prefix: PrefixJoin,
@@ -80,6 +98,7 @@ export function explainCollapse(
   if (monitorForgot && prefix.forgotten !== undefined) {
     const change = recoverPrefixChange(prefix.forgotten.previous, prefix.forgotten.current);
     const named = change.changedSections.length > 0 || change.toolsChanged;
+    const cause = causeOf(usage, named ? "changed" : "unknown", named ? change : null, previous);
     return {
       changedSections: [...change.changedSections],
       totalsSections: named ? sectionsOfCollapse({ observed: prefix.observed, change }) : [UNKNOWN_SECTION],
@@ -89,8 +108,11 @@ export function explainCollapse(
       ourVerdict,
       attribution: named ? "none" : "unknown",
       providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",
+      causeCode: cause.code,
+      causeDisagreement: cause.disagreement,
     };
   }
+  const cause = causeOf(usage, monitorForgot ? "unknown" : ourVerdict, prefix.change, previous);
   return {
     changedSections: prefix.change ? [...prefix.change.changedSections] : [],
     totalsSections: monitorForgot ? [UNKNOWN_SECTION] : sectionsOfCollapse(prefix),
@@ -100,6 +122,8 @@ export function explainCollapse(
     ourVerdict,
     attribution: monitorForgot ? "unknown" : collapseAttributionOf(attributeBuild(ourVerdict, usage, true, thresholds)),
     providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",
+    causeCode: cause.code,
+    causeDisagreement: cause.disagreement,
   };
 }
 

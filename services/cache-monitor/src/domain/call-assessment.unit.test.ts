@@ -207,3 +207,57 @@ describe("assessCall on seed 001's session 811", () => {
     expect(unexplained.collapse?.cause).toMatch(/finds the system sections and tools unchanged/);
   });
 });
+
+describe("explainCollapse's cause code", () => {
+  const unchanged: PrefixJoin = { observed: { firstBuild: false }, change: null };
+  const previous = (overrides: Partial<EarlierCall> = {}): EarlierCall => ({
+    promptTokens: 450_000,
+    cachedTokens: 450_000,
+    model: "glm-4.6",
+    calledAtMs: T_13_11_11 - 60_000,
+    firstOfSession: false,
+    ...overrides,
+  });
+
+  it("names seed 001's collapse by its first changed section", () => {
+    expect(explainCollapse(collapse811, rulesChanged, previous())).toMatchObject({
+      causeCode: "section_changed:workspace-rules",
+      causeDisagreement: "",
+    });
+  });
+
+  it("reads the gap since the previous call against the retention that call left", () => {
+    const sixMinutes = previous({ calledAtMs: T_13_11_11 - 6 * 60_000 });
+    expect(explainCollapse(collapse811, unchanged, sixMinutes).causeCode).toBe("ttl_expired");
+    expect(explainCollapse(collapse811, unchanged, { ...sixMinutes, cacheCreation1hTokens: 4_096 }).causeCode).toBe(
+      "provider_only",
+    );
+    expect(explainCollapse(collapse811, unchanged, previous()).causeCode).toBe("provider_only");
+  });
+
+  it("names a model switch from the two usages", () => {
+    expect(explainCollapse(collapse811, unchanged, previous({ model: "glm-4.5" })).causeCode).toBe("model_changed");
+  });
+
+  it("keeps the provider's reason and flags it when our fingerprints saw no change", () => {
+    const withReason: UsageFacts = {
+      ...collapse811,
+      providerReport: {
+        cacheMissReason: "system_changed",
+        cacheReadInputTokens: 0,
+        cacheCreationInputTokens: 0,
+        openaiCachedTokens: 0,
+        rawJson: "",
+      },
+    };
+    expect(explainCollapse(withReason, unchanged, previous())).toMatchObject({
+      causeCode: "provider_only",
+      providerCacheMissReason: "system_changed",
+      causeDisagreement: "provider says system_changed; our fingerprints saw no change",
+    });
+  });
+
+  it("is unknown until the build's fingerprint arrives", () => {
+    expect(explainCollapse(collapse811, NO_PREFIX_DATA, previous()).causeCode).toBe("unknown");
+  });
+});

@@ -17,3 +17,22 @@ export function sortSectionTotals(totals: readonly SectionTotal[]): SectionTotal
       (a.section < b.section ? -1 : a.section > b.section ? 1 : 0),
   );
 }
+
+export interface CauseTotal {
+  readonly causeCode: string;
+  readonly collapses: number;
+  readonly extraCost: number;
+}
+
+/** A collapse stored before cause codes existed has none; it is counted as what it is, not known. */
+export const LEGACY_CAUSE_CODE = "unknown";
+
+/** The same order as the section totals. */
+export function sortCauseTotals(totals: readonly CauseTotal[]): CauseTotal[] {
+  return [...totals].sort(
+    (a, b) =>
+      b.collapses - a.collapses ||
+      b.extraCost - a.extraCost ||
+      (a.causeCode < b.causeCode ? -1 : a.causeCode > b.causeCode ? 1 : 0),
+  );
+}

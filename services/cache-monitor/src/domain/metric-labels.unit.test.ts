@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { collapseCauseCodeOf, modelFamilyOf, OTHER_MODEL_FAMILY } from "./metric-labels";
+import { modelFamilyOf, OTHER_MODEL_FAMILY } from "./metric-labels";
 
 describe("modelFamilyOf", () => {
   const book = { perModel: { "glm-4.6": { inputPerMillion: 2, cachedInputPerMillion: 0.04, outputPerMillion: 8 } } };
@@ -17,18 +17,5 @@ describe("modelFamilyOf", () => {
   it("bounds an unpriced, uncatalogued model to one value however many names arrive", () => {
     const families = new Set(Array.from({ length: 50 }, (_, i) => modelFamilyOf(`ft:my-model-${i}`, book)));
     expect([...families]).toEqual([OTHER_MODEL_FAMILY]);
-  });
-});
-
-describe("collapseCauseCodeOf", () => {
-  const base = { attribution: "none", toolsChanged: false, historyRewritten: false, changedSections: [] } as const;
-  it.each([
-    [{ ...base, attribution: "provider_only" as const, changedSections: ["workspace-rules"] }, "provider_only"],
-    [{ ...base, toolsChanged: true, changedSections: ["workspace-rules"] }, "tools_changed"],
-    [{ ...base, historyRewritten: true }, "history_rewritten"],
-    [{ ...base, changedSections: ["workspace-rules"] }, "section_changed"],
-    [{ ...base, attribution: "unknown" as const }, "unknown"],
-  ])("%o → %s", (explanation, code) => {
-    expect(collapseCauseCodeOf(explanation)).toBe(code);
   });
 });

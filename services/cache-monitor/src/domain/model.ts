@@ -38,6 +38,8 @@ export interface EarlierCall {
   readonly cachedTokens: number;
   readonly model: string;
   readonly calledAtMs: number;
+  /** Of its cache writes, those with a 1-hour TTL: the retention its cache entry was left under. Absent = 0. */
+  readonly cacheCreation1hTokens?: number;
   /** The session's first recorded call: its cache was cold by construction. */
   readonly firstOfSession: boolean;
 }

@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { CacheMonitorObserver } from "../../application/cache-monitor";
-import type { CollapseCauseCode } from "../../domain/metric-labels";
+import type { CauseKind } from "../../domain/cause-taxonomy";
 import { modelFamilyOf } from "../../domain/metric-labels";
 import type { PriceBook } from "../../domain/pricing";
 import type { UsageSource } from "../mysql/monitor-rows";
@@ -64,7 +64,7 @@ export class CacheMonitorMetrics implements CacheMonitorObserver {
     });
     this.collapses = new Counter({
       name: "prefixguard_cache_collapses_total",
-      help: "Cache collapses, once per section they are counted under ((none) = our prefix did not change, (unknown) = not comparable), by cause code.",
+      help: "Cache collapses, once per section they are counted under ((none) = our prefix did not change, (unknown) = not comparable), by cause (README: Cause taxonomy; section_changed's key is the section label).",
       labelNames: ["section", "cause"] as const,
       registers,
     });
@@ -92,7 +92,7 @@ export class CacheMonitorMetrics implements CacheMonitorObserver {
     this.cost.inc({ model_family, currency: this.currency }, args.cost);
   }
 
-  collapseDetected(args: { sections: readonly string[]; cause: CollapseCauseCode; extraCost: number }): void {
+  collapseDetected(args: { sections: readonly string[]; cause: CauseKind; extraCost: number }): void {
     for (const section of new Set(args.sections)) this.collapses.inc({ section, cause: args.cause });
     this.extraCost.inc({ cause: args.cause, currency: this.currency }, args.extraCost);
   }

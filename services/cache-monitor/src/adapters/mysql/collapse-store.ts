@@ -1,7 +1,7 @@
 import { translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
 import type { CollapseExplanation, CollapseFacts } from "../../domain/call-assessment";
-import { sortSectionTotals } from "../../domain/collapse-totals";
+import { LEGACY_CAUSE_CODE, sortCauseTotals, sortSectionTotals } from "../../domain/collapse-totals";
 import type { UsageFacts } from "../../domain/model";
 import {
   type CollapseQuery,
@@ -169,12 +169,26 @@ export class CollapseStore {
         .select("section")
         .count({ n: "*" })
         .sum({ extra: "extra_cost" })) as Row[];
+      const perCause = this.db("cm_collapse").where("called_at_ms", ">=", query.sinceMs);
+      if (query.sessionId !== null) perCause.andWhere({ session_id: query.sessionId });
+      const causes = (await perCause
+        .groupBy("cause_code")
+        .select("cause_code")
+        .count({ n: "*" })
+        .sum({ extra: "extra_cost" })) as Row[];
+      const byCause = new Map<string, { collapses: number; extraCost: number }>();
+      for (const row of causes) {
+        const code = str(row.cause_code) || LEGACY_CAUSE_CODE;
+        const sum = byCause.get(code) ?? { collapses: 0, extraCost: 0 };
+        byCause.set(code, { collapses: sum.collapses + num(row.n), extraCost: sum.extraCost + num(row.extra) });
+      }
       return {
         totalCollapses: num(total?.n),
         totalExtraCost: num(total?.extra),
         sections: sortSectionTotals(
           sections.map((row) => ({ section: str(row.section), collapses: num(row.n), extraCost: num(row.extra) })),
         ),
+        causes: sortCauseTotals([...byCause].map(([causeCode, sum]) => ({ causeCode, ...sum }))),
       };
     } catch (error) {
       throw translateDbError(error);
@@ -191,5 +205,7 @@ function explanationColumns(explanation: CollapseExplanation): Row {
     cause: explanation.cause,
     attribution: explanation.attribution,
     provider_cache_miss_reason: explanation.providerCacheMissReason,
+    cause_code: explanation.causeCode,
+    cause_disagreement: explanation.causeDisagreement,
   };
 }

@@ -1,6 +1,6 @@
 // cache-monitor's stored shapes and how rows decode into them, shared by its three stores.
 import type { Knex } from "knex";
-import type { SectionTotal } from "../../domain/collapse-totals";
+import type { CauseTotal, SectionTotal } from "../../domain/collapse-totals";
 import type { PrefixChange, ProviderCacheReport, UsageFacts } from "../../domain/model";
 
 /** A connection or an open transaction: every method runs on whichever it is given. */
@@ -45,6 +45,9 @@ export interface StoredCollapse {
   readonly cause: string;
   readonly attribution: string;
   readonly providerCacheMissReason: string;
+  /** "" for a collapse stored before cause codes existed. */
+  readonly causeCode: string;
+  readonly causeDisagreement: string;
   readonly calledAtMs: number;
   readonly detectedAtMs: number;
   readonly updatedAtMs: number;
@@ -112,6 +115,7 @@ export interface CollapseQuery {
 
 export interface CollapseTotalsRow {
   readonly sections: SectionTotal[];
+  readonly causes: CauseTotal[];
   readonly totalCollapses: number;
   readonly totalExtraCost: number;
 }
@@ -192,6 +196,8 @@ export function toCollapse(row: Row): StoredCollapse {
     cause: str(row.cause),
     attribution: str(row.attribution),
     providerCacheMissReason: str(row.provider_cache_miss_reason),
+    causeCode: str(row.cause_code),
+    causeDisagreement: str(row.cause_disagreement),
     calledAtMs: num(row.called_at_ms),
     detectedAtMs: num(row.detected_at_ms),
     updatedAtMs: num(row.updated_at_ms),

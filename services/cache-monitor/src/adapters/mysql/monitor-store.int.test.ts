@@ -94,6 +94,8 @@ function facts(sections: string[], extraCost: number): CollapseFacts {
     ourVerdict: sections.length > 0 ? "changed" : "unchanged",
     attribution: sections.length > 0 ? "none" : "provider_only",
     providerCacheMissReason: "",
+    causeCode: sections[0] !== undefined ? `section_changed:${sections[0]}` : "provider_only",
+    causeDisagreement: "",
     cachedShare: 0.019,
     baselineShare: 0.998,
     cost: 0.8953,
@@ -126,6 +128,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0007_cm_observation_compaction_request",
         "0008_cm_usage_currency_1h_writes",
         "0009_cm_usage_idempotency",
+        "0010_cm_collapse_cause_code",
       ]);
       store = new MonitorStore(db);
     });
@@ -368,13 +371,16 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
             cause: "new workspace-rules snapshot pinned",
             ourVerdict: "changed",
             attribution: "none",
-            providerCacheMissReason: "",
+            providerCacheMissReason: "system_changed",
+            causeCode: "section_changed:workspace-rules",
+            causeDisagreement: "",
           },
           T0 + 100,
         ),
       );
       expect(updated).toMatchObject({
         id: stored.id,
+        causeCode: "section_changed:workspace-rules",
         changedSections: ["workspace-rules", "skills"],
         historyRewritten: true,
         cause: "new workspace-rules snapshot pinned",
@@ -433,6 +439,13 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         ["system-prompt", 24],
       ]);
       expect(totals.sections[0]?.extraCost).toBeCloseTo(55, 6);
+      // Per cause, each collapse once: the first changed section names it.
+      expect(totals.causes.map((c) => [c.causeCode, c.collapses])).toEqual([
+        ["section_changed:workspace-rules", 110],
+        ["section_changed:system-prompt", 24],
+        ["section_changed:skills", 12],
+      ]);
+      expect(totals.causes[0]?.extraCost).toBeCloseTo(55, 6);
       const page = await store.collapses.listCollapses({ sinceMs: base, sessionId: null }, 5);
       expect(page.map((c) => c.requestId)).toEqual(["seed-146", "seed-145", "seed-144", "seed-143", "seed-142"]);
       expect((await store.collapses.listCollapses({ sinceMs: base + 140, sessionId: null }, 100)).length).toBe(7);

@@ -70,7 +70,7 @@ export class UsageStore {
         { column: "id", order: "desc" },
       ])
       .limit(limit)
-      .select("id", "prompt_tokens", "cached_tokens", "model", "called_at_ms")) as Row[];
+      .select("id", "prompt_tokens", "cached_tokens", "model", "called_at_ms", "cache_creation_1h_tokens")) as Row[];
     if (rows.length === 0) return [];
     const earliest = (await executor("cm_usage")
       .where({ session_id: sessionId })
@@ -85,6 +85,7 @@ export class UsageStore {
       cachedTokens: num(row.cached_tokens),
       model: str(row.model),
       calledAtMs: num(row.called_at_ms),
+      cacheCreation1hTokens: num(row.cache_creation_1h_tokens),
       firstOfSession: num(row.id) === earliestId,
     }));
   }
