@@ -127,16 +127,34 @@ const MAX_TRACE_LIMIT = 10_000;
 
 const tracer = trace.getTracer("prefix-guard.cache-monitor");
 
-/** OpenTelemetry GenAI semantic-convention attributes of the call being recorded, read from the request as sent. */
+/**
+ * The recorded call is a chat completion: GenAI semantic conventions name its span
+ * `{gen_ai.operation.name} {gen_ai.request.model}` (the operation alone while the model is unknown).
+ */
+const GEN_AI_OPERATION = "chat";
+
+export function genAiSpanName(model: string): string {
+  return model.trim() === "" ? GEN_AI_OPERATION : `${GEN_AI_OPERATION} ${model}`;
+}
+
+/**
+ * OpenTelemetry GenAI semantic-convention attributes of the call being recorded, read from the
+ * request as sent: cache reads and writes under the current names (`cache_write` replaced
+ * `cache_creation`), the session as `gen_ai.conversation.id`.
+ */
 function genAiAttributes(sessionId: string, usage: UsageInput | undefined): Attributes {
-  const attributes: Attributes = { "session.id": sessionId };
+  const attributes: Attributes = {
+    "gen_ai.operation.name": GEN_AI_OPERATION,
+    "gen_ai.conversation.id": sessionId,
+    "session.id": sessionId,
+  };
   if (usage === undefined) return attributes;
   attributes["gen_ai.request.model"] = usage.model;
   attributes["gen_ai.usage.input_tokens"] = usage.promptTokens;
   attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cachedTokens;
-  attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cacheCreationTokens;
+  attributes["gen_ai.usage.cache_write.input_tokens"] = usage.cacheCreationTokens;
   if ((usage.cacheCreation1hTokens ?? 0) > 0)
-    attributes["prefix_guard.usage.cache_creation_1h.input_tokens"] = usage.cacheCreation1hTokens ?? 0;
+    attributes["prefix_guard.usage.cache_write_1h.input_tokens"] = usage.cacheCreation1hTokens ?? 0;
   attributes["gen_ai.usage.output_tokens"] = usage.completionTokens;
   if (usage.provider !== "") attributes["gen_ai.provider.name"] = usage.provider;
   attributes["prefix_guard.request_id"] = usage.requestId;
@@ -181,7 +199,7 @@ export class CacheMonitor {
    */
   async recordUsage(input: RecordUsageInput, origin: UsageOrigin = { source: "rpc" }): Promise<RecordUsageResult> {
     return tracer.startActiveSpan(
-      "cache_monitor.record_usage",
+      genAiSpanName(input.usage?.model ?? input.raw?.model ?? ""),
       { attributes: { ...genAiAttributes(input.sessionId, input.usage), "prefix_guard.usage.source": origin.source } },
       async (span) => {
         try {
