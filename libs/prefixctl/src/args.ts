@@ -21,6 +21,8 @@ export const defaultWindowLabel = "24h";
 export const defaultWindowMs = 86_400_000;
 export const defaultCollapseLimit = 100;
 export const defaultTraceLimit = 200;
+/** The calls `advise` prices: the monitor's maximum, so a long session is judged whole. */
+export const defaultAdviseLimit = 10_000;
 const maxLimit = 100_000;
 const maxTimeoutMs = 600_000;
 
@@ -67,7 +69,8 @@ export type Command =
   | (CommonOptions & { readonly kind: "trace"; readonly sessionId: string; readonly limit: number })
   | (CommonOptions & { readonly kind: "snapshot-get"; readonly sessionId: string })
   | (CommonOptions & { readonly kind: "snapshot-refresh"; readonly sessionId: string; readonly reason: string })
-  | (CommonOptions & { readonly kind: "replay"; readonly sessionId: string });
+  | (CommonOptions & { readonly kind: "replay"; readonly sessionId: string })
+  | (CommonOptions & { readonly kind: "advise"; readonly sessionId: string; readonly limit: number });
 
 export interface UsageError {
   readonly kind: "usage_error";
@@ -134,6 +137,7 @@ const commandFlags: Readonly<Record<CommandKind, readonly FlagName[]>> = {
   "snapshot-get": [],
   "snapshot-refresh": ["reason"],
   replay: [],
+  advise: ["limit"],
 };
 
 const commandSpelling: Readonly<Record<CommandKind, string>> = {
@@ -142,6 +146,7 @@ const commandSpelling: Readonly<Record<CommandKind, string>> = {
   "snapshot-get": "snapshot get",
   "snapshot-refresh": "snapshot refresh",
   replay: "replay",
+  advise: "advise",
 };
 
 function usageError(message: string, showUsage = false): UsageError {
@@ -208,7 +213,7 @@ function resolveCommand(positionals: readonly string[]): { kind: CommandKind; re
       true,
     );
   }
-  if (first === "collapses" || first === "trace" || first === "replay") {
+  if (first === "collapses" || first === "trace" || first === "replay" || first === "advise") {
     return { kind: first, rest: positionals.slice(1) };
   }
   return usageError(`unknown command '${first}'`, true);
@@ -355,5 +360,10 @@ export function parseArgs(argv: readonly string[], env: Env = {}): Command | Usa
     }
     case "replay":
       return { ...common, kind, sessionId };
+    case "advise": {
+      const limit = parseLimit(stringFlag(flags, "limit"), defaultAdviseLimit);
+      if (typeof limit !== "number") return limit;
+      return { ...common, kind, sessionId, limit };
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   type Command,
+  defaultAdviseLimit,
   defaultCollapseLimit,
   defaultRefreshReason,
   defaultTargets,
@@ -101,6 +102,13 @@ describe("parseArgs: collapses", () => {
 });
 
 describe("parseArgs: session commands", () => {
+  it("advise takes one SESSION and a limit of calls", () => {
+    expect(command(["advise", "811"])).toMatchObject({ kind: "advise", sessionId: "811", limit: defaultAdviseLimit });
+    expect(command(["advise", "811", "--limit", "50", "--json"])).toMatchObject({ limit: 50, json: true });
+    expect(usageError(["advise"]).message).toContain("SESSION");
+    expect(usageError(["advise", "811", "--since", "1h"]).message).toBe("advise does not take --since");
+  });
+
   it("trace takes one SESSION and a limit", () => {
     expect(command(["trace", "811"])).toMatchObject({ kind: "trace", sessionId: "811", limit: defaultTraceLimit });
     expect(command(["trace", "811", "--limit", "5", "--json"])).toMatchObject({ limit: 5, json: true });

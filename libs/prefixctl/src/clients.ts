@@ -7,6 +7,8 @@ import {
   type RebuildProjectionResponse,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import {
+  type AdviseRetentionRequest,
+  type AdviseRetentionResponse,
   CacheMonitorClient,
   type ListCollapsesRequest,
   type ListCollapsesResponse,
@@ -27,6 +29,7 @@ import { ServiceCallError } from "./service-error";
 export interface PrefixctlClients {
   listCollapses(request: ListCollapsesRequest): Promise<ListCollapsesResponse>;
   traceSession(request: TraceSessionRequest): Promise<TraceSessionResponse>;
+  adviseRetention(request: AdviseRetentionRequest): Promise<AdviseRetentionResponse>;
   getSnapshot(request: GetRequest): Promise<GetResponse>;
   invalidateSnapshot(request: InvalidateRequest): Promise<InvalidateResponse>;
   rebuildProjection(request: RebuildProjectionRequest): Promise<RebuildProjectionResponse>;
@@ -121,6 +124,11 @@ export const connectGrpcClients: ConnectClients = ({ targets, timeoutMs, securit
       call("cache-monitor", "TraceSession", () => {
         const client = cacheMonitor();
         return callUnary(client, client.traceSession, request, read);
+      }),
+    adviseRetention: (request) =>
+      call("cache-monitor", "AdviseRetention", () => {
+        const client = cacheMonitor();
+        return callUnary(client, client.adviseRetention, request, read);
       }),
     getSnapshot: (request) =>
       call("rules-snapshot", "Get", () => {

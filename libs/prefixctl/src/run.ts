@@ -1,5 +1,6 @@
 import { type Command, type Env, isUsageError, parseArgs } from "./args";
 import { type ConnectClients, connectGrpcClients, type PrefixctlClients, SecurityFileError } from "./clients";
+import { adviceToJson, formatAdvice } from "./format/advise";
 import { collapsesToJson, formatCollapses } from "./format/collapses";
 import { formatReplay, replayToJson } from "./format/replay";
 import { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./format/snapshot";
@@ -72,6 +73,10 @@ async function execute(command: ServiceCommand, clients: PrefixctlClients, now: 
         text: formatRefresh(response, command.sessionId, command.reason),
         json: refreshToJson(response, command.sessionId, command.reason),
       };
+    }
+    case "advise": {
+      const response = await clients.adviseRetention({ sessionId: command.sessionId, limit: command.limit });
+      return { text: formatAdvice(response), json: adviceToJson(response) };
     }
     case "replay": {
       const response = await clients.rebuildProjection({ sessionId: command.sessionId });

@@ -32,6 +32,7 @@ function fakeClients(overrides: Partial<PrefixctlClients>) {
   const clients: PrefixctlClients = {
     listCollapses: record("listCollapses", overrides.listCollapses),
     traceSession: record("traceSession", overrides.traceSession),
+    adviseRetention: record("adviseRetention", overrides.adviseRetention),
     getSnapshot: record("getSnapshot", overrides.getSnapshot),
     invalidateSnapshot: record("invalidateSnapshot", overrides.invalidateSnapshot),
     rebuildProjection: record("rebuildProjection", overrides.rebuildProjection),

@@ -1,8 +1,9 @@
 import { type Attributes, SpanStatusCode, trace } from "@opentelemetry/api";
-import { ConflictError, FailedPreconditionError } from "@prefix-guard/errors";
+import { ConflictError, FailedPreconditionError, NotFoundError } from "@prefix-guard/errors";
 import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { LlmUsageEvent, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type {
+  AdviseRetentionResponse,
   BuildTrace,
   CollapseRow,
   ListCollapsesResponse,
@@ -18,6 +19,7 @@ import { type CauseKind, causeKindOf } from "../domain/cause-taxonomy";
 import type { CollapseThresholds } from "../domain/collapse-detection";
 import type { UsageFacts } from "../domain/model";
 import { type PriceBook, pricesFor } from "../domain/pricing";
+import { adviseRetention } from "../domain/retention-advisor";
 import { checkRetryOf, type UsageIdentity, usageIdentityOf } from "../domain/usage-identity";
 import { usageInputOf } from "../domain/usage-intake/raw-usage";
 import { boundedLimit, type UsageInput, validateSessionId, validateSinceMs, validateUsage } from "../domain/validation";
@@ -123,6 +125,7 @@ export interface ListCollapsesInput {
 const DEFAULT_COLLAPSE_LIMIT = 100;
 const MAX_COLLAPSE_LIMIT = 100_000;
 const DEFAULT_TRACE_LIMIT = 200;
+const MAX_ADVISED_CALLS = 10_000;
 const MAX_TRACE_LIMIT = 10_000;
 
 const tracer = trace.getTracer("prefix-guard.cache-monitor");
@@ -495,6 +498,32 @@ export class CacheMonitor {
     const limit = boundedLimit(limitInput, DEFAULT_TRACE_LIMIT, MAX_TRACE_LIMIT, "limit");
     const rows = await this.deps.store.sessionTrace(sessionId, limit);
     return buildSessionTrace(rows, limit, this.attributionThresholds);
+  }
+
+  /**
+   * `prefixctl advise`: the session's recorded calls priced under each retention with the price
+   * book's write prices. An unknown session is NOT_FOUND: "no calls" must not read as advice.
+   */
+  async adviseRetention(sessionIdInput: string, limitInput: number): Promise<AdviseRetentionResponse> {
+    const sessionId = validateSessionId(sessionIdInput);
+    const limit = boundedLimit(limitInput, MAX_ADVISED_CALLS, MAX_ADVISED_CALLS, "limit");
+    const calls = await this.deps.store.sessionCalls(sessionId, limit);
+    if (calls.length === 0)
+      throw new NotFoundError(`no calls recorded for session ${sessionId}`, {
+        reason: "session_has_no_calls",
+        context: { session_id: sessionId },
+      });
+    const advice = adviseRetention(calls, (model) => pricesFor(this.deps.prices, model));
+    return {
+      sessionId,
+      calls: advice.calls,
+      currency: this.deps.prices.currency,
+      recordedCost: advice.recordedCost,
+      retentions: advice.retentions.map((r) => ({ ...r })),
+      recommended: advice.cheapest ?? "",
+      savingVsDefault: advice.savingVsDefault,
+      savingVsNext: advice.savingVsNext,
+    };
   }
 
   private collapseEvent(sessionId: string, collapse: StoredCollapse, nowMs: number): CacheCollapseEvent {

@@ -5,7 +5,8 @@
 // - Anthropic: platform.claude.com/docs/en/about-claude/pricing — a 5-minute cache write costs
 //   1.25× the input price, a 1-hour write 2×, a cache read 0.1×.
 // - OpenAI: developers.openai.com/api/docs/pricing — cached input as listed; writes are not billed
-//   apart (they cost the input price).
+//   apart (they cost the input price). GPT-5.x and GPT-4.1 also take 24-hour retention
+//   (`prompt_cache_retention: "24h"`, extended prompt caching), at no extra price.
 // - Google: ai.google.dev/gemini-api/docs/pricing (Gemini 2.5, prompts ≤ 200k tokens); context-cache
 //   storage per hour is not a per-call price and is not modelled.
 // - DeepSeek: api-docs.deepseek.com/quick_start/pricing (V3.2, from 2025-09-29: cache hit 0.028,
@@ -28,11 +29,18 @@ function anthropic(input: number, output: number): PriceTable {
     cacheWritePerMillion: round(input * 1.25),
     cacheWrite1hPerMillion: round(input * 2),
     outputPerMillion: output,
+    retentions: ["5m", "1h"],
   };
 }
 
+/** Writes not billed apart; only the provider's default in-memory retention (judged as 5m). */
 function plain(input: number, cached: number, output: number): PriceTable {
-  return { inputPerMillion: input, cachedInputPerMillion: cached, outputPerMillion: output };
+  return { inputPerMillion: input, cachedInputPerMillion: cached, outputPerMillion: output, retentions: ["5m"] };
+}
+
+/** OpenAI models that also take `prompt_cache_retention: "24h"`, whose writes cost the input price too. */
+function openAiExtended(input: number, cached: number, output: number): PriceTable {
+  return { ...plain(input, cached, output), cacheWrite24hPerMillion: input, retentions: ["5m", "24h"] };
 }
 
 const round = (n: number): number => Math.round(n * 1e6) / 1e6;
@@ -49,17 +57,17 @@ export const BUILTIN_CATALOGUE: readonly CatalogueEntry[] = [
   { family: "claude-3-5-sonnet", prices: anthropic(3, 15) },
   { family: "claude-haiku-4-5", prices: anthropic(1, 5) },
   { family: "claude-3-5-haiku", prices: anthropic(0.8, 4) },
-  { family: "gpt-5.5", prices: plain(5, 0.5, 30) },
-  { family: "gpt-5.4-mini", prices: plain(0.75, 0.075, 4.5) },
-  { family: "gpt-5.4-nano", prices: plain(0.2, 0.02, 1.25) },
-  { family: "gpt-5.4", prices: plain(2.5, 0.25, 15) },
-  { family: "gpt-5.2", prices: plain(1.75, 0.175, 14) },
-  { family: "gpt-5-mini", prices: plain(0.25, 0.025, 2) },
-  { family: "gpt-5-nano", prices: plain(0.05, 0.005, 0.4) },
-  { family: "gpt-5", prices: plain(1.25, 0.125, 10) },
-  { family: "gpt-4.1-mini", prices: plain(0.4, 0.1, 1.6) },
-  { family: "gpt-4.1-nano", prices: plain(0.1, 0.025, 0.4) },
-  { family: "gpt-4.1", prices: plain(2, 0.5, 8) },
+  { family: "gpt-5.5", prices: openAiExtended(5, 0.5, 30) },
+  { family: "gpt-5.4-mini", prices: openAiExtended(0.75, 0.075, 4.5) },
+  { family: "gpt-5.4-nano", prices: openAiExtended(0.2, 0.02, 1.25) },
+  { family: "gpt-5.4", prices: openAiExtended(2.5, 0.25, 15) },
+  { family: "gpt-5.2", prices: openAiExtended(1.75, 0.175, 14) },
+  { family: "gpt-5-mini", prices: openAiExtended(0.25, 0.025, 2) },
+  { family: "gpt-5-nano", prices: openAiExtended(0.05, 0.005, 0.4) },
+  { family: "gpt-5", prices: openAiExtended(1.25, 0.125, 10) },
+  { family: "gpt-4.1-mini", prices: openAiExtended(0.4, 0.1, 1.6) },
+  { family: "gpt-4.1-nano", prices: openAiExtended(0.1, 0.025, 0.4) },
+  { family: "gpt-4.1", prices: openAiExtended(2, 0.5, 8) },
   { family: "gpt-4o-mini", prices: plain(0.15, 0.075, 0.6) },
   { family: "gpt-4o", prices: plain(2.5, 1.25, 10) },
   { family: "gemini-2.5-pro", prices: plain(1.25, 0.125, 10) },

@@ -30,6 +30,7 @@ describe("built-in price catalogue", () => {
       cacheWritePerMillion: 3.75,
       cacheWrite1hPerMillion: 6,
       outputPerMillion: 15,
+      retentions: ["5m", "1h"],
     });
     expect(catalogueEntryFor(BUILTIN_CATALOGUE, "claude-opus-4-5")?.prices.cacheWrite1hPerMillion).toBe(10);
   });

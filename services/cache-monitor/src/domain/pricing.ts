@@ -4,6 +4,7 @@
 
 import type { TokenUsage } from "./model";
 import { type CatalogueEntry, catalogueEntryFor } from "./price-catalogue";
+import type { Retention } from "./retention";
 
 export interface PriceTable {
   /** Uncached prompt tokens. */
@@ -18,6 +19,10 @@ export interface PriceTable {
   readonly cacheWritePerMillion?: number;
   /** Prompt tokens written with a 1-hour TTL (Anthropic: 2× input). Unset = the 5-minute write price. */
   readonly cacheWrite1hPerMillion?: number;
+  /** Prompt tokens written with 24-hour retention (OpenAI bills them as input). Unset = the 1-hour write price. */
+  readonly cacheWrite24hPerMillion?: number;
+  /** The retentions the provider sells for this model (the advisor recommends only these); unset = not known, all three. */
+  readonly retentions?: readonly Retention[];
 }
 
 export interface PriceBook {

@@ -1,5 +1,7 @@
 import type { ServiceRegistration } from "@prefix-guard/grpc";
 import {
+  type AdviseRetentionRequest,
+  type AdviseRetentionResponse,
   CacheMonitorService as CacheMonitorDefinition,
   type ListCollapsesRequest,
   type ListCollapsesResponse,
@@ -38,6 +40,8 @@ export function cacheMonitorRegistration(monitor: CacheMonitor, afterRecord: () 
       traceSession: async (request: TraceSessionRequest): Promise<TraceSessionResponse> => ({
         builds: await monitor.traceSession(request.sessionId, request.limit),
       }),
+      adviseRetention: (request: AdviseRetentionRequest): Promise<AdviseRetentionResponse> =>
+        monitor.adviseRetention(request.sessionId, request.limit),
     } as ServiceRegistration["methods"],
   };
 }

@@ -1,5 +1,6 @@
 import { ensureRowsExist, translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
+import type { AdvisedCall } from "../../domain/retention-advisor";
 import { CollapseStore } from "./collapse-store";
 import {
   type Row,
@@ -99,6 +100,15 @@ export class MonitorStore {
         usages: usages.map(toUsage),
         collapses: collapses.map(toCollapse),
       };
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+
+  /** The session's last `limit` calls, oldest first, for the retention advisor. */
+  async sessionCalls(sessionId: string, limit: number): Promise<AdvisedCall[]> {
+    try {
+      return await this.usages.sessionCalls(this.db, sessionId, limit);
     } catch (error) {
       throw translateDbError(error, { session_id: sessionId });
     }

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import type { EarlierCall } from "../../domain/model";
+import type { AdvisedCall } from "../../domain/retention-advisor";
 import {
   type DbExecutor,
   firstInsertedId,
@@ -87,6 +88,37 @@ export class UsageStore {
       calledAtMs: num(row.called_at_ms),
       cacheCreation1hTokens: num(row.cache_creation_1h_tokens),
       firstOfSession: num(row.id) === earliestId,
+    }));
+  }
+
+  /** The session's last `limit` calls in call order (called_at_ms, id), oldest first. */
+  async sessionCalls(executor: DbExecutor, sessionId: string, limit: number): Promise<AdvisedCall[]> {
+    const rows = (await executor("cm_usage")
+      .where({ session_id: sessionId })
+      .orderBy([
+        { column: "called_at_ms", order: "desc" },
+        { column: "id", order: "desc" },
+      ])
+      .limit(limit)
+      .select(
+        "model",
+        "called_at_ms",
+        "prompt_tokens",
+        "cached_tokens",
+        "completion_tokens",
+        "cache_creation_tokens",
+        "cache_creation_1h_tokens",
+        "cost",
+      )) as Row[];
+    return rows.reverse().map((row) => ({
+      model: str(row.model),
+      calledAtMs: num(row.called_at_ms),
+      promptTokens: num(row.prompt_tokens),
+      cachedTokens: num(row.cached_tokens),
+      completionTokens: num(row.completion_tokens),
+      cacheCreationTokens: num(row.cache_creation_tokens),
+      cacheCreation1hTokens: num(row.cache_creation_1h_tokens),
+      cost: num(row.cost),
     }));
   }
 }

@@ -1,0 +1,143 @@
+// `prefixctl advise`: the calls a session actually made, priced again as if its cache had been kept
+// 5 minutes, 1 hour or 24 hours. Gaps decide hits, write prices decide the bill:
+// - a call that hit keeps its observed cached tokens under every retention that outlives its gap,
+//   and misses under one that does not;
+// - a call that missed after a gap longer than the retention it ran under (an expiry) would have
+//   hit under a retention outliving the gap, reading the warm prefix (the previous prompt, at the
+//   session's median observed reuse);
+// - any other miss (a prefix change, a model switch, the first call) misses under every retention:
+//   retention cannot fix it.
+// Every prompt token not read from the cache is written at the retention's write price, as a harness
+// that puts its breakpoint at the end of the prompt does.
+
+import { cachedShareOf, reuseOf } from "./collapse-detection";
+import type { PriceTable } from "./pricing";
+import { RETENTION_TTL_MS, RETENTIONS, type Retention, retentionInForce } from "./retention";
+
+export interface AdvisedCall {
+  readonly model: string;
+  readonly calledAtMs: number;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+  readonly cacheCreationTokens: number;
+  readonly cacheCreation1hTokens: number;
+  /** What was recorded for it (billed or priced at the time). */
+  readonly cost: number;
+}
+
+export interface RetentionCost {
+  readonly retention: Retention;
+  readonly cost: number;
+  readonly hits: number;
+  readonly misses: number;
+  /** False when the model's provider does not sell this retention (its price table says which it does). */
+  readonly offered: boolean;
+}
+
+export interface RetentionAdvice {
+  readonly calls: number;
+  /** What the calls cost as recorded. */
+  readonly recordedCost: number;
+  /** One per retention, in RETENTIONS order. */
+  readonly retentions: readonly RetentionCost[];
+  /** The cheapest offered retention; null without calls. */
+  readonly cheapest: Retention | null;
+  /** How much the cheapest saves against the 5-minute default (0 when that is the cheapest). */
+  readonly savingVsDefault: number;
+  /** How much the cheapest saves against the next cheapest offered retention. */
+  readonly savingVsNext: number;
+}
+
+/** A hit "read ≈ 0 tokens" below this share of its prompt, as attribution judges it. */
+const HIT_SHARE = 0.05;
+const PER_MILLION = 1_000_000;
+
+/** The write price of a retention, each unset price falling back to the next shorter one, then the input price. */
+export function writePriceFor(prices: PriceTable, retention: Retention): number {
+  const fiveMinutes = prices.cacheWritePerMillion ?? prices.inputPerMillion;
+  const oneHour = prices.cacheWrite1hPerMillion ?? fiveMinutes;
+  if (retention === "5m") return fiveMinutes;
+  if (retention === "1h") return oneHour;
+  return prices.cacheWrite24hPerMillion ?? oneHour;
+}
+
+/** Retentions the price table declares; a table that declares none is assumed to offer all three. */
+export function offeredRetentions(prices: PriceTable): readonly Retention[] {
+  return prices.retentions ?? RETENTIONS;
+}
+
+function median(values: readonly number[]): number {
+  if (values.length === 0) return 1;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? 1) : ((sorted[middle - 1] ?? 1) + (sorted[middle] ?? 1)) / 2;
+}
+
+/** What each call could read under a retention outliving its gap; null = a miss under every retention. */
+function warmReads(calls: readonly AdvisedCall[]): (number | null)[] {
+  const observedReuse: number[] = [];
+  calls.forEach((call, index) => {
+    const previous = calls[index - 1];
+    if (previous !== undefined && cachedShareOf(call) > HIT_SHARE)
+      observedReuse.push(reuseOf(call.cachedTokens, previous.promptTokens));
+  });
+  const normalReuse = median(observedReuse);
+  return calls.map((call, index) => {
+    const previous = calls[index - 1];
+    if (previous === undefined || previous.model !== call.model) return null;
+    if (cachedShareOf(call) > HIT_SHARE) return call.cachedTokens;
+    const gap = call.calledAtMs - previous.calledAtMs;
+    const expired = gap > RETENTION_TTL_MS[retentionInForce(previous)];
+    return expired ? Math.min(call.promptTokens, Math.round(previous.promptTokens * normalReuse)) : null;
+  });
+}
+
+function callCost(call: AdvisedCall, cached: number, prices: PriceTable, retention: Retention): number {
+  const written = call.promptTokens - cached;
+  return (
+    (cached * prices.cachedInputPerMillion +
+      written * writePriceFor(prices, retention) +
+      call.completionTokens * prices.outputPerMillion) /
+    PER_MILLION
+  );
+}
+
+/**
+ * @param calls one session's calls, oldest first (or several sessions' calls, each session's kept
+ *   together: the first call of a session must follow another session's last as a model switch would).
+ * @param pricesOf the price table of a model (the price book's, as the calls were priced).
+ */
+export function adviseRetention(
+  calls: readonly AdvisedCall[],
+  pricesOf: (model: string) => PriceTable,
+): RetentionAdvice {
+  const reads = warmReads(calls);
+  const retentions = RETENTIONS.map((retention): RetentionCost => {
+    let cost = 0;
+    let hits = 0;
+    let offered = true;
+    calls.forEach((call, index) => {
+      const prices = pricesOf(call.model);
+      if (!offeredRetentions(prices).includes(retention)) offered = false;
+      const previous = calls[index - 1];
+      const read = reads[index] ?? null;
+      const hit =
+        read !== null && previous !== undefined && call.calledAtMs - previous.calledAtMs <= RETENTION_TTL_MS[retention];
+      if (hit) hits += 1;
+      cost += callCost(call, hit ? read : 0, prices, retention);
+    });
+    return { retention, cost, hits, misses: calls.length - hits, offered };
+  });
+  const ranked = retentions.filter((r) => r.offered).sort((a, b) => a.cost - b.cost);
+  const cheapest = calls.length === 0 ? null : (ranked[0] ?? null);
+  const fiveMinutes = retentions.find((r) => r.retention === "5m");
+  return {
+    calls: calls.length,
+    recordedCost: calls.reduce((sum, call) => sum + call.cost, 0),
+    retentions,
+    cheapest: cheapest?.retention ?? null,
+    savingVsDefault: cheapest !== null && fiveMinutes !== undefined ? fiveMinutes.cost - cheapest.cost : 0,
+    savingVsNext: cheapest !== null && ranked[1] !== undefined ? ranked[1].cost - cheapest.cost : 0,
+  };
+}
