@@ -64,6 +64,20 @@ if (only === undefined || only === "replay") {
       replay.stabilised.collapses.table,
     ].join("\n"),
   );
-  progress(`wrote ${join(resultsDir, "replay.json")}, replay.svg and replay-collapses.txt`);
+  // What an SRE gets from `prefixctl advise` on each run's busiest session.
+  writeFileSync(
+    join(resultsDir, "replay-advise.txt"),
+    [
+      `# prefixctl advise SESSION, the busiest session of each replay run (${measuredAt})`,
+      "",
+      `## naive: ${replay.naive.advise.sessionId}`,
+      "",
+      replay.naive.advise.text,
+      `## stabilised: ${replay.stabilised.advise.sessionId}`,
+      "",
+      replay.stabilised.advise.text,
+    ].join("\n"),
+  );
+  progress(`wrote ${join(resultsDir, "replay.json")}, replay.svg, replay-collapses.txt and replay-advise.txt`);
 }
 process.exit(0);

@@ -118,6 +118,24 @@ describe("replay through the real services (small)", () => {
     expect(checkReplay(naive, stabilised).stabilisedCollapsesUnavoidable).toBe(true);
   });
 
+  it("prices both runs with write prices, Anthropic-style and OpenAI-style, and prefixctl advise recommends", () => {
+    for (const run of [naive, stabilised]) {
+      const { anthropic, openai } = run.writePriced;
+      expect(anthropic.model).toBe("claude-sonnet-4-5");
+      expect(openai.model).toBe("gpt-5.4");
+      // A longer retention never caches less of the same requests.
+      expect(anthropic.cachedShare["1h"] ?? 0).toBeGreaterThanOrEqual(anthropic.cachedShare["5m"] ?? 0);
+      expect(openai.cachedShare["24h"] ?? 0).toBeGreaterThanOrEqual(openai.cachedShare["5m"] ?? 0);
+      // The advisor reprices the 5-minute usage at exactly the simulated 5-minute cost.
+      expect(anthropic.advisor.estimated["5m"]).toBeCloseTo(anthropic.cost["5m"] ?? -1, 9);
+      expect(openai.advisor.estimated["5m"]).toBeCloseTo(openai.cost["5m"] ?? -1, 9);
+      expect(["5m", "1h"]).toContain(anthropic.advisor.recommended);
+      expect(["5m", "24h"]).toContain(openai.advisor.recommended);
+      expect(run.advise.text).toContain(`Retention advice for session ${run.advise.sessionId}`);
+      expect(run.advise.text).toMatch(/^(Use \S+ retention|Keep the 5m default): it would have cost/m);
+    }
+  });
+
   it("stabilised system prompts carry no time of day and no random id (issue 8)", () => {
     expect(TIME_OF_DAY.test("发布于 23:50:07")).toBe(true);
     expect(UUID.test("id 123e4567-e89b-12d3-a456-426614174000")).toBe(true);

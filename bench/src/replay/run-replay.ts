@@ -46,6 +46,7 @@ import {
   type Workload,
   type WorkloadOptions,
 } from "./workload";
+import { PROVIDER_STYLES, type WritePricedResult, WritePricedTally } from "./write-prices";
 
 export interface ReplayBuildRecord {
   readonly policy: AssemblyPolicy;
@@ -81,6 +82,10 @@ export interface ReplayRunResult {
   readonly rulesDecisions: Readonly<Record<string, number>>;
   /** `prefixctl collapses --since all` against the run's cache-monitor, and how it compares with the bytes. */
   readonly collapses: ReplayCollapses;
+  /** The usage priced with cache-write prices for an Anthropic-style and an OpenAI-style provider, with the advisor's verdict. */
+  readonly writePriced: WritePricedResult;
+  /** `prefixctl advise` on the run's busiest session, against its cache-monitor. */
+  readonly advise: { readonly sessionId: string; readonly text: string };
   readonly latency: {
     readonly buildRequest: LatencySummary;
     readonly resolve: LatencySummary | null;
@@ -118,6 +123,7 @@ interface SessionState {
 
 const CALL = { deadlineMs: 30_000 };
 const SHORT_TTL_MS = 5 * 60_000;
+const ONE_HOUR_TTL_MS = 3_600_000;
 const LONG_TTL_MS = 24 * 3_600_000;
 const MODEL = "glm-4.6";
 
@@ -239,6 +245,11 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
     { simulator: new ProviderCacheSimulator({ estimateTokens, ttlMs: SHORT_TTL_MS }), tally: new UsageTally(5) },
     { simulator: new ProviderCacheSimulator({ estimateTokens, ttlMs: LONG_TTL_MS }), tally: new UsageTally(24 * 60) },
   ] as const;
+  // Only for write-priced costs: Anthropic's 1-hour retention.
+  const oneHourCache = new ProviderCacheSimulator({ estimateTokens, ttlMs: ONE_HOUR_TTL_MS });
+  const writePriced = new WritePricedTally();
+  const buildsBySession = new Map<string, number>();
+  let advise: { sessionId: string; text: string } | undefined;
   const ledger = new PrefixChangeLedger();
   const buildSamples: number[] = [];
   const resolveSamples: number[] = [];
@@ -343,8 +354,16 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
             tally.add(observation, outputTokens, verdicts.observed.kind === "avoidable");
             return observation;
           });
-          state.messagesSinceBuild = 0;
           if (usage === undefined || usageLongTtl === undefined) throw new Error("no cache simulator");
+          const usageOneHour = oneHourCache.observe(event.sessionId, event.atMs, segments, state.messagesSinceBuild);
+          writePriced.add(
+            event.sessionId,
+            event.atMs,
+            { "5m": usage, "1h": usageOneHour, "24h": usageLongTtl },
+            outputTokens,
+          );
+          buildsBySession.set(event.sessionId, (buildsBySession.get(event.sessionId) ?? 0) + 1);
+          state.messagesSinceBuild = 0;
           // What the harness reports after the LLM call: seed 001's provider, the 24-hour cache.
           await callUnary(
             stack.monitor,
@@ -429,12 +448,15 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
     }
     await stack.drainCacheMonitor(buildSamples.length);
     collapses = await askPrefixctl(stack.cacheMonitorAddress, bytesVerdicts);
+    const busiest = [...buildsBySession].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))[0]?.[0];
+    if (busiest !== undefined)
+      advise = { sessionId: busiest, text: await askPrefixctlAdvise(stack.cacheMonitorAddress, busiest) };
   } finally {
     await stack.stop();
     rmSync(workspace, { recursive: true, force: true });
   }
 
-  if (collapses === undefined) throw new Error("replay ended without asking prefixctl");
+  if (collapses === undefined || advise === undefined) throw new Error("replay ended without asking prefixctl");
   return {
     policy,
     builds: buildSamples.length,
@@ -443,12 +465,27 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
     providerCache: { ttl5m: caches[0].tally.result(), ttl24h: caches[1].tally.result() },
     rulesDecisions: decisions,
     collapses,
+    writePriced: writePriced.result(),
+    advise,
     latency: {
       buildRequest: summarize("BuildRequest", buildSamples),
       resolve: resolveSamples.length > 0 ? summarize("Resolve", resolveSamples) : null,
       saveMessage: summarize("SaveMessage", saveSamples),
     },
   };
+}
+
+/** `prefixctl advise SESSION` against the run's cache-monitor: the recorded (24-hour cache) calls repriced per retention. */
+async function askPrefixctlAdvise(address: string, sessionId: string): Promise<string> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runPrefixctl(
+    ["advise", sessionId],
+    { stdout: { write: (text: string) => out.push(text) }, stderr: { write: (text: string) => err.push(text) } },
+    { env: { PREFIXCTL_CACHE_MONITOR: address } },
+  );
+  if (code !== 0) throw new Error(`prefixctl advise ${sessionId} exited ${code}: ${err.join("")}`);
+  return out.join("");
 }
 
 /** Runs the SRE's command against the run's cache-monitor, the way `prefixctl` itself would. */
@@ -624,6 +661,25 @@ export function formatReplayTable(
     row(`[${ttl}] cost at the optimum, yuan`, a.cost.optimum.toFixed(4), b.cost.optimum.toFixed(4));
     row(`[${ttl}] cost over the optimum, yuan`, a.cost.overOptimum.toFixed(4), b.cost.overOptimum.toFixed(4));
   }
+  const usd = (value: number | undefined) => (value === undefined ? "-" : value.toFixed(4));
+  for (const style of ["anthropic", "openai"] as const) {
+    const a = naive.writePriced[style];
+    const b = stabilised.writePriced[style];
+    const label = style === "anthropic" ? "Anthropic-style" : "OpenAI-style";
+    for (const retention of PROVIDER_STYLES[style].retentions) {
+      const name = retention === "5m" && style === "openai" ? "in-memory (5m)" : retention;
+      row(
+        `[${label} ${a.model}, write prices] cost ${name}, USD`,
+        `${usd(a.cost[retention])} (${pct(a.cachedShare[retention] ?? 0)} cached)`,
+        `${usd(b.cost[retention])} (${pct(b.cachedShare[retention] ?? 0)} cached)`,
+      );
+    }
+    const advice = (result: typeof a) =>
+      result.advisor.recommended === null
+        ? "-"
+        : `${result.advisor.recommended}, saves ${usd(result.advisor.savingVsDefault)} (est. ${usd(result.advisor.estimated[result.advisor.recommended])})`;
+    row(`[${label}] advisor on the 5m usage`, advice(a), advice(b));
+  }
   const latency = (summary: LatencySummary | null) =>
     summary === null ? "-" : `${summary.p50.toFixed(2)} / ${summary.p99.toFixed(2)}`;
   const collapseCount = (result: ReplayRunResult, section: string | null) =>
@@ -692,6 +748,9 @@ export async function runReplayBench(workloadOptions: WorkloadOptions): Promise<
   const perSection = naive.collapses.table.slice(naive.collapses.table.indexOf("Per section"));
   process.stdout.write(
     `\n$ prefixctl collapses --since all   (naive run; full tables in bench/results/replay-collapses.txt)\n${perSection}`,
+  );
+  process.stdout.write(
+    `\n$ prefixctl advise ${stabilised.advise.sessionId}   (stabilised run)\n${stabilised.advise.text}`,
   );
   const svg = renderReplayChart({
     title: "Replay: naive assembly (seeds' before) vs stabilised",

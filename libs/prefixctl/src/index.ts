@@ -3,6 +3,7 @@ export { defaultTargets, isUsageError, parseArgs, targetEnvVars } from "./args";
 export type { ConnectClients, ConnectOptions, PrefixctlClients } from "./clients";
 export { connectGrpcClients } from "./clients";
 export { formatDuration, parseDuration } from "./duration";
+export { adviceToJson, formatAdvice } from "./format/advise";
 export { collapseSummary, collapsesToJson, formatCollapses } from "./format/collapses";
 export { formatReplay, replayToJson } from "./format/replay";
 export { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./format/snapshot";

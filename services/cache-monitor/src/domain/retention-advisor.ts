@@ -15,6 +15,8 @@ import type { PriceTable } from "./pricing";
 import { RETENTION_TTL_MS, RETENTIONS, type Retention, retentionInForce } from "./retention";
 
 export interface AdvisedCall {
+  /** Calls of several sessions may be priced together; a call's predecessor is the previous call of its own session. */
+  readonly sessionId?: string;
   readonly model: string;
   readonly calledAtMs: number;
   readonly promptTokens: number;
@@ -74,17 +76,25 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? (sorted[middle] ?? 1) : ((sorted[middle - 1] ?? 1) + (sorted[middle] ?? 1)) / 2;
 }
 
+/** Each call's predecessor in its own session (calls are given session by session, each in call order). */
+function predecessors(calls: readonly AdvisedCall[]): (AdvisedCall | undefined)[] {
+  return calls.map((call, index) => {
+    const previous = calls[index - 1];
+    return previous !== undefined && previous.sessionId === call.sessionId ? previous : undefined;
+  });
+}
+
 /** What each call could read under a retention outliving its gap; null = a miss under every retention. */
-function warmReads(calls: readonly AdvisedCall[]): (number | null)[] {
+function warmReads(calls: readonly AdvisedCall[], before: readonly (AdvisedCall | undefined)[]): (number | null)[] {
   const observedReuse: number[] = [];
   calls.forEach((call, index) => {
-    const previous = calls[index - 1];
+    const previous = before[index];
     if (previous !== undefined && cachedShareOf(call) > HIT_SHARE)
       observedReuse.push(reuseOf(call.cachedTokens, previous.promptTokens));
   });
   const normalReuse = median(observedReuse);
   return calls.map((call, index) => {
-    const previous = calls[index - 1];
+    const previous = before[index];
     if (previous === undefined || previous.model !== call.model) return null;
     if (cachedShareOf(call) > HIT_SHARE) return call.cachedTokens;
     const gap = call.calledAtMs - previous.calledAtMs;
@@ -104,15 +114,15 @@ function callCost(call: AdvisedCall, cached: number, prices: PriceTable, retenti
 }
 
 /**
- * @param calls one session's calls, oldest first (or several sessions' calls, each session's kept
- *   together: the first call of a session must follow another session's last as a model switch would).
+ * @param calls one session's calls, oldest first, or several sessions' calls grouped by `sessionId`.
  * @param pricesOf the price table of a model (the price book's, as the calls were priced).
  */
 export function adviseRetention(
   calls: readonly AdvisedCall[],
   pricesOf: (model: string) => PriceTable,
 ): RetentionAdvice {
-  const reads = warmReads(calls);
+  const before = predecessors(calls);
+  const reads = warmReads(calls, before);
   const retentions = RETENTIONS.map((retention): RetentionCost => {
     let cost = 0;
     let hits = 0;
@@ -120,7 +130,7 @@ export function adviseRetention(
     calls.forEach((call, index) => {
       const prices = pricesOf(call.model);
       if (!offeredRetentions(prices).includes(retention)) offered = false;
-      const previous = calls[index - 1];
+      const previous = before[index];
       const read = reads[index] ?? null;
       const hit =
         read !== null && previous !== undefined && call.calledAtMs - previous.calledAtMs <= RETENTION_TTL_MS[retention];

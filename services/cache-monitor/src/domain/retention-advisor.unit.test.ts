@@ -95,6 +95,19 @@ describe("adviseRetention", () => {
     expect(fiveMinutes - oneHour).toBeCloseTo((37_500 - (2_700 + 6_000) - firstThreeExtra) / 1_000_000, 9);
   });
 
+  it("prices several sessions together, each call against its own session's previous call", () => {
+    const one = [call(0, 100_000, 0), call(20, 100_000, 3_000)].map((c) => ({ ...c, sessionId: "a" }));
+    const two = [call(21, 100_000, 0), call(41, 100_000, 3_000)].map((c) => ({ ...c, sessionId: "b" }));
+    const together = adviseRetention([...one, ...two], catalogue);
+    // b's first call comes 1 minute after a's last, but it is a first call: it misses everywhere.
+    expect(together.retentions.map((r) => r.hits)).toEqual([0, 2, 2]);
+    const apart = [adviseRetention(one, catalogue), adviseRetention(two, catalogue)];
+    expect(costOf(together, "1h")?.cost).toBeCloseTo(
+      apart.reduce((sum, advice) => sum + (costOf(advice, "1h")?.cost ?? 0), 0),
+      12,
+    );
+  });
+
   it("has no recommendation without calls", () => {
     const advice = adviseRetention([], catalogue);
     expect(advice).toMatchObject({ calls: 0, cheapest: null, savingVsDefault: 0, savingVsNext: 0, recordedCost: 0 });
