@@ -2,15 +2,22 @@ import type { AdviseRetentionResponse } from "@prefix-guard/proto/monitor/v1/cac
 import { formatCost, formatCount } from "./numbers";
 import { renderTable } from "./table";
 
+/** Below what formatCost shows, two retentions cost the same. */
+const SAME_COST = 0.00005;
+
 /** The verdict line: which retention would have cost least, and by how much against the default and the runner-up. */
 export function recommendation(response: AdviseRetentionResponse): string {
   const recommended = response.recommended;
   if (recommended === "") return "No recommendation: no calls recorded.";
   const currency = response.currency;
+  const tie = response.savingVsNext < SAME_COST;
   if (recommended === "5m")
-    return `Keep the 5m default: it would have cost least, ${formatCost(response.savingVsNext)} ${currency} less than the next offered retention.`;
-  const versusNext =
-    response.savingVsNext < response.savingVsDefault
+    return tie
+      ? "Keep the 5m default: no offered retention would have cost less."
+      : `Keep the 5m default: it would have cost least, ${formatCost(response.savingVsNext)} ${currency} less than the next offered retention.`;
+  const versusNext = tie
+    ? " (a longer offered retention would have cost the same)"
+    : response.savingVsNext < response.savingVsDefault
       ? `, ${formatCost(response.savingVsNext)} ${currency} less than the next offered retention`
       : "";
   return `Use ${recommended} retention: it would have cost ${formatCost(response.savingVsDefault)} ${currency} less than the 5m default${versusNext}.`;

@@ -44,6 +44,15 @@ describe("formatAdvice", () => {
     expect(recommendation({ ...advice, recommended: "" })).toBe("No recommendation: no calls recorded.");
   });
 
+  it("says so when a longer retention would have cost the same", () => {
+    expect(recommendation({ ...advice, savingVsNext: 0 })).toBe(
+      "Use 1h retention: it would have cost 1.1925 USD less than the 5m default (a longer offered retention would have cost the same).",
+    );
+    expect(recommendation({ ...advice, recommended: "5m", savingVsDefault: 0, savingVsNext: 0 })).toBe(
+      "Keep the 5m default: no offered retention would have cost less.",
+    );
+  });
+
   it("keeps the same facts under stable snake_case keys", () => {
     const json = adviceToJson(advice);
     expect(json).toMatchObject({ session_id: "811", recommended: "1h", saving_vs_default: 1.1925, currency: "USD" });
