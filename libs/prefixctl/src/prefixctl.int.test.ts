@@ -66,6 +66,14 @@ describe("prefixctl against real gRPC servers", () => {
     expect(json.totals[1]).toEqual({ section: "", collapses: 36, share: 36 / 146, extra_cost: 18 });
   });
 
+  it("advise: the retention table and the recommendation, over gRPC", async () => {
+    const result = await prefixctl(["advise", "811", "--limit", "500"]);
+    expect(result.code).toBe(0);
+    expect(fake.received[0]).toMatchObject({ method: "AdviseRetention", request: { sessionId: "811", limit: 500 } });
+    expect(result.stdout).toMatch(/^1h \*\s+0\.7200\s+4\s+1\s+yes$/m);
+    expect(result.stdout).toContain("Use 1h retention: it would have cost 1.1925 USD less than the 5m default.");
+  });
+
   it("trace --wide: every build with usage and the disagreement flag", async () => {
     const result = await prefixctl(["trace", "756", "--limit", "50", "--wide"]);
     expect(result.code).toBe(0);

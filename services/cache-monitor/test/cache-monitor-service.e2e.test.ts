@@ -284,7 +284,7 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
       causeCode: "section_changed:workspace-rules",
       causeDisagreement: "",
     });
-    expect(listed.causeTotals).toEqual([
+    expect(listed.causeTotals).toMatchObject([
       { causeCode: "section_changed:workspace-rules", collapses: 1, extraCost: listed.totalExtraCost },
     ]);
 

@@ -7,6 +7,8 @@ import {
   type RebuildProjectionRequest,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import {
+  type AdviseRetentionRequest,
+  type AdviseRetentionResponse,
   CacheMonitorService,
   type ListCollapsesRequest,
   type ListCollapsesResponse,
@@ -53,6 +55,21 @@ export const collapsesResponse: ListCollapsesResponse = {
     { causeCode: "section_changed:workspace-rules", collapses: 110, extraCost: 95.92 },
     { causeCode: "ttl_expired", collapses: 36, extraCost: 18 },
   ],
+};
+
+export const adviseResponse: AdviseRetentionResponse = {
+  sessionId: "811",
+  calls: 5,
+  currency: "USD",
+  recordedCost: 1.9125,
+  retentions: [
+    { retention: "5m", cost: 1.9125, hits: 0, misses: 5, offered: true },
+    { retention: "1h", cost: 0.72, hits: 4, misses: 1, offered: true },
+    { retention: "24h", cost: 0.72, hits: 4, misses: 1, offered: false },
+  ],
+  recommended: "1h",
+  savingVsDefault: 1.1925,
+  savingVsNext: 1.1925,
 };
 
 export const traceResponse: TraceSessionResponse = {
@@ -102,6 +119,10 @@ export async function startFakeServices(): Promise<FakeServices> {
             if (request.sessionId === "missing")
               throw new NotFoundError(`session ${request.sessionId} has no recorded builds`);
             return traceResponse;
+          },
+          adviseRetention: async (request: AdviseRetentionRequest) => {
+            note("AdviseRetention", request);
+            return { ...adviseResponse, sessionId: request.sessionId };
           },
         },
       },
