@@ -220,6 +220,7 @@ class FakeBackends {
         },
         listCollapses: this.notUsed,
         traceSession: this.notUsed,
+        adviseRetention: this.notUsed,
       },
     };
   }
