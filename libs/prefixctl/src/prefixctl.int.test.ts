@@ -99,12 +99,14 @@ describe("prefixctl against real gRPC servers", () => {
     }
     const trace = (await prefixctl(["trace", "756"])).stdout;
     expect(trace).toMatch(
-      /^2\s+2026-10-14 13:11:11\s+same\s+-\s+RETAINED\s+2\.1%\s+0\.9050\s+COLLAPSE\s+FLAG provider_only$/m,
+      /^2\s+2026-10-14 13:11:11\s+same\s+-\s+RETAINED\s+2\.1%\s+0\.9050\s+COLLAPSE\s+-\s+FLAG provider_only$/m,
     );
     expect(trace).not.toContain("REQUEST");
     expect(trace).toContain("    FLAG provider_only: provider says cache missed but our fingerprints saw no change");
     const collapses = (await prefixctl(["collapses", "--since", "24h"])).stdout;
-    expect(collapses).toMatch(/^811\s+2026-10-14 13:11:11\s+1\.9%\s+99\.8%\s+\+0\.8720\s+workspace-rules$/m);
+    expect(collapses).toMatch(
+      /^811\s+2026-10-14 13:11:11\s+1\.9%\s+99\.8%\s+\+0\.8720\s+section_changed:workspace-rules\s+workspace-rules$/m,
+    );
     expect(collapses).toMatch(/^ {4}cause: workspace-rules changed$/m);
   });
 
