@@ -520,7 +520,7 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
     expect(counterValue("prefixguard_cached_tokens_total")).toBeGreaterThan(0);
     // 811's collapse waited for its build's events and was named at once; 797's behind an unchanged prefix.
     expect(text).toMatch(
-      /prefixguard_cache_collapses_total\{(?=[^}]*section="workspace-rules")(?=[^}]*cause="[^"]+")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+      /prefixguard_cache_collapses_total\{(?=[^}]*section="workspace-rules")(?=[^}]*cause="section_changed")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
     expect(text).toMatch(
       /prefixguard_cache_collapses_total\{(?=[^}]*section="\(none\)")(?=[^}]*cause="[a-z_]+")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
