@@ -125,7 +125,12 @@ describe("a provoked collapse's cause code in prefixctl, on Kafka and in /metric
       provider: "anthropic",
       calledAtMs: clock,
     };
-    return callUnary(monitor, monitor.recordUsage, { sessionId, usage }, deadline);
+    return callUnary(
+      monitor,
+      monitor.recordUsage,
+      { sessionId, usage, idempotencyKey: "", providerResponseId: "", unbuilt: false },
+      deadline,
+    );
   };
 
   /** The monitor has joined the build's fingerprints, so the collapse is explained when detected. */

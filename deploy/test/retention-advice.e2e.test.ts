@@ -4,7 +4,11 @@ import { Writable } from "node:stream";
 import { uniqueName } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { run } from "@prefix-guard/prefixctl";
-import type { RawProviderUsage, RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import type {
+  RawProviderUsage,
+  RecordUsageRequest,
+  RecordUsageResponse,
+} from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
 
@@ -42,10 +46,11 @@ describe("prefixctl advise", () => {
   const record = (raw: RawProviderUsage) => {
     const monitor = stack.monitor;
     if (monitor === undefined) throw new Error("the stack runs no cache-monitor");
-    return callUnary<{ sessionId: string; raw: RawProviderUsage }, RecordUsageResponse>(
+    // Usage forwarded with no build of prefix-guard behind it (the advisor needs only the calls).
+    return callUnary<RecordUsageRequest, RecordUsageResponse>(
       monitor,
       monitor.recordUsage,
-      { sessionId, raw },
+      { sessionId, raw, idempotencyKey: "", providerResponseId: "", unbuilt: true },
       { deadlineMs: 10_000 },
     );
   };

@@ -119,10 +119,13 @@ describe("RecordUsage spans", () => {
   });
 
   it("names a raw provider usage's span the same way, with its cache writes under the current names", async () => {
-    await callUnary<{ sessionId: string; raw: RawProviderUsage }, RecordUsageResponse>(
+    await callUnary<RecordUsageRequest, RecordUsageResponse>(
       client,
       client.recordUsage,
       {
+        idempotencyKey: "",
+        providerResponseId: "",
+        unbuilt: true,
         sessionId: "s-raw",
         raw: {
           provider: "anthropic",
