@@ -13,7 +13,6 @@ import { silentLogger } from "@prefix-guard/logging";
 import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import {
   CacheMonitorClient,
-  type RawProviderUsage,
   type RecordUsageRequest,
   type RecordUsageResponse,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
