@@ -1,12 +1,6 @@
-// One provoked collapse, one cause code everywhere: a harness changes one of its sections, the
-// provider misses, and prefixctl, the cache.collapse.v1 event on real Kafka and /metrics all name it
-// `section_changed:<key>` (README "Cause taxonomy"; the metric splits it into cause and section labels).
-import { createServer } from "node:net";
-import { Writable } from "node:stream";
 import { eventually, uniqueName } from "@prefix-guard/bus/testing";
 import { decodeEnvelope } from "@prefix-guard/events";
 import { callUnary } from "@prefix-guard/grpc";
-import { run } from "@prefix-guard/prefixctl";
 import {
   type BuildRequestRequest,
   type BuildRequestResponse,
@@ -18,36 +12,9 @@ import type { UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type { RecordUsageResponse, TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest } from "./support";
+import { freePort, mainSessionRequest, runPrefixctl } from "./support";
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function prefixctl(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const collect = () => {
-    let text = "";
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        text += String(chunk);
-        done();
-      },
-    });
-    return { stream, text: () => text };
-  };
-  const stdout = collect();
-  const stderr = collect();
-  const code = await run(argv, { stdout: stdout.stream, stderr: stderr.stream });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
+const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
 let clock = Date.UTC(2026, 9, 14, 5, 0, 0);
 const now = () => clock;

@@ -9,13 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventually } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import { run } from "@prefix-guard/prefixctl";
 import { type BuildRequestResponse, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest } from "./support";
+import { mainSessionRequest, runPrefixctl } from "./support";
 
 const deadline = { deadlineMs: 10_000 };
 
@@ -31,21 +30,24 @@ describe("prefixctl operations, then the next build", () => {
     await stack?.stop();
   });
 
-  async function prefixctl(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    let stdout = "";
-    let stderr = "";
-    const code = await run(
-      argv,
-      { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } },
-      {
-        env: {
-          PREFIXCTL_CACHE_MONITOR: stack.addresses["cache-monitor"],
-          PREFIXCTL_PROMPT_ASSEMBLY: stack.addresses["prompt-assembly"],
-          PREFIXCTL_RULES_SNAPSHOT: stack.addresses["rules-snapshot"],
-        },
+  const prefixctl = (argv: string[]) =>
+    runPrefixctl(argv, {
+      PREFIXCTL_CACHE_MONITOR: stack.addresses["cache-monitor"],
+      PREFIXCTL_PROMPT_ASSEMBLY: stack.addresses["prompt-assembly"],
+      PREFIXCTL_RULES_SNAPSHOT: stack.addresses["rules-snapshot"],
+    });
+
+  /** Until cache-monitor holds the build's fingerprint, so a usage's verdict rests on it. */
+  async function fingerprintAtMonitor(sessionId: string, requestId: string): Promise<void> {
+    const monitor = stack.monitor;
+    if (monitor === undefined) throw new Error("cache-monitor not started");
+    await eventually(
+      async () => {
+        const traced = await callUnary(monitor, monitor.traceSession, { sessionId, limit: 0 }, deadline);
+        return traced.builds.some((b) => b.requestId === requestId && b.sectionHashes.length > 0) || undefined;
       },
+      { what: `the fingerprint of build ${requestId} at cache-monitor` },
     );
-    return { code, stdout, stderr };
   }
 
   async function turn(sessionId: string, text: string, rulesDir = workspace): Promise<BuildRequestResponse> {
@@ -115,16 +117,7 @@ describe("prefixctl operations, then the next build", () => {
 
     const next = await turn(sessionId, "after the replay");
     expect(next.prefix).toMatchObject({ firstBuild: false, changed: false });
-    // The monitor has the build's fingerprint before the usage arrives, so its verdict rests on it.
-    const monitor = stack.monitor;
-    if (monitor === undefined) throw new Error("cache-monitor not started");
-    await eventually(
-      async () => {
-        const traced = await callUnary(monitor, monitor.traceSession, { sessionId, limit: 0 }, deadline);
-        return traced.builds.some((b) => b.requestId === next.requestId && b.sectionHashes.length > 0) || undefined;
-      },
-      { what: "the rebuilt build's fingerprint at cache-monitor" },
-    );
+    await fingerprintAtMonitor(sessionId, next.requestId);
     const answer = await recordUsage(sessionId, next, 0);
     expect(answer.collapse).toBeDefined();
     expect(answer.collapse?.cause).toMatch(/^provider-side cache miss with our prefix unchanged/);
@@ -153,15 +146,7 @@ describe("prefixctl operations, then the next build", () => {
     expect(next.prefix?.cause).toBe(
       "new workspace-rules snapshot pinned after an operator refresh (reason: INC-42 rules fixed)",
     );
-    const monitor = stack.monitor;
-    if (monitor === undefined) throw new Error("cache-monitor not started");
-    await eventually(
-      async () => {
-        const traced = await callUnary(monitor, monitor.traceSession, { sessionId, limit: 0 }, deadline);
-        return traced.builds.some((b) => b.requestId === next.requestId && b.sectionHashes.length > 0) || undefined;
-      },
-      { what: "the refreshed build's fingerprint at cache-monitor" },
-    );
+    await fingerprintAtMonitor(sessionId, next.requestId);
     const answer = await recordUsage(sessionId, next, 0);
     expect(answer.collapse?.cause).toContain("operator refresh (reason: INC-42 rules fixed)");
     const collapses = await prefixctl(["collapses", "--session", sessionId, "--wide"]);

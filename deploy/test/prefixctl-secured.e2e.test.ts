@@ -1,33 +1,12 @@
-// prefixctl against a secured deployment: rules-snapshot serving mTLS with bearer tokens required.
-// With the CA, a client certificate and the SRE token it reads the snapshot; without the token it is
-// refused, and without TLS it cannot connect. Each run is the real CLI entry (run) over real gRPC.
-import { Writable } from "node:stream";
 import { silentLogger } from "@prefix-guard/logging";
-import { run } from "@prefix-guard/prefixctl";
 import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMemoryBus } from "./support";
+import { openMemoryBus, runPrefixctl } from "./support";
 import { makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
 
 const SRE_TOKEN = "sre-token-abcdefghijklmn";
 
-function capture() {
-  let text = "";
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
-
-async function prefixctl(argv: string[]) {
-  const stdout = capture();
-  const stderr = capture();
-  const code = await run(argv, { stdout: stdout.stream, stderr: stderr.stream });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
+const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
 describe("prefixctl with --ca, --cert/--key and --token", () => {
   let tls: TlsFixture;
@@ -76,23 +55,15 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
   });
 
   it("takes the token and the files from the environment too", async () => {
-    const stdout = capture();
-    const stderr = capture();
-    const code = await run(
-      ["snapshot", "get", "811", ...target()],
-      { stdout: stdout.stream, stderr: stderr.stream },
-      {
-        env: {
-          PREFIXCTL_CA: tls.caCert,
-          PREFIXCTL_CERT: tls.clientCert,
-          PREFIXCTL_KEY: tls.clientKey,
-          PREFIXCTL_TOKEN: SRE_TOKEN,
-        },
-      },
-    );
-    expect(stderr.text()).toBe("");
+    const { code, stdout, stderr } = await runPrefixctl(["snapshot", "get", "811", ...target()], {
+      PREFIXCTL_CA: tls.caCert,
+      PREFIXCTL_CERT: tls.clientCert,
+      PREFIXCTL_KEY: tls.clientKey,
+      PREFIXCTL_TOKEN: SRE_TOKEN,
+    });
+    expect(stderr).toBe("");
     expect(code).toBe(0);
-    expect(stdout.text()).toContain("/srv/ws/oc_4fc3");
+    expect(stdout).toContain("/srv/ws/oc_4fc3");
   });
 
   it("is refused without the token, cannot connect without TLS, and names an unreadable key file", async () => {

@@ -1,9 +1,5 @@
-// `prefixctl advise` against a running cache-monitor: Anthropic usages forwarded verbatim, one call
-// every 20 minutes (each past the 5-minute cache), priced with the built-in catalogue's write prices.
-import { Writable } from "node:stream";
 import { uniqueName } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import { run } from "@prefix-guard/prefixctl";
 import type {
   RawProviderUsage,
   RecordUsageRequest,
@@ -11,23 +7,9 @@ import type {
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
+import { runPrefixctl } from "./support";
 
-async function prefixctl(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const collect = () => {
-    let text = "";
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        text += String(chunk);
-        done();
-      },
-    });
-    return { stream, text: () => text };
-  };
-  const stdout = collect();
-  const stderr = collect();
-  const code = await run(argv, { stdout: stdout.stream, stderr: stderr.stream });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
+const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
 const T0 = Date.UTC(2026, 9, 14, 5, 0, 0);
 const MINUTE = 60_000;

@@ -7,6 +7,7 @@ import { createEmbeddedBus, embeddedBusMigrations, type MessageBus } from "@pref
 import { runMigrations } from "@prefix-guard/db";
 import { createMemoryDatabase } from "@prefix-guard/db/testing";
 import { silentLogger } from "@prefix-guard/logging";
+import { run as runPrefixctlMain } from "@prefix-guard/prefixctl";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { CreateSessionRequest } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
@@ -158,4 +159,26 @@ export async function openMemoryBus(): Promise<{ bus: MessageBus; close(): Promi
       await db.destroy();
     },
   };
+}
+
+/** What one prefixctl command printed and its exit code, run in process as the SREs' CLI. */
+export interface PrefixctlRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs prefixctl with `argv` (and `env` instead of the process's, when given). */
+export async function runPrefixctl(
+  argv: readonly string[],
+  env?: Readonly<Record<string, string>>,
+): Promise<PrefixctlRun> {
+  let stdout = "";
+  let stderr = "";
+  const code = await runPrefixctlMain(
+    [...argv],
+    { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } },
+    env === undefined ? {} : { env: { ...env } },
+  );
+  return { code, stdout, stderr };
 }
