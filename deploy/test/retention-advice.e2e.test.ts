@@ -1,13 +1,15 @@
-import { uniqueName } from "@prefix-guard/bus/testing";
+import { eventually, uniqueName } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import type {
-  RawProviderUsage,
+import { BuildRequestRequest, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { Role } from "@prefix-guard/proto/common/v1/common";
+import {
+  type RawProviderUsage,
   RecordUsageRequest,
-  RecordUsageResponse,
+  type RecordUsageResponse,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { runPrefixctl } from "./support";
+import { mainSessionRequest, runPrefixctl } from "./support";
 
 const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
@@ -71,6 +73,81 @@ describe("prefixctl advise", () => {
     // What was recorded is the 5-minute repricing: the calls were priced with the same write prices.
     expect(json.retentions[0]?.cost).toBeCloseTo(json.recorded_cost, 9);
     expect(json.retentions.map((r) => r.hits)).toEqual([0, 4, 4]);
+  });
+
+  it("prices every session built in a workspace with --workspace, each on its own calls", async () => {
+    const workspace = `/srv/ws/${uniqueName("advise-ws")}`;
+    const monitor = stack.monitor;
+    if (monitor === undefined) throw new Error("the stack runs no cache-monitor");
+    const deadline = { deadlineMs: 10_000 };
+    const sessions = [uniqueName("ws-a"), uniqueName("ws-b")];
+    for (const id of sessions) {
+      await callUnary(stack.sessions, stack.sessions.createSession, mainSessionRequest(id, workspace), deadline);
+      for (let call = 0; call < 3; call++) {
+        const saved = await callUnary(
+          stack.sessions,
+          stack.sessions.saveMessage,
+          {
+            sessionId: id,
+            role: Role.ROLE_USER,
+            content: [{ part: { $case: "text", value: { text: `q${call}` } } }],
+            thinkingText: "",
+          },
+          deadline,
+        );
+        const assembly = stack.assembly();
+        // No workspace in the request: the build's workspace is the session's own.
+        const built = await callUnary(
+          assembly,
+          assembly.buildRequest,
+          BuildRequestRequest.fromPartial({
+            sessionId: id,
+            minSeq: saved.seq,
+            sections: [{ key: "persona", text: "persona" }],
+            wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
+            model: "claude-sonnet-4-5",
+          }),
+          deadline,
+        );
+        await callUnary<RecordUsageRequest, RecordUsageResponse>(
+          monitor,
+          monitor.recordUsage,
+          RecordUsageRequest.fromPartial({
+            sessionId: id,
+            usage: {
+              requestId: built.requestId,
+              model: "claude-sonnet-4-5",
+              promptTokens: 100_000,
+              cachedTokens: 0,
+              completionTokens: 500,
+              cacheCreationTokens: 100_000,
+              provider: "anthropic",
+              calledAtMs: T0 + call * 20 * MINUTE,
+            },
+          }),
+          deadline,
+        );
+      }
+    }
+    const address = stack.addresses["cache-monitor"];
+    const advice = await eventually(async () => {
+      const result = await prefixctl(["advise", "--workspace", workspace, "--json", "--cache-monitor", address]);
+      return result.code === 0
+        ? (JSON.parse(result.stdout) as { calls: number; sessions: number; recommended: string })
+        : undefined;
+    });
+    expect(advice).toMatchObject({ calls: 6, sessions: 2, recommended: "1h" });
+    const text = await prefixctl(["advise", "--workspace", workspace, "--cache-monitor", address]);
+    expect(text.stdout).toContain(`Retention advice for workspace ${workspace} (2 sessions): 6 recorded calls`);
+    // A call's predecessor is its own session's previous call: 2 sessions × 2 repeat calls hit under 1h.
+    expect(text.stdout).toMatch(/^1h \*\s+\S+\s+4\s+2\s+yes$/m);
+
+    const both = await prefixctl(["advise", sessions[0] ?? "", "--workspace", workspace, "--cache-monitor", address]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("not both");
+    const unknown = await prefixctl(["advise", "--workspace", "/srv/ws/none", "--cache-monitor", address]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("no calls recorded for workspace /srv/ws/none");
   });
 
   it("exits 1 naming the session when it has no calls", async () => {

@@ -269,6 +269,23 @@ const collapseCauseCode: Migration = {
   },
 };
 
+/** The build's workspace on each observation: AdviseRetention for a workspace's sessions. */
+const observationWorkspace: Migration = {
+  name: "0011_cm_observation_workspace",
+  async up(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.string("workspace", 512).notNullable().defaultTo("");
+      t.index(["workspace", "session_id"], "cm_prefix_observation_workspace_idx");
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.dropIndex(["workspace", "session_id"], "cm_prefix_observation_workspace_idx");
+      t.dropColumn("workspace");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -281,4 +298,5 @@ export const cacheMonitorMigrations: Migration[] = [
   usageCurrencyAndLongWrites,
   usageIdempotency,
   collapseCauseCode,
+  observationWorkspace,
 ];

@@ -101,6 +101,8 @@ describe("the retention advisor on the recorded replay", () => {
       recommended: advice.cheapest ?? "",
       savingVsDefault: advice.savingVsDefault,
       savingVsNext: advice.savingVsNext,
+      workspace: "",
+      sessions: 1,
     });
     expect(text).toContain(
       `Use 24h retention: it would have cost ${advice.savingVsDefault.toFixed(4)} USD less than the 5m default.`,

@@ -70,7 +70,13 @@ export type Command =
   | (CommonOptions & { readonly kind: "snapshot-get"; readonly sessionId: string })
   | (CommonOptions & { readonly kind: "snapshot-refresh"; readonly sessionId: string; readonly reason: string })
   | (CommonOptions & { readonly kind: "replay"; readonly sessionId: string })
-  | (CommonOptions & { readonly kind: "advise"; readonly sessionId: string; readonly limit: number });
+  | (CommonOptions & {
+      readonly kind: "advise";
+      /** Exactly one of the two is non-empty. */
+      readonly sessionId: string;
+      readonly workspace: string;
+      readonly limit: number;
+    });
 
 export interface UsageError {
   readonly kind: "usage_error";
@@ -90,6 +96,7 @@ type FlagName =
   | "limit"
   | "timeout"
   | "reason"
+  | "workspace"
   | "cache-monitor"
   | "rules-snapshot"
   | "prompt-assembly"
@@ -106,6 +113,7 @@ const valueFlags: ReadonlySet<string> = new Set([
   "limit",
   "timeout",
   "reason",
+  "workspace",
   "cache-monitor",
   "rules-snapshot",
   "prompt-assembly",
@@ -137,7 +145,7 @@ const commandFlags: Readonly<Record<CommandKind, readonly FlagName[]>> = {
   "snapshot-get": [],
   "snapshot-refresh": ["reason"],
   replay: [],
-  advise: ["limit"],
+  advise: ["limit", "workspace"],
 };
 
 const commandSpelling: Readonly<Record<CommandKind, string>> = {
@@ -343,6 +351,20 @@ export function parseArgs(argv: readonly string[], env: Env = {}): Command | Usa
     return { ...common, kind, windowMs, windowLabel, sessionId: session?.trim() ?? null, limit };
   }
 
+  if (kind === "advise") {
+    const limit = parseLimit(stringFlag(flags, "limit"), defaultAdviseLimit);
+    if (typeof limit !== "number") return limit;
+    const workspace = stringFlag(flags, "workspace");
+    if (workspace === undefined) {
+      const sessionId = sessionArgument(kind, rest);
+      if (typeof sessionId !== "string") return sessionId;
+      return { ...common, kind, sessionId, workspace: "", limit };
+    }
+    if (workspace.trim() === "") return usageError("--workspace must not be empty");
+    if (rest.length > 0) return usageError("advise takes a SESSION or --workspace W, not both");
+    return { ...common, kind, sessionId: "", workspace: workspace.trim(), limit };
+  }
+
   const sessionId = sessionArgument(kind, rest);
   if (typeof sessionId !== "string") return sessionId;
   switch (kind) {
@@ -360,10 +382,5 @@ export function parseArgs(argv: readonly string[], env: Env = {}): Command | Usa
     }
     case "replay":
       return { ...common, kind, sessionId };
-    case "advise": {
-      const limit = parseLimit(stringFlag(flags, "limit"), defaultAdviseLimit);
-      if (typeof limit !== "number") return limit;
-      return { ...common, kind, sessionId, limit };
-    }
   }
 }

@@ -75,7 +75,11 @@ async function execute(command: ServiceCommand, clients: PrefixctlClients, now: 
       };
     }
     case "advise": {
-      const response = await clients.adviseRetention({ sessionId: command.sessionId, limit: command.limit });
+      const response = await clients.adviseRetention({
+        sessionId: command.sessionId,
+        limit: command.limit,
+        workspace: command.workspace,
+      });
       return { text: formatAdvice(response), json: adviceToJson(response) };
     }
     case "replay": {

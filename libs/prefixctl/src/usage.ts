@@ -16,10 +16,10 @@ Usage:
   prefixctl trace SESSION [--limit ${defaultTraceLimit}] [--json]
       Every build of one session: what changed, why, the provider's usage and whether the provider
       and our fingerprints agree (FLAG lines explain disagreements).
-  prefixctl advise SESSION [--limit ${defaultAdviseLimit}] [--json]
-      The session's recorded calls priced again under 5m, 1h and 24h cache retention (the gaps between
-      calls decide which would have hit, write prices come from the price book): which would have cost
-      least, and by how much.
+  prefixctl advise SESSION | --workspace W [--limit ${defaultAdviseLimit}] [--json]
+      The recorded calls of a session, or of every session built in workspace W (each on its own
+      calls), priced again under 5m, 1h and 24h cache retention (the gaps between calls decide which
+      would have hit, write prices come from the price book): which would have cost least, and by how much.
   prefixctl snapshot get SESSION [--json]
       The session's frozen workspace-rules snapshot (workspace, hash, generation, source, pinned time).
   prefixctl snapshot refresh SESSION [--reason R] [--json]

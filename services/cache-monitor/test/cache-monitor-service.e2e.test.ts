@@ -76,6 +76,7 @@ function observedEvent(sessionId: string, requestId: string, firstBuild: boolean
         model: "glm-4.6",
         compactionGeneration: 0,
         compactionRequest: false,
+        workspace: "/ws/oc_4fc3",
       },
     },
   });

@@ -25,7 +25,11 @@ export function recommendation(response: AdviseRetentionResponse): string {
 
 export function formatAdvice(response: AdviseRetentionResponse): string {
   const lines = [
-    `Retention advice for session ${response.sessionId}: ${formatCount(response.calls)} recorded call${
+    `Retention advice for ${
+      response.workspace !== ""
+        ? `workspace ${response.workspace} (${formatCount(response.sessions)} session${response.sessions === 1 ? "" : "s"})`
+        : `session ${response.sessionId}`
+    }: ${formatCount(response.calls)} recorded call${
       response.calls === 1 ? "" : "s"
     }, recorded cost ${formatCost(response.recordedCost)} ${response.currency}`,
     "",
@@ -53,7 +57,9 @@ export function formatAdvice(response: AdviseRetentionResponse): string {
 
 export function adviceToJson(response: AdviseRetentionResponse) {
   return {
-    session_id: response.sessionId,
+    session_id: response.sessionId === "" ? null : response.sessionId,
+    workspace: response.workspace === "" ? null : response.workspace,
+    sessions: response.sessions,
     calls: response.calls,
     currency: response.currency,
     recorded_cost: response.recordedCost,

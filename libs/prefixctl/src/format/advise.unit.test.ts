@@ -15,6 +15,8 @@ const advice: AdviseRetentionResponse = {
   recommended: "1h",
   savingVsDefault: 1.1925,
   savingVsNext: 1.1925,
+  workspace: "",
+  sessions: 1,
 };
 
 describe("formatAdvice", () => {

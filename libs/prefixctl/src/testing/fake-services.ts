@@ -70,6 +70,8 @@ export const adviseResponse: AdviseRetentionResponse = {
   recommended: "1h",
   savingVsDefault: 1.1925,
   savingVsNext: 1.1925,
+  workspace: "",
+  sessions: 1,
 };
 
 export const traceResponse: TraceSessionResponse = {

@@ -83,6 +83,7 @@ function observed(sessionId: string, requestId: string, firstBuild = false): Val
         model: "glm-4.6",
         compactionGeneration: 0,
         compactionRequest: false,
+        workspace: "/ws/oc_4fc3",
       },
     },
   };

@@ -22,7 +22,14 @@ import { type PriceBook, pricesFor } from "../domain/pricing";
 import { adviseRetention } from "../domain/retention-advisor";
 import { checkRetryOf, type UsageIdentity, usageIdentityOf } from "../domain/usage-identity";
 import { usageInputOf } from "../domain/usage-intake/raw-usage";
-import { boundedLimit, type UsageInput, validateSessionId, validateSinceMs, validateUsage } from "../domain/validation";
+import {
+  boundedLimit,
+  type UsageInput,
+  validateAdviceScope,
+  validateSessionId,
+  validateSinceMs,
+  validateUsage,
+} from "../domain/validation";
 import { BuildArrivals } from "./build-arrivals";
 import { cacheCollapsedEvent, usageRecordedEvent, type ValidPrefixEvent, type ValidUsageEvent } from "./monitor-events";
 import { toCacheCollapsed, toUsageRecorded } from "./proto-mapping";
@@ -126,6 +133,8 @@ const DEFAULT_COLLAPSE_LIMIT = 100;
 const MAX_COLLAPSE_LIMIT = 100_000;
 const DEFAULT_TRACE_LIMIT = 200;
 const MAX_ADVISED_CALLS = 10_000;
+/** Sessions of a workspace priced by one AdviseRetention at most (the most recently active first). */
+const MAX_ADVISED_SESSIONS = 500;
 const MAX_TRACE_LIMIT = 10_000;
 
 const tracer = trace.getTracer("prefix-guard.cache-monitor");
@@ -413,6 +422,7 @@ export class CacheMonitor {
                 model: event.payload.value.model,
                 compactionGeneration: event.payload.value.compactionGeneration,
                 compactionRequest: event.payload.value.compactionRequest,
+                workspace: event.payload.value.workspace,
               },
               nowMs,
             )
@@ -501,21 +511,33 @@ export class CacheMonitor {
   }
 
   /**
-   * `prefixctl advise`: the session's recorded calls priced under each retention with the price
-   * book's write prices. An unknown session is NOT_FOUND: "no calls" must not read as advice.
+   * `prefixctl advise`: the recorded calls of a session, or of every session built in a workspace
+   * (each priced on its own calls), priced under each retention with the price book's write prices.
+   * Nothing recorded is NOT_FOUND: "no calls" must not read as advice.
    */
-  async adviseRetention(sessionIdInput: string, limitInput: number): Promise<AdviseRetentionResponse> {
-    const sessionId = validateSessionId(sessionIdInput);
+  async adviseRetention(
+    sessionIdInput: string,
+    limitInput: number,
+    workspaceInput = "",
+  ): Promise<AdviseRetentionResponse> {
+    const scope = validateAdviceScope(sessionIdInput, workspaceInput);
     const limit = boundedLimit(limitInput, MAX_ADVISED_CALLS, MAX_ADVISED_CALLS, "limit");
-    const calls = await this.deps.store.sessionCalls(sessionId, limit);
-    if (calls.length === 0)
-      throw new NotFoundError(`no calls recorded for session ${sessionId}`, {
-        reason: "session_has_no_calls",
-        context: { session_id: sessionId },
+    const calls =
+      "sessionId" in scope
+        ? await this.deps.store.sessionCalls(scope.sessionId, limit)
+        : await this.deps.store.workspaceCalls(scope.workspace, limit, MAX_ADVISED_SESSIONS);
+    if (calls.length === 0) {
+      const what = "sessionId" in scope ? `session ${scope.sessionId}` : `workspace ${scope.workspace}`;
+      throw new NotFoundError(`no calls recorded for ${what}`, {
+        reason: "sessionId" in scope ? "session_has_no_calls" : "workspace_has_no_calls",
+        context: "sessionId" in scope ? { session_id: scope.sessionId } : { workspace: scope.workspace },
       });
+    }
     const advice = adviseRetention(calls, (model) => pricesFor(this.deps.prices, model));
     return {
-      sessionId,
+      sessionId: "sessionId" in scope ? scope.sessionId : "",
+      workspace: "workspace" in scope ? scope.workspace : "",
+      sessions: new Set(calls.map((call) => call.sessionId)).size,
       calls: advice.calls,
       currency: this.deps.prices.currency,
       recordedCost: advice.recordedCost,

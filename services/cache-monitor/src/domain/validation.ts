@@ -35,6 +35,24 @@ export function validateSessionId(sessionId: string): string {
   return requireId(sessionId, "session_id", MAX_ID_CHARS);
 }
 
+/** The workspaces prefix-guard stores are paths or names of at most this many characters. */
+export const MAX_WORKSPACE_CHARS = 512;
+
+/** What AdviseRetention prices: one session's calls, or those of every session of a workspace. */
+export type AdviceScope = { readonly sessionId: string } | { readonly workspace: string };
+
+export function validateAdviceScope(sessionId: string, workspace: string): AdviceScope {
+  if (sessionId !== "" && workspace !== "")
+    throw new ValidationError("workspace", "give either session_id or workspace, not both");
+  if (workspace === "") return { sessionId: validateSessionId(sessionId) };
+  if (workspace.length > MAX_WORKSPACE_CHARS || workspace.trim() !== workspace)
+    throw new ValidationError(
+      "workspace",
+      `must be at most ${MAX_WORKSPACE_CHARS} characters without surrounding spaces`,
+    );
+  return { workspace };
+}
+
 /**
  * @param receivedAtMs stands in for a missing called_at_ms (0): the harness did not say, and the
  *   arrival time is the best estimate of when the call happened.

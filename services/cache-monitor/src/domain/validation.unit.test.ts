@@ -1,7 +1,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
 import { usageInputOf } from "./usage-intake/raw-usage";
-import { type UsageInput, validateSessionId, validateUsage } from "./validation";
+import { type UsageInput, validateAdviceScope, validateSessionId, validateUsage } from "./validation";
 
 const NOW = 1_760_418_671_539;
 
@@ -110,5 +110,18 @@ describe("1-hour cache writes and the raw intake", () => {
     expect(fieldOf(() => validateUsage(usageInputOf(undefined, undefined).usage, NOW))).toBe("usage");
     const noRequest = usageInputOf(undefined, { ...raw, requestId: "" });
     expect(fieldOf(() => validateUsage(noRequest.usage, NOW, noRequest.path))).toBe("raw.request_id");
+  });
+});
+
+describe("validateAdviceScope", () => {
+  it("takes a session or a workspace, never both or neither", () => {
+    expect(validateAdviceScope("811", "")).toEqual({ sessionId: "811" });
+    expect(validateAdviceScope("", "/srv/ws/oc_4fc3")).toEqual({ workspace: "/srv/ws/oc_4fc3" });
+    expect(() => validateAdviceScope("811", "/srv/ws/oc_4fc3")).toThrow(
+      /workspace: give either session_id or workspace/,
+    );
+    expect(() => validateAdviceScope("", "")).toThrow(/session_id/);
+    expect(() => validateAdviceScope("", " /srv/ws ")).toThrow(/workspace: must be at most 512 characters/);
+    expect(() => validateAdviceScope("", "w".repeat(513))).toThrow(/workspace/);
   });
 });

@@ -41,7 +41,7 @@ export function cacheMonitorRegistration(monitor: CacheMonitor, afterRecord: () 
         builds: await monitor.traceSession(request.sessionId, request.limit),
       }),
       adviseRetention: (request: AdviseRetentionRequest): Promise<AdviseRetentionResponse> =>
-        monitor.adviseRetention(request.sessionId, request.limit),
+        monitor.adviseRetention(request.sessionId, request.limit, request.workspace),
     } as ServiceRegistration["methods"],
   };
 }

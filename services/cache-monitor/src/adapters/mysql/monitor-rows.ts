@@ -77,6 +77,8 @@ export interface StoredObservation {
   readonly compactionGeneration: number;
   /** A BuildCompactionRequest, not a turn. */
   readonly compactionRequest: boolean;
+  /** The build's effective workspace ("" from builders that did not say). */
+  readonly workspace: string;
 }
 
 export interface StoredChange extends PrefixChange {
@@ -225,6 +227,7 @@ export function toObservation(row: Row): StoredObservation {
     model: str(row.model),
     compactionGeneration: num(row.compaction_generation),
     compactionRequest: bool(row.compaction_request),
+    workspace: str(row.workspace),
   };
 }
 

@@ -40,6 +40,7 @@ function observation(
 ): StoredObservation {
   return {
     compactionRequest,
+    workspace: "/ws/oc_4fc3",
     eventId,
     sessionId,
     requestId,
@@ -129,6 +130,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0008_cm_usage_currency_1h_writes",
         "0009_cm_usage_idempotency",
         "0010_cm_collapse_cause_code",
+        "0011_cm_observation_workspace",
       ]);
       store = new MonitorStore(db);
     });

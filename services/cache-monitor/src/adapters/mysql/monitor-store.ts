@@ -113,4 +113,22 @@ export class MonitorStore {
       throw translateDbError(error, { session_id: sessionId });
     }
   }
+
+  /**
+   * The calls of the sessions built in `workspace` (at most `maxSessions`, most recently built
+   * first), each session's last `limit`, grouped by session, oldest first within each.
+   */
+  async workspaceCalls(workspace: string, limit: number, maxSessions: number): Promise<AdvisedCall[]> {
+    try {
+      const sessionIds = await this.observations.workspaceSessionIds(this.db, workspace, maxSessions);
+      const calls: AdvisedCall[] = [];
+      for (const sessionId of sessionIds) {
+        for (const call of await this.usages.sessionCalls(this.db, sessionId, limit))
+          calls.push({ ...call, sessionId });
+      }
+      return calls;
+    } catch (error) {
+      throw translateDbError(error, { workspace });
+    }
+  }
 }

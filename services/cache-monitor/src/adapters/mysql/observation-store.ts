@@ -81,9 +81,21 @@ export class ObservationStore {
       model: observation.model,
       compaction_generation: observation.compactionGeneration,
       compaction_request: observation.compactionRequest,
+      workspace: observation.workspace,
       received_at_ms: receivedAtMs,
     });
     return true;
+  }
+
+  /** Sessions built in `workspace`, the most recently built first. */
+  async workspaceSessionIds(executor: DbExecutor, workspace: string, max: number): Promise<string[]> {
+    const rows = (await executor("cm_prefix_observation")
+      .where({ workspace })
+      .groupBy("session_id")
+      .orderByRaw("MAX(occurred_at_ms) DESC")
+      .limit(max)
+      .select("session_id")) as { session_id: string }[];
+    return rows.map((row) => row.session_id);
   }
 
   /** @returns false when the event was stored already (a redelivery). */

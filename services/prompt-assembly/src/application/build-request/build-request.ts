@@ -334,6 +334,7 @@ export class PromptBuilder {
       chatRequest: prepared.assembled.chatRequest,
       generation: prepared.view.generation,
       rulesDecision: prepared.rules.causeName,
+      workspace: input.workspace.length > 0 ? input.workspace : prepared.view.workspace,
       ...(prepared.rules.refreshReason === "" ? {} : { rulesRefreshReason: prepared.rules.refreshReason }),
       droppedTurns: prepared.assembled.window.stats.droppedTurns,
       anchorDate: prepared.anchorDate,

@@ -43,6 +43,8 @@ export interface PrefixRecord {
   readonly rulesDecision: RulesDecisionName;
   /** The operator's reason when the rules were re-pinned after a refresh. */
   readonly rulesRefreshReason?: string;
+  /** The build's effective workspace: the request's, or the session's own. */
+  readonly workspace: string;
   readonly droppedTurns: number;
   readonly anchorDate: string;
   readonly dateNotices: readonly string[];
@@ -131,6 +133,7 @@ export function prefixEvents(
           model: record.model,
           compactionGeneration: record.generation,
           compactionRequest: false,
+          workspace: record.workspace,
         },
       },
     },
