@@ -35,6 +35,12 @@ export const commonConfigShape = {
   DATABASE_MIGRATIONS_WAIT_MS: positiveMs(120_000),
   /** 0 disables the Prometheus endpoint. */
   METRICS_PORT: port(0),
+  /**
+   * Workspaces named in the per-workspace series (prefix breaks in prompt-assembly, collapse extra
+   * cost in cache-monitor); later ones count as "(other)". Bounds the series a fleet with many
+   * workspaces creates.
+   */
+  METRICS_WORKSPACE_LABELS: z.coerce.number().int().min(0).max(10_000).default(100),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
   SHUTDOWN_GRACE_MS: positiveMs(4_000),
   /** Serve TLS with this certificate and key (PEM files); unset = plaintext (loopback default). */

@@ -43,7 +43,7 @@ export async function startCacheMonitor(
     .starting(async () => {
       const prices = priceBookOf(config);
       const registry = kit.metrics.registry;
-      const metrics = new CacheMonitorMetrics(registry, prices);
+      const metrics = new CacheMonitorMetrics(registry, prices, config.METRICS_WORKSPACE_LABELS);
       const monitor = new CacheMonitor({
         store: new MonitorStore(kit.db),
         events: outboxMonitorEventSink(now),

@@ -63,11 +63,6 @@ export const promptAssemblyConfigSchema = z.object({
     }),
   CONSUMER_GROUP: z.string().min(1).default("prompt-assembly"),
   /**
-   * Workspaces named in prefixguard_workspace_prefix_breaks_total; later ones count as "(other)".
-   * Bounds the series a fleet with many workspaces creates.
-   */
-  METRICS_WORKSPACE_LABELS: z.coerce.number().int().min(0).max(10_000).default(100),
-  /**
    * Comma-separated model-id prefixes whose API takes the opt-in cache retention (BuildRequest
    * `cache.retention`: Anthropic cache_control.ttl, OpenAI prompt_cache_retention). Any other model
    * gets no retention field, whatever the request asks. "" = none.

@@ -54,7 +54,8 @@ export interface CacheMonitorObserver {
     cachedShare: number;
     cost: number;
   }): void;
-  collapseDetected(args: { sections: readonly string[]; cause: CauseKind; extraCost: number }): void;
+  /** `workspace` is the build's ("" when the usage has no build of prefix-guard behind it). */
+  collapseDetected(args: { sections: readonly string[]; cause: CauseKind; extraCost: number; workspace: string }): void;
 }
 
 export interface CacheMonitorLogger {
@@ -282,7 +283,7 @@ export class CacheMonitor {
             context: { event_id: eventId },
           });
         const collapse = await store.collapses.findCollapseByUsage(trx, existing.id);
-        return { duplicate: true, cost: existing.cost, collapse, assessment: null };
+        return { duplicate: true, cost: existing.cost, collapse, assessment: null, workspace: "" };
       }
       const earlier = await store.usages.earlierCalls(
         trx,
@@ -336,7 +337,13 @@ export class CacheMonitor {
           trx,
         );
       }
-      return { duplicate: false, cost: assessment.cost, collapse, assessment };
+      return {
+        duplicate: false,
+        cost: assessment.cost,
+        collapse,
+        assessment,
+        workspace: prefix.observed?.workspace ?? "",
+      };
     });
     if (!outcome.duplicate && outcome.assessment !== null) {
       this.deps.observer?.usageRecorded({
@@ -352,6 +359,7 @@ export class CacheMonitor {
           sections: outcome.assessment.collapse.totalsSections,
           cause: causeKindOf(outcome.assessment.collapse.causeCode),
           extraCost: outcome.assessment.collapse.extraCost,
+          workspace: outcome.workspace,
         });
         this.logCollapse(sessionId, usage, outcome.collapse);
       }

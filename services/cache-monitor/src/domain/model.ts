@@ -68,8 +68,8 @@ export interface ObservedFingerprint {
  * another topic and may arrive after the usage), a FingerprintObserved only, or also a PrefixChanged.
  */
 export interface PrefixJoin {
-  /** A FingerprintObserved for the request arrived; `firstBuild` is its flag. */
-  readonly observed: { readonly firstBuild: boolean } | null;
+  /** A FingerprintObserved for the request arrived; `firstBuild` is its flag, `workspace` its build's. */
+  readonly observed: { readonly firstBuild: boolean; readonly workspace?: string } | null;
   readonly change: PrefixChange | null;
   /**
    * Only for a build prompt-assembly called a first build: this build's fingerprint and the

@@ -1,3 +1,4 @@
+import { BoundedLabelValues } from "@prefix-guard/telemetry";
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { CacheMonitorObserver } from "../../application/cache-monitor";
 import type { CauseKind } from "../../domain/cause-taxonomy";
@@ -23,12 +24,17 @@ export class CacheMonitorMetrics implements CacheMonitorObserver {
   private readonly cost: Counter<"model_family" | "currency">;
   private readonly collapses: Counter<"section" | "cause">;
   private readonly extraCost: Counter<"cause" | "currency">;
+  private readonly workspaceExtraCost: Counter<"workspace" | "currency">;
+  private readonly workspaces: BoundedLabelValues;
   private readonly currency: string;
 
+  /** @param workspaceLabels workspaces named in the per-workspace series; later ones count as "(other)". */
   constructor(
     registry: Registry,
     private readonly prices: Pick<PriceBook, "currency" | "perModel">,
+    workspaceLabels = 100,
   ) {
+    this.workspaces = new BoundedLabelValues(workspaceLabels);
     const registers = [registry];
     this.currency = prices.currency;
     this.calls = new Counter({
@@ -74,6 +80,12 @@ export class CacheMonitorMetrics implements CacheMonitorObserver {
       labelNames: ["cause", "currency"] as const,
       registers,
     });
+    this.workspaceExtraCost = new Counter({
+      name: "prefixguard_workspace_collapse_extra_cost_total",
+      help: "Cost of collapses above the session's normal cached share, by the workspace of the build (the first METRICS_WORKSPACE_LABELS seen; later ones as (other); (none) = a usage with no build of prefix-guard), in the currency named by the label.",
+      labelNames: ["workspace", "currency"] as const,
+      registers,
+    });
   }
 
   usageRecorded(args: {
@@ -92,8 +104,17 @@ export class CacheMonitorMetrics implements CacheMonitorObserver {
     this.cost.inc({ model_family, currency: this.currency }, args.cost);
   }
 
-  collapseDetected(args: { sections: readonly string[]; cause: CauseKind; extraCost: number }): void {
+  collapseDetected(args: {
+    sections: readonly string[];
+    cause: CauseKind;
+    extraCost: number;
+    workspace: string;
+  }): void {
     for (const section of new Set(args.sections)) this.collapses.inc({ section, cause: args.cause });
     this.extraCost.inc({ cause: args.cause, currency: this.currency }, args.extraCost);
+    this.workspaceExtraCost.inc(
+      { workspace: this.workspaces.valueOf(args.workspace || "(none)"), currency: this.currency },
+      args.extraCost,
+    );
   }
 }

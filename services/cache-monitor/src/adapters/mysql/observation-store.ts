@@ -31,7 +31,9 @@ export class ObservationStore {
       ])
       .first()) as Row | undefined;
     const join: PrefixJoin = {
-      observed: observed ? { firstBuild: bool(observed.first_build) } : null,
+      observed: observed
+        ? { firstBuild: bool(observed.first_build), workspace: String(observed.workspace ?? "") }
+        : null,
       change: change ? toChange(change) : null,
     };
     if (observed === undefined || !bool(observed.first_build)) return join;
