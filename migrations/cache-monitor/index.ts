@@ -286,6 +286,21 @@ const observationWorkspace: Migration = {
   },
 };
 
+/** The retention each build asked for: what the next call's cache entry was left under. */
+const observationCacheRetention: Migration = {
+  name: "0012_cm_observation_cache_retention",
+  async up(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.string("cache_retention", 16).notNullable().defaultTo("");
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.dropColumn("cache_retention");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -299,4 +314,5 @@ export const cacheMonitorMigrations: Migration[] = [
   usageIdempotency,
   collapseCauseCode,
   observationWorkspace,
+  observationCacheRetention,
 ];

@@ -77,6 +77,7 @@ function observedEvent(sessionId: string, requestId: string, firstBuild: boolean
         compactionGeneration: 0,
         compactionRequest: false,
         workspace: "/ws/oc_4fc3",
+        cacheRetention: "",
       },
     },
   });

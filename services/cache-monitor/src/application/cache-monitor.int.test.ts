@@ -57,7 +57,7 @@ function usage(requestId: string, overrides: Partial<UsageRecorded> = {}): Usage
 const collapseUsage = (requestId: string) =>
   usage(requestId, { promptTokens: 453_569, cachedTokens: 8_576, completionTokens: 621 });
 
-function observed(sessionId: string, requestId: string, firstBuild = false): ValidPrefixEvent {
+function observed(sessionId: string, requestId: string, firstBuild = false, cacheRetention = ""): ValidPrefixEvent {
   return {
     eventId: `obs-${sessionId}-${requestId}`,
     sessionId,
@@ -84,6 +84,7 @@ function observed(sessionId: string, requestId: string, firstBuild = false): Val
         compactionGeneration: 0,
         compactionRequest: false,
         workspace: "/ws/oc_4fc3",
+        cacheRetention,
       },
     },
   };
@@ -114,10 +115,10 @@ function rulesChanged(sessionId: string, requestId: string): ValidPrefixEvent {
 }
 
 /** Five normal calls: a cold first build, then four at ~99.8% cached, each with its fingerprint. */
-async function normalHistory(monitor: CacheMonitor, sessionId: string): Promise<void> {
+async function normalHistory(monitor: CacheMonitor, sessionId: string, cacheRetention = ""): Promise<void> {
   for (let i = 1; i <= 5; i++) {
     clock += 60_000;
-    await monitor.applyPrefixEvent(observed(sessionId, `r${i}`, i === 1));
+    await monitor.applyPrefixEvent(observed(sessionId, `r${i}`, i === 1, cacheRetention));
     await monitor.recordUsage({ sessionId, usage: usage(`r${i}`, { cachedTokens: i === 1 ? 0 : 449_100 }) });
   }
   clock += 300_000;
@@ -418,6 +419,25 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       });
       const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 });
       expect(listed.totals.map((t) => t.section)).toEqual(["(none)"]);
+    });
+
+    it("judges expiry by the retention the previous build opted into, not the 5-minute default", async () => {
+      // normalHistory leaves 5 idle minutes after the last call; 5 more make the gap 10 minutes.
+      const defaultSession = "s-retention-default";
+      await normalHistory(monitor, defaultSession);
+      clock += 300_000;
+      await monitor.applyPrefixEvent(observed(defaultSession, "r6"));
+      const expired = await monitor.recordUsage({ sessionId: defaultSession, usage: collapseUsage("r6") });
+      expect(expired.collapse?.causeCode).toBe("ttl_expired");
+
+      const optedSession = "s-retention-1h";
+      await normalHistory(monitor, optedSession, "1h");
+      clock += 300_000;
+      await monitor.applyPrefixEvent(observed(optedSession, "r6", false, "1h"));
+      const kept = await monitor.recordUsage({ sessionId: optedSession, usage: collapseUsage("r6") });
+      // Under a 1-hour retention the entry outlived the 10-minute gap: not an expiry.
+      expect(kept.collapse?.causeCode).toBeDefined();
+      expect(kept.collapse?.causeCode).not.toBe("ttl_expired");
     });
 
     it("traces every build of a session with its usage, cost, collapse and attribution", async () => {

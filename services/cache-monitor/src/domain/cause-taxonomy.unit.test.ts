@@ -246,6 +246,16 @@ describe("retention", () => {
     expect(retentionInForce(null)).toBe("5m");
   });
 
+  it("is the retention the previous call's build opted into, before anything inferred from its writes", () => {
+    expect(retentionInForce({ cacheRetention: "24h" })).toBe("24h");
+    expect(retentionInForce({ cacheRetention: "1h", cacheCreation1hTokens: 0 })).toBe("1h");
+    expect(retentionInForce({ cacheRetention: "in_memory", cacheCreation1hTokens: 12 })).toBe("5m");
+    expect(retentionInForce({ cacheRetention: "5m" })).toBe("5m");
+    // Nothing opted (or a value no provider sells): back to what the usage shows.
+    expect(retentionInForce({ cacheRetention: "", cacheCreation1hTokens: 12 })).toBe("1h");
+    expect(retentionInForce({ cacheRetention: "forever" })).toBe("5m");
+  });
+
   it("expires strictly after the TTL", () => {
     expect(expiredAfter(5 * MINUTE, "5m")).toBe(false);
     expect(expiredAfter(5 * MINUTE + 1, "5m")).toBe(true);

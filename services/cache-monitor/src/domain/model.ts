@@ -34,12 +34,16 @@ export interface UsageFacts extends TokenUsage {
 
 /** An earlier call of the same session, as collapse detection needs it. */
 export interface EarlierCall {
+  /** Its request id, when the store says (joins its build's observation). */
+  readonly requestId?: string;
   readonly promptTokens: number;
   readonly cachedTokens: number;
   readonly model: string;
   readonly calledAtMs: number;
   /** Of its cache writes, those with a 1-hour TTL: the retention its cache entry was left under. Absent = 0. */
   readonly cacheCreation1hTokens?: number;
+  /** The retention its build asked the provider for ("" or absent: the provider's default). */
+  readonly cacheRetention?: string;
   /** The session's first recorded call: its cache was cold by construction. */
   readonly firstOfSession: boolean;
 }

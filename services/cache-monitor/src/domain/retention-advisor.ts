@@ -24,6 +24,8 @@ export interface AdvisedCall {
   readonly completionTokens: number;
   readonly cacheCreationTokens: number;
   readonly cacheCreation1hTokens: number;
+  /** The retention its build asked for ("" or absent: the provider's default). */
+  readonly cacheRetention?: string;
   /** What was recorded for it (billed or priced at the time). */
   readonly cost: number;
 }

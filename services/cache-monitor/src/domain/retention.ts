@@ -13,11 +13,19 @@ export const RETENTION_TTL_MS: Readonly<Record<Retention, number>> = {
   "24h": 24 * 60 * 60_000,
 };
 
+/** What a build's opt-in retention (BuildRequest `cache.retention`) keeps a prefix for. */
+const OPTED_RETENTIONS: Readonly<Record<string, Retention>> = { "5m": "5m", in_memory: "5m", "1h": "1h", "24h": "24h" };
+
 /**
- * The retention the previous call left the cache under. Only a 1-hour write is visible in a usage
- * (Anthropic's `ephemeral_1h_input_tokens`); everything else is the providers' 5-minute default.
+ * The retention the previous call left the cache under: the one its build asked for, when the
+ * build opted in; otherwise a 1-hour write seen in its usage (Anthropic's `ephemeral_1h_input_tokens`)
+ * means 1h, and anything else is the providers' 5-minute default.
  */
-export function retentionInForce(previous: { readonly cacheCreation1hTokens?: number } | null): Retention {
+export function retentionInForce(
+  previous: { readonly cacheCreation1hTokens?: number; readonly cacheRetention?: string } | null,
+): Retention {
+  const opted = OPTED_RETENTIONS[previous?.cacheRetention ?? ""];
+  if (opted !== undefined) return opted;
   return (previous?.cacheCreation1hTokens ?? 0) > 0 ? "1h" : "5m";
 }
 

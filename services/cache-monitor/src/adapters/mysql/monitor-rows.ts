@@ -79,6 +79,8 @@ export interface StoredObservation {
   readonly compactionRequest: boolean;
   /** The build's effective workspace ("" from builders that did not say). */
   readonly workspace: string;
+  /** The retention the build asked for ("" = the provider's default). */
+  readonly cacheRetention: string;
 }
 
 export interface StoredChange extends PrefixChange {
@@ -228,6 +230,7 @@ export function toObservation(row: Row): StoredObservation {
     compactionGeneration: num(row.compaction_generation),
     compactionRequest: bool(row.compaction_request),
     workspace: str(row.workspace),
+    cacheRetention: str(row.cache_retention),
   };
 }
 

@@ -41,6 +41,7 @@ function observation(
   return {
     compactionRequest,
     workspace: "/ws/oc_4fc3",
+    cacheRetention: "",
     eventId,
     sessionId,
     requestId,
@@ -131,6 +132,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0009_cm_usage_idempotency",
         "0010_cm_collapse_cause_code",
         "0011_cm_observation_workspace",
+        "0012_cm_observation_cache_retention",
       ]);
       store = new MonitorStore(db);
     });

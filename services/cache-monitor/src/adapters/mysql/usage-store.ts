@@ -71,7 +71,15 @@ export class UsageStore {
         { column: "id", order: "desc" },
       ])
       .limit(limit)
-      .select("id", "prompt_tokens", "cached_tokens", "model", "called_at_ms", "cache_creation_1h_tokens")) as Row[];
+      .select(
+        "id",
+        "request_id",
+        "prompt_tokens",
+        "cached_tokens",
+        "model",
+        "called_at_ms",
+        "cache_creation_1h_tokens",
+      )) as Row[];
     if (rows.length === 0) return [];
     const earliest = (await executor("cm_usage")
       .where({ session_id: sessionId })
@@ -82,6 +90,7 @@ export class UsageStore {
       .first("id")) as Row | undefined;
     const earliestId = earliest ? num(earliest.id) : null;
     return rows.reverse().map((row) => ({
+      requestId: str(row.request_id),
       promptTokens: num(row.prompt_tokens),
       cachedTokens: num(row.cached_tokens),
       model: str(row.model),
@@ -92,7 +101,11 @@ export class UsageStore {
   }
 
   /** The session's last `limit` calls in call order (called_at_ms, id), oldest first. */
-  async sessionCalls(executor: DbExecutor, sessionId: string, limit: number): Promise<AdvisedCall[]> {
+  async sessionCalls(
+    executor: DbExecutor,
+    sessionId: string,
+    limit: number,
+  ): Promise<(AdvisedCall & { readonly requestId: string })[]> {
     const rows = (await executor("cm_usage")
       .where({ session_id: sessionId })
       .orderBy([
@@ -101,6 +114,7 @@ export class UsageStore {
       ])
       .limit(limit)
       .select(
+        "request_id",
         "model",
         "called_at_ms",
         "prompt_tokens",
@@ -111,6 +125,7 @@ export class UsageStore {
         "cost",
       )) as Row[];
     return rows.reverse().map((row) => ({
+      requestId: str(row.request_id),
       model: str(row.model),
       calledAtMs: num(row.called_at_ms),
       promptTokens: num(row.prompt_tokens),

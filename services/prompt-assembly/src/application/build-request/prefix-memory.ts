@@ -134,6 +134,7 @@ export function prefixEvents(
           compactionGeneration: record.generation,
           compactionRequest: false,
           workspace: record.workspace,
+          cacheRetention: fingerprint.cacheRetention ?? "",
         },
       },
     },
