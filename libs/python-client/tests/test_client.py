@@ -14,6 +14,7 @@ from prefix_guard import (
     ListMessagesResponse,
     PrefixGuardClient,
     PrefixGuardError,
+    ProviderCacheOptions,
     ReadEventsResponse,
     RecordUsageResponse,
     Role,
@@ -231,11 +232,12 @@ class RequestShapeTest(ClientTestCase):
             context_window=64000,
             allow_shell_clock=False,
             max_output_tokens=0,
+            cache=ProviderCacheOptions(retention="24h", previous_response_id="resp_1"),
         )
         self.client.build_request("s1", 1, full)
         self.client.build_request("s1", 1, BuildOptions(model="m", wire_format=1, rules_source=ContentSource(text="")))
         bare, set_, content = (a.request for a in self.world.attempts)
-        for name in ("context_window", "allow_shell_clock", "max_output_tokens"):
+        for name in ("context_window", "allow_shell_clock", "max_output_tokens", "cache"):
             self.assertFalse(bare.HasField(name), name)
             self.assertTrue(set_.HasField(name), name)
         self.assertIsNone(bare.WhichOneof("rules_source"))
@@ -245,6 +247,7 @@ class RequestShapeTest(ClientTestCase):
         self.assertEqual((set_.sections[0].key, set_.sections[0].text), ("persona", "你是助手。"))
         self.assertEqual(set_.context_window, 64000)
         self.assertFalse(set_.allow_shell_clock)
+        self.assertEqual((set_.cache.retention, set_.cache.previous_response_id), ("24h", "resp_1"))
 
     def test_a_bad_rules_source_is_a_type_error(self):
         with self.assertRaises(TypeError):

@@ -87,6 +87,8 @@ class BuildOptions:
     context_window: Optional[int] = None
     allow_shell_clock: Optional[bool] = None
     max_output_tokens: Optional[int] = None
+    #: Opt-in provider cache options (retention, previous_response_id); None = the provider's defaults.
+    cache: Optional[assembly_pb2.ProviderCacheOptions] = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,8 @@ def _build_request_of(session_id: str, min_seq: int, options: BuildOptions) -> a
         request.allow_shell_clock = options.allow_shell_clock
     if options.max_output_tokens is not None:
         request.max_output_tokens = options.max_output_tokens
+    if options.cache is not None:
+        request.cache.CopyFrom(options.cache)
     if isinstance(options.rules_source, rules_pb2.FileSource):
         request.rules_file.CopyFrom(options.rules_source)
     elif isinstance(options.rules_source, rules_pb2.ContentSource):
