@@ -49,15 +49,32 @@ export async function startGroupsAtEnd(
   await admin.connect();
   try {
     for (const { groupId, topic } of groups) {
-      const ends = await admin.fetchTopicOffsets(topic);
-      await admin.setOffsets({
-        groupId,
-        topic,
-        partitions: ends.map(({ partition, high }) => ({ partition, offset: high })),
-      });
+      // A topic created a moment ago may not have elected its partition leaders yet.
+      const ends = await whileKafkaSettles(() => admin.fetchTopicOffsets(topic));
+      await whileKafkaSettles(() =>
+        admin.setOffsets({
+          groupId,
+          topic,
+          partitions: ends.map(({ partition, high }) => ({ partition, offset: high })),
+        }),
+      );
     }
   } finally {
     await admin.disconnect();
+  }
+}
+
+/** Retries `work` while Kafka answers a retriable error (leader election, a forming group), for up to 30 s. */
+async function whileKafkaSettles<T>(work: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const retriable = (error as { retriable?: unknown }).retriable === true;
+      if (!retriable || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100 * attempt, 1_000)));
+    }
   }
 }
 
