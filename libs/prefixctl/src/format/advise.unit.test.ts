@@ -1,23 +1,8 @@
-import type { AdviseRetentionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { describe, expect, it } from "vitest";
+import { adviseResponse } from "../testing/fake-services";
 import { adviceToJson, formatAdvice, recommendation } from "./advise";
 
-const advice: AdviseRetentionResponse = {
-  sessionId: "811",
-  calls: 5,
-  currency: "USD",
-  recordedCost: 1.9125,
-  retentions: [
-    { retention: "5m", cost: 1.9125, hits: 0, misses: 5, offered: true },
-    { retention: "1h", cost: 0.72, hits: 4, misses: 1, offered: true },
-    { retention: "24h", cost: 0.72, hits: 4, misses: 1, offered: false },
-  ],
-  recommended: "1h",
-  savingVsDefault: 1.1925,
-  savingVsNext: 1.1925,
-  workspace: "",
-  sessions: 1,
-};
+const advice = adviseResponse;
 
 describe("formatAdvice", () => {
   const text = formatAdvice(advice);
