@@ -17,7 +17,7 @@ import { type AttributionThresholds, DEFAULT_ATTRIBUTION_THRESHOLDS } from "../d
 import { assessCall, type CollapseExplanation, explainCollapse } from "../domain/call-assessment";
 import { type CauseKind, causeKindOf } from "../domain/cause-taxonomy";
 import type { CollapseThresholds } from "../domain/collapse-detection";
-import type { EarlierCall, UsageFacts } from "../domain/model";
+import type { UsageFacts } from "../domain/model";
 import { type PriceBook, pricesFor } from "../domain/pricing";
 import { adviseRetention } from "../domain/retention-advisor";
 import { checkRetryOf, type UsageIdentity, usageIdentityOf } from "../domain/usage-identity";
@@ -285,16 +285,12 @@ export class CacheMonitor {
         const collapse = await store.collapses.findCollapseByUsage(trx, existing.id);
         return { duplicate: true, cost: existing.cost, collapse, assessment: null, workspace: "" };
       }
-      const earlier = await this.withOptedRetentions(
+      const earlier = await store.usages.earlierCalls(
         trx,
         sessionId,
-        await store.usages.earlierCalls(
-          trx,
-          sessionId,
-          { calledAtMs: usage.calledAtMs, id: null },
-          // Small prompts and the first call do not count, so look further back than the window.
-          thresholds.baselineCalls * 4 + 1,
-        ),
+        { calledAtMs: usage.calledAtMs, id: null },
+        // Small prompts and the first call do not count, so look further back than the window.
+        thresholds.baselineCalls * 4 + 1,
       );
       const prefix = await store.observations.prefixJoin(trx, sessionId, usage.requestId);
       const assessment = assessCall({
@@ -559,20 +555,6 @@ export class CacheMonitor {
       savingVsDefault: advice.savingVsDefault,
       savingVsNext: advice.savingVsNext,
     };
-  }
-
-  /** Each earlier call with the retention its build opted into, which decides when its cache expired. */
-  private async withOptedRetentions(
-    trx: Knex.Transaction,
-    sessionId: string,
-    earlier: readonly EarlierCall[],
-  ): Promise<EarlierCall[]> {
-    const requestIds = earlier.flatMap((call) => (call.requestId === undefined ? [] : [call.requestId]));
-    const retentions = await this.deps.store.observations.retentionsOf(trx, sessionId, requestIds);
-    return earlier.map((call) => {
-      const cacheRetention = call.requestId === undefined ? undefined : retentions.get(call.requestId);
-      return cacheRetention === undefined ? call : { ...call, cacheRetention };
-    });
   }
 
   private collapseEvent(sessionId: string, collapse: StoredCollapse, nowMs: number): CacheCollapseEvent {

@@ -34,8 +34,6 @@ export interface UsageFacts extends TokenUsage {
 
 /** An earlier call of the same session, as collapse detection needs it. */
 export interface EarlierCall {
-  /** Its request id, when the store says (joins its build's observation). */
-  readonly requestId?: string;
   readonly promptTokens: number;
   readonly cachedTokens: number;
   readonly model: string;

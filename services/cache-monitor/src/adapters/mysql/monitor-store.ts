@@ -108,24 +108,10 @@ export class MonitorStore {
   /** The session's last `limit` calls, oldest first, for the retention advisor. */
   async sessionCalls(sessionId: string, limit: number): Promise<AdvisedCall[]> {
     try {
-      return await this.callsWithRetentions(sessionId, limit);
+      return await this.usages.sessionCalls(this.db, sessionId, limit);
     } catch (error) {
       throw translateDbError(error, { session_id: sessionId });
     }
-  }
-
-  /** A session's calls, each with the retention its build opted into (which decides its expiry). */
-  private async callsWithRetentions(sessionId: string, limit: number): Promise<AdvisedCall[]> {
-    const calls = await this.usages.sessionCalls(this.db, sessionId, limit);
-    const retentions = await this.observations.retentionsOf(
-      this.db,
-      sessionId,
-      calls.map((call) => call.requestId),
-    );
-    return calls.map(({ requestId, ...call }) => {
-      const cacheRetention = retentions.get(requestId);
-      return cacheRetention === undefined ? call : { ...call, cacheRetention };
-    });
   }
 
   /**
@@ -137,7 +123,8 @@ export class MonitorStore {
       const sessionIds = await this.observations.workspaceSessionIds(this.db, workspace, maxSessions);
       const calls: AdvisedCall[] = [];
       for (const sessionId of sessionIds) {
-        for (const call of await this.callsWithRetentions(sessionId, limit)) calls.push({ ...call, sessionId });
+        for (const call of await this.usages.sessionCalls(this.db, sessionId, limit))
+          calls.push({ ...call, sessionId });
       }
       return calls;
     } catch (error) {

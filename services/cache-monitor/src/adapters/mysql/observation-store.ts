@@ -90,21 +90,6 @@ export class ObservationStore {
     return true;
   }
 
-  /** The retention each of the session's builds `requestIds` asked for ("" = the provider's default). */
-  async retentionsOf(
-    executor: DbExecutor,
-    sessionId: string,
-    requestIds: readonly string[],
-  ): Promise<Map<string, string>> {
-    if (requestIds.length === 0) return new Map();
-    const rows = (await executor("cm_prefix_observation")
-      .where({ session_id: sessionId })
-      .whereIn("request_id", [...new Set(requestIds)])
-      .whereNot({ cache_retention: "" })
-      .select("request_id", "cache_retention")) as { request_id: string; cache_retention: string }[];
-    return new Map(rows.map((row) => [row.request_id, row.cache_retention]));
-  }
-
   /** Sessions built in `workspace`, the most recently built first. */
   async workspaceSessionIds(executor: DbExecutor, workspace: string, max: number): Promise<string[]> {
     const rows = (await executor("cm_prefix_observation")

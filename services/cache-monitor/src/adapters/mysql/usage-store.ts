@@ -12,6 +12,17 @@ import {
   toUsage,
 } from "./monitor-rows";
 
+/**
+ * The retention the call's build opted into, read with the call ("" when none, or no build): what
+ * its cache entry was left under. A build observed twice gives the same value.
+ */
+function optedRetention(executor: DbExecutor): Knex.Raw {
+  return executor.raw(
+    `(SELECT MAX(o.cache_retention) FROM cm_prefix_observation o
+       WHERE o.session_id = cm_usage.session_id AND o.request_id = cm_usage.request_id) AS cache_retention`,
+  );
+}
+
 /** Recorded usages (cm_usage) and the calls before one, for collapse detection. */
 export class UsageStore {
   constructor(readonly _db: Knex) {}
@@ -73,12 +84,12 @@ export class UsageStore {
       .limit(limit)
       .select(
         "id",
-        "request_id",
         "prompt_tokens",
         "cached_tokens",
         "model",
         "called_at_ms",
         "cache_creation_1h_tokens",
+        optedRetention(executor),
       )) as Row[];
     if (rows.length === 0) return [];
     const earliest = (await executor("cm_usage")
@@ -90,22 +101,18 @@ export class UsageStore {
       .first("id")) as Row | undefined;
     const earliestId = earliest ? num(earliest.id) : null;
     return rows.reverse().map((row) => ({
-      requestId: str(row.request_id),
       promptTokens: num(row.prompt_tokens),
       cachedTokens: num(row.cached_tokens),
       model: str(row.model),
       calledAtMs: num(row.called_at_ms),
       cacheCreation1hTokens: num(row.cache_creation_1h_tokens),
+      cacheRetention: str(row.cache_retention),
       firstOfSession: num(row.id) === earliestId,
     }));
   }
 
   /** The session's last `limit` calls in call order (called_at_ms, id), oldest first. */
-  async sessionCalls(
-    executor: DbExecutor,
-    sessionId: string,
-    limit: number,
-  ): Promise<(AdvisedCall & { readonly requestId: string })[]> {
+  async sessionCalls(executor: DbExecutor, sessionId: string, limit: number): Promise<AdvisedCall[]> {
     const rows = (await executor("cm_usage")
       .where({ session_id: sessionId })
       .orderBy([
@@ -114,7 +121,6 @@ export class UsageStore {
       ])
       .limit(limit)
       .select(
-        "request_id",
         "model",
         "called_at_ms",
         "prompt_tokens",
@@ -123,9 +129,9 @@ export class UsageStore {
         "cache_creation_tokens",
         "cache_creation_1h_tokens",
         "cost",
+        optedRetention(executor),
       )) as Row[];
     return rows.reverse().map((row) => ({
-      requestId: str(row.request_id),
       model: str(row.model),
       calledAtMs: num(row.called_at_ms),
       promptTokens: num(row.prompt_tokens),
@@ -133,6 +139,7 @@ export class UsageStore {
       completionTokens: num(row.completion_tokens),
       cacheCreationTokens: num(row.cache_creation_tokens),
       cacheCreation1hTokens: num(row.cache_creation_1h_tokens),
+      cacheRetention: str(row.cache_retention),
       cost: num(row.cost),
     }));
   }
