@@ -128,7 +128,10 @@ export class RulesSnapshotService {
     const locale = requireLocale(request.locale, this.locale);
     // The snapshot row and the rules file are read at the same time: on a retained session (every
     // turn but the first) they are the whole of Resolve's latency, and neither depends on the other.
-    const storedRead = settled(this.deps.store.findBySession(sessionId));
+    const storedRead = this.deps.store.findBySession(sessionId);
+    // Awaited once the file is read; a bad request may never await it, and its failure must not
+    // count as unhandled meanwhile.
+    storedRead.catch(() => undefined);
     const { raw, unreadable } = await this.readRaw(sessionId, source, locale);
     let response: ResolveResponse;
     try {
@@ -263,10 +266,10 @@ export class RulesSnapshotService {
     workspace: string,
     raw: RawRules,
     callerGeneration: number,
-    storedRead: Promise<Settled<SnapshotRow | null>>,
+    storedRead: Promise<SnapshotRow | null>,
   ): Promise<ResolveResponse> {
     const { store } = this.deps;
-    const existing = unwrap(await storedRead);
+    const existing = await storedRead;
     let plan = decideResolution({ sessionId, existing, workspace, raw, callerGeneration, embed: false });
     const action = plan.action;
     switch (action.kind) {
@@ -361,22 +364,4 @@ export class RulesSnapshotService {
     };
     await this.deps.events.record(event, trx);
   }
-}
-
-type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
-
-/**
- * A read started before the caller is ready to await it: its failure is kept, not left unhandled
- * while the caller is still busy (a bad request may never await it at all).
- */
-function settled<T>(promise: Promise<T>): Promise<Settled<T>> {
-  return promise.then(
-    (value) => ({ ok: true, value }) as const,
-    (error: unknown) => ({ ok: false, error }) as const,
-  );
-}
-
-function unwrap<T>(result: Settled<T>): T {
-  if (result.ok) return result.value;
-  throw result.error;
 }
