@@ -7,3 +7,13 @@ import { createHash } from "node:crypto";
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex");
 }
+
+/** sha256Hex of the parts written one after another (strings as UTF-8), without joining them first. */
+export function sha256HexOfParts(parts: readonly (string | Uint8Array)[]): string {
+  const hash = createHash("sha256");
+  for (const part of parts) {
+    if (typeof part === "string") hash.update(part, "utf8");
+    else hash.update(part);
+  }
+  return hash.digest("hex");
+}

@@ -1,6 +1,6 @@
 export { decodeEnvelope, type EnvelopeCodec, encodeEnvelope } from "./codec";
 export { newEventId } from "./event-id";
-export { sha256Hex } from "./hash";
+export { sha256Hex, sha256HexOfParts } from "./hash";
 export {
   decodeSessionEvent,
   encodeSessionEvent,

@@ -37,26 +37,45 @@ function writeVarint(into: Buffer, at: number, value: number): number {
 /**
  * A serializer for messages of type T that writes `field` (a proto3 `string` with number
  * `fieldNumber`) after the fields `encode` writes. An empty string is not written, as proto3 does.
+ * `utf8Of` may give the field's text already encoded (valid UTF-8 of exactly that text): it is
+ * copied as is, and the field itself is not read.
  */
-export function trailingStringFieldSerializer<T, K extends keyof T & string>(
+export function trailingStringFieldSerializer<T extends object, K extends keyof T & string>(
   encode: (message: T) => Uint8Array,
   field: K,
   fieldNumber: number,
+  utf8Of: (message: T) => Uint8Array | undefined = () => undefined,
 ): (message: T) => Buffer {
   const tag = fieldNumber * 8 + LENGTH_DELIMITED;
   return (message) => {
-    const text = message[field];
-    if (typeof text !== "string") throw new TypeError(`${field} is not a string`);
-    const head = encode(text.length === 0 ? message : { ...message, [field]: "" });
-    if (text.length === 0) return Buffer.from(head.buffer, head.byteOffset, head.byteLength);
-    const textBytes = Buffer.byteLength(text, "utf8");
-    const out = Buffer.allocUnsafe(head.byteLength + varintSize(tag) + varintSize(textBytes) + textBytes);
+    const known = utf8Of(message);
+    let text = "";
+    if (known === undefined) {
+      const value = message[field];
+      if (typeof value !== "string") throw new TypeError(`${field} is not a string`);
+      text = value;
+    }
+    const size = known === undefined ? Buffer.byteLength(text, "utf8") : known.byteLength;
+    const head = encode(withEmptyField(message, field));
+    if (size === 0) return Buffer.from(head.buffer, head.byteOffset, head.byteLength);
+    const out = Buffer.allocUnsafe(head.byteLength + varintSize(tag) + varintSize(size) + size);
     out.set(head, 0);
     let position = writeVarint(out, head.byteLength, tag);
-    position = writeVarint(out, position, textBytes);
-    out.write(text, position, textBytes, "utf8");
+    position = writeVarint(out, position, size);
+    if (known === undefined) out.write(text, position, size, "utf8");
+    else out.set(known, position);
     return out;
   };
+}
+
+/** A copy of `message` with `field` empty, made without reading `field` (it may decode lazily). */
+function withEmptyField<T extends object>(message: T, field: keyof T & string): T {
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(message)) {
+    if (key !== field) copy[key] = (message as Record<string, unknown>)[key];
+  }
+  copy[field] = "";
+  return copy as T;
 }
 
 /** `definition` with the response serializer of `method` replaced. */

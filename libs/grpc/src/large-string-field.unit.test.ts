@@ -49,6 +49,34 @@ describe("trailingStringFieldSerializer", () => {
     },
   );
 
+  it.each(bodies.map((body) => [body.length, body] as const))(
+    "copies known UTF-8 bytes without reading the field, to the same message (%i characters)",
+    (_, body) => {
+      const known = new WeakMap<object, Uint8Array>();
+      const serializeKnown = trailingStringFieldSerializer(
+        (message: BuildRequestResponse) => BuildRequestResponse.encode(message).finish(),
+        "bodyJson",
+        2,
+        (message) => known.get(message),
+      );
+      const message = response("");
+      let reads = 0;
+      Object.defineProperty(message, "bodyJson", {
+        enumerable: true,
+        get: () => {
+          reads += 1;
+          return body;
+        },
+      });
+      known.set(message, Buffer.from(body, "utf8"));
+      const fast = serializeKnown(message);
+      expect(reads).toBe(0);
+      expect(BuildRequestResponse.decode(fast)).toEqual(
+        BuildRequestResponse.decode(BuildRequestResponse.encode(response(body)).finish()),
+      );
+    },
+  );
+
   it("leaves the caller's message unchanged", () => {
     const message = response("{}");
     serializeBuild(message);

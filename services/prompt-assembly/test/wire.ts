@@ -1,16 +1,22 @@
 // The serializers as the builder uses them (tools ordered first, then the format's plug-in), for
-// domain tests. Every call also writes the body through the format's reusing path (serializeJson)
-// and fails unless it gives the same bytes as the plain body: each serializer test is a test of
-// both representations.
+// domain tests. Every call also writes the body through the format's reusing path, as text
+// (serializeJson) and as UTF-8 with its token units (serializeUtf8, what a build sends), and fails
+// unless both give the same bytes and the same estimate as the plain body: each serializer test is
+// a test of every representation.
 
 import { canonicalJson } from "../src/domain/canonical-json";
 import type { ChatRequest, WireFormat } from "../src/domain/model";
+import { estimateTokens, tokensOfUnits } from "../src/domain/tokens";
 import { orderTools } from "../src/domain/tool-order";
 import type { AnthropicMessagesBody } from "../src/domain/wire-formats/anthropic-messages";
 import type { OpenAiChatBody } from "../src/domain/wire-formats/openai-chat";
 import type { OpenAiResponsesBody } from "../src/domain/wire-formats/openai-responses";
 import { wireFormatPlugin } from "../src/domain/wire-formats/registry";
-import type { SerializeOptions as PluginOptions } from "../src/domain/wire-formats/wire-format";
+import {
+  type SerializeOptions as PluginOptions,
+  serializeJson,
+  serializeUtf8,
+} from "../src/domain/wire-formats/wire-format";
 
 export interface SerializeOptions extends PluginOptions {
   /** Sort tools by name before serializing (the builder's CANONICAL_TOOL_ORDER). */
@@ -24,8 +30,15 @@ export function serializeRequest(request: ChatRequest, format: WireFormat, optio
   const plain = canonicalJson(body);
   // Twice: the second call reads what the first one wrote for the same content arrays.
   for (let round = 0; round < 2; round += 1) {
-    const reused = plugin.serializeJson(ordered, options);
+    const reused = serializeJson(plugin, ordered, options);
     if (reused !== plain) throw new Error(`${format}: serializeJson differs from canonicalJson(serialize)`);
+    const utf8 = serializeUtf8(plugin, ordered, options);
+    if (!utf8.bytes.equals(Buffer.from(plain, "utf8"))) {
+      throw new Error(`${format}: serializeUtf8 differs from the UTF-8 of canonicalJson(serialize)`);
+    }
+    if (tokensOfUnits(utf8.units) !== estimateTokens(plain)) {
+      throw new Error(`${format}: serializeUtf8's token units differ from estimateTokens of the body`);
+    }
   }
   return body;
 }

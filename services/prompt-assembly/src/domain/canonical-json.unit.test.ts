@@ -1,6 +1,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, JsonFragment, parseJsonStrict } from "./canonical-json";
+import { canonicalJson, canonicalJsonUtf8, JsonFragment, parseJsonStrict } from "./canonical-json";
+import { countTokenUnits } from "./tokens";
 
 function validationErrorOf(run: () => unknown): ValidationError {
   try {
@@ -161,6 +162,49 @@ describe("canonicalJson against an independent reference", () => {
     let deep: unknown = { bad: Number.NaN };
     for (let level = 0; level < 300; level += 1) deep = [deep];
     expect(validationErrorOf(() => canonicalJson(deep)).field).toMatch(/^body(\[0\]){300}\.bad$/);
+  });
+});
+
+/** Some of the value's objects and arrays replaced by fragments of themselves (nested, too). */
+function withFragments(value: unknown, seed: { s: number }): unknown {
+  seed.s = (seed.s * 1_103_515_245 + 12_345) >>> 0;
+  const replace = seed.s % 3 === 0;
+  if (Array.isArray(value)) {
+    const items = value.map((item) => withFragments(item, seed));
+    return replace ? JsonFragment.of(items) : items;
+  }
+  if (typeof value === "object" && value !== null) {
+    const record = Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withFragments(item, seed)]));
+    return replace ? JsonFragment.of(record) : record;
+  }
+  return value;
+}
+
+describe("canonicalJsonUtf8", () => {
+  it("writes the UTF-8 of canonicalJson and the token units of its text, for 2,000 random values with fragments", () => {
+    const seed = { s: 0x1b873593 };
+    for (let round = 0; round < 2_000; round += 1) {
+      const value = withFragments(randomValue(seed, 0), seed);
+      const text = canonicalJson(value);
+      const written = canonicalJsonUtf8(value);
+      expect(written.bytes.toString("hex")).toBe(Buffer.from(text, "utf8").toString("hex"));
+      expect(written.units).toEqual(countTokenUnits(text));
+    }
+  });
+
+  it("keeps a surrogate pair whole next to a fragment, and the commas between fragments", () => {
+    const value = ["😀", JsonFragment.of({ text: "中😀" }), JsonFragment.of(["é"]), "😀"];
+    const text = canonicalJson(value);
+    expect(text).toBe('["😀",{"text":"中😀"},["é"],"😀"]');
+    expect(canonicalJsonUtf8(value).bytes.toString("utf8")).toBe(text);
+    expect(canonicalJsonUtf8(value).units).toEqual(countTokenUnits(text));
+  });
+
+  it("names the field of bad input, and writes what only the checking path takes (deeper than the fast path)", () => {
+    expect(validationErrorOf(() => canonicalJsonUtf8({ a: [1, Number.NaN] })).field).toBe("body.a[1]");
+    let deep: unknown = { text: "中" };
+    for (let level = 0; level < 300; level += 1) deep = [deep];
+    expect(canonicalJsonUtf8(deep).bytes.toString("utf8")).toBe(canonicalJson(deep));
   });
 });
 

@@ -9,11 +9,14 @@ import {
   type RebuildProjectionRequest,
   type RebuildProjectionResponse,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { PromptBuilder } from "../../application/build-request/build-request";
+import { bodyJsonUtf8Of, type PromptBuilder } from "../../application/build-request/build-request";
 import type { SessionViews } from "../../application/build-request/session-views";
 import type { SessionEventsReader, SessionProjection } from "../../application/session-projection";
 
-/** Both build answers carry the body as `body_json` = 2: written once, at the end (libs/grpc large-string-field.ts). */
+/**
+ * Both build answers carry the body as `body_json` = 2: copied once, at the end, from the UTF-8 the
+ * builder wrote it in (libs/grpc large-string-field.ts), never decoded into a string on the way.
+ */
 const BODY_JSON_FIELD_NUMBER = 2;
 const promptAssemblyDefinition = withResponseSerializer(
   withResponseSerializer(
@@ -23,6 +26,7 @@ const promptAssemblyDefinition = withResponseSerializer(
       (message: BuildRequestResponse) => BuildRequestResponse.encode(message).finish(),
       "bodyJson",
       BODY_JSON_FIELD_NUMBER,
+      bodyJsonUtf8Of,
     ),
   ),
   "buildCompactionRequest",
@@ -30,6 +34,7 @@ const promptAssemblyDefinition = withResponseSerializer(
     (message: BuildCompactionRequestResponse) => BuildCompactionRequestResponse.encode(message).finish(),
     "bodyJson",
     BODY_JSON_FIELD_NUMBER,
+    bodyJsonUtf8Of,
   ),
 );
 

@@ -17,6 +17,7 @@
 // without user messages, and the request id is a hash of the body, so the same state always gives
 // the same bytes and the same id.
 
+import { sha256HexOfParts } from "@prefix-guard/events";
 import type {
   BuildCompactionRequestRequest,
   BuildCompactionRequestResponse,
@@ -32,10 +33,11 @@ import { formatPrefixChangedLog, type PrefixBreak, prefixBreaksOf } from "../../
 import { gateProviderCache, type ProviderCacheGates } from "../../domain/provider-cache";
 import type { ProjectedSessionView } from "../../domain/session-projection";
 import { compactionInstructionText } from "../../domain/texts";
-import { estimateTokens } from "../../domain/tokens";
+import { tokensOfUnits } from "../../domain/tokens";
 import { orderTools } from "../../domain/tool-order";
 import { type ValidatedBuildRequest, validateBuildRequest, validateCompactionRequest } from "../../domain/validation";
 import { wireFormatPlugin } from "../../domain/wire-formats/registry";
+import { serializeUtf8 } from "../../domain/wire-formats/wire-format";
 import { type DateAnchoring, localDateIn } from "./dates";
 import type { PrefixMemory, PrefixRecord } from "./prefix-memory";
 import { RememberedSectionTexts, type ResolvedRules, type WorkspaceRulesSource } from "./rules";
@@ -58,6 +60,47 @@ export type BuildStage =
   | "serialize"
   | "fingerprint"
   | "record";
+
+/** A body as sent: its UTF-8 bytes, its request id and its token estimate. */
+interface Serialized {
+  readonly body: Buffer;
+  readonly requestId: string;
+  readonly estimatedTokens: number;
+}
+
+const bodyJsonBytes = new WeakMap<object, Buffer>();
+
+/**
+ * The UTF-8 bytes of a build answer's body_json, for a writer that sends them as they are (the gRPC
+ * adapter); undefined for an object this builder did not answer with.
+ */
+export function bodyJsonUtf8Of(response: object): Buffer | undefined {
+  return bodyJsonBytes.get(response);
+}
+
+/**
+ * `fields` with body_json: decoded from the bytes only when read. The gRPC adapter sends the bytes
+ * and never reads it; decoding a body with CJK text into a JS string costs about as much as the
+ * rest of serializing it.
+ */
+function withBodyJson<T extends object>(body: Buffer, fields: T): T & { bodyJson: string } {
+  let text: string | undefined;
+  const response = Object.defineProperty(fields, "bodyJson", {
+    enumerable: true,
+    configurable: true,
+    get: () => {
+      text ??= body.toString("utf8");
+      return text;
+    },
+    set: (value: string) => {
+      // A caller that edits its copy of the answer gets what it wrote, and the bytes go stale.
+      text = value;
+      bodyJsonBytes.delete(response);
+    },
+  }) as T & { bodyJson: string };
+  bodyJsonBytes.set(response, body);
+  return response;
+}
 
 export interface PromptBuilderOptions {
   /** Index of the current-date section among the harness sections (0-based; 4 = 5th). */
@@ -171,9 +214,8 @@ export class PromptBuilder {
       deps.observePrefixBreaks?.(prefixBreaksOf(comparison), input.workspace);
     }
 
-    return {
+    return withBodyJson(serialized.body, {
       requestId: serialized.requestId,
-      bodyJson: serialized.bodyJson,
       sections: fingerprint.sections.map((section) => ({ ...section })),
       toolsHash: fingerprint.toolsHash,
       history: { ...window.stats },
@@ -194,7 +236,7 @@ export class PromptBuilder {
       usageProvider: wireFormatPlugin(input.wireFormat).usage.provider,
       cacheRetentionApplied: chatRequest.providerCache?.retention ?? "",
       diagnosticsApplied: chatRequest.providerCache?.previousResponseId !== undefined,
-    };
+    });
   }
 
   /**
@@ -227,9 +269,8 @@ export class PromptBuilder {
     await timed("record", observe, () =>
       deps.prefixMemory.observeCompactionRequest(this.prefixRecord(input, prepared, serialized, fingerprint)),
     );
-    return {
+    return withBodyJson(serialized.body, {
       requestId: serialized.requestId,
-      bodyJson: serialized.bodyJson,
       boundaryMessageId: plan.boundaryMessageId,
       expectedGeneration: view.generation,
       history: { ...assembled.window.stats },
@@ -240,7 +281,7 @@ export class PromptBuilder {
       projectionSeq: view.lastSeq,
       turnsToSummarise: plan.turnsToSummarise,
       usageProvider: wireFormatPlugin(input.wireFormat).usage.provider,
-    };
+    });
   }
 
   /**
@@ -301,9 +342,10 @@ export class PromptBuilder {
     input: ValidatedBuildRequest,
     prepared: { readonly assembled: AssembledRequest },
     tail?: ChatMessage,
-  ): { bodyJson: string; requestId: string; estimatedTokens: number } {
+  ): Serialized {
     const { chatRequest, window } = prepared.assembled;
-    const bodyJson = wireFormatPlugin(input.wireFormat).serializeJson(
+    const body = serializeUtf8(
+      wireFormatPlugin(input.wireFormat),
       chatRequest,
       {
         cacheMinimumTokens: cacheMinimumTokensFor(input.model, this.anthropicCacheMinimums),
@@ -312,11 +354,12 @@ export class PromptBuilder {
       tail,
     );
     return {
-      bodyJson,
-      // Length-prefixed instead of a JSON array of both: escaping a whole body again cost more than
-      // its sha256, and the prefix keeps (session, body) pairs unambiguous all the same.
-      requestId: this.deps.sha256(`${input.sessionId.length}:${input.sessionId}\n${bodyJson}`),
-      estimatedTokens: estimateTokens(bodyJson),
+      body: body.bytes,
+      // sha256 of `${length}:${session}\n${body}`. Length-prefixed instead of a JSON array of both:
+      // escaping a whole body again cost more than its sha256, and the prefix keeps (session, body)
+      // pairs unambiguous all the same.
+      requestId: sha256HexOfParts([`${input.sessionId.length}:${input.sessionId}\n`, body.bytes]),
+      estimatedTokens: tokensOfUnits(body.units),
     };
   }
 

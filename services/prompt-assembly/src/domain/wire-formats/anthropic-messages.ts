@@ -3,7 +3,7 @@
 // come first in them), and cache breakpoints placed by anthropic-breakpoints.ts.
 
 import { ValidationError } from "@prefix-guard/errors";
-import { canonicalJson, JsonFragment, parseJsonStrict } from "../canonical-json";
+import { JsonFragment, parseJsonStrict } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
 import type { CacheRetention } from "../provider-cache";
 import { estimateTokens } from "../tokens";
@@ -196,16 +196,14 @@ export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
       () => false,
       tail,
     ) as AnthropicMessagesBody,
-  serializeJson: (request, options, tail) =>
-    canonicalJson(
-      anthropicBody(
-        request,
-        options,
-        (message, index) => converted.of(message, index),
-        (block) => block.json,
-        (turn) => converted.holds(turn),
-        tail,
-      ),
+  jsonBody: (request, options, tail) =>
+    anthropicBody(
+      request,
+      options,
+      (message, index) => converted.of(message, index),
+      (block) => block.json,
+      (turn) => converted.holds(turn),
+      tail,
     ),
 };
 

@@ -2,7 +2,7 @@
 // other mix is sent as an array of typed parts. An assistant turn with only tool calls has
 // `content: null`; each tool result is its own `tool` message.
 
-import { canonicalJson, JsonFragment } from "../canonical-json";
+import { JsonFragment } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
 import { MessageMemo } from "./message-memo";
 import {
@@ -90,8 +90,7 @@ export const openAiChat: WireFormatPlugin<OpenAiChatBody> = {
   cacheRetentions: OPENAI_CACHE_RETENTIONS,
   protoValue: 1,
   serialize: (request, _options, tail) => chatBody(request, openAiChatMessages, tail),
-  serializeJson: (request, _options, tail) =>
-    canonicalJson(chatBody(request, (message, index) => written.of(message, index), tail)),
+  jsonBody: (request, _options, tail) => chatBody(request, (message, index) => written.of(message, index), tail),
 };
 
 function openAiChatTool(tool: ToolDefinition): OpenAiChatTool {

@@ -1,7 +1,7 @@
 // OpenAI Responses: the system text becomes `instructions`; each run of consecutive text/image
 // parts is one message item, and each tool call and tool result is its own item, in part order.
 
-import { canonicalJson, JsonFragment } from "../canonical-json";
+import { JsonFragment } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "../model";
 import { MessageMemo } from "./message-memo";
 import {
@@ -77,8 +77,7 @@ export const openAiResponses: WireFormatPlugin<OpenAiResponsesBody> = {
   cacheRetentions: OPENAI_CACHE_RETENTIONS,
   protoValue: 3,
   serialize: (request, _options, tail) => responsesBody(request, (message) => responsesItems(message), tail),
-  serializeJson: (request, _options, tail) =>
-    canonicalJson(responsesBody(request, (message, index) => written.of(message, index), tail)),
+  jsonBody: (request, _options, tail) => responsesBody(request, (message, index) => written.of(message, index), tail),
 };
 
 function responsesTool(tool: ToolDefinition): OpenAiResponsesTool {

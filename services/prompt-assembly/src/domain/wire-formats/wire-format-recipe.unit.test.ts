@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest } from "../model";
 import { createWireFormatRegistry, WIRE_FORMATS, wireFormatOfProto, wireFormatPlugin } from "./registry";
-import { assertMessagesWellFormed, partsOfType, systemText, type WireFormatPlugin } from "./wire-format";
+import { assertMessagesWellFormed, partsOfType, serializeJson, systemText, type WireFormatPlugin } from "./wire-format";
 
 // Step 1: the plug-in. A deliberately small format: the system text and one line per message.
 interface PlainTextBody {
@@ -47,7 +47,7 @@ const plainText: WireFormatPlugin<PlainTextBody> = {
   },
   protoValue: TOY_PROTO_VALUE,
   serialize: (request, _options, tail) => plainTextBody(request, tail),
-  serializeJson: (request, _options, tail) => canonicalJson(plainTextBody(request, tail)),
+  jsonBody: (request, _options, tail) => plainTextBody(request, tail),
 };
 
 // Step 2: the registry line.
@@ -75,7 +75,7 @@ describe("adding a wire format (CONTRIBUTING.md recipe)", () => {
       system: "You are terse.\n\nToday is 2026-10-12.",
       lines: ["user: hello", "assistant: hi"],
     });
-    expect(plugin.serializeJson(request, {})).toBe(canonicalJson(plugin.serialize(request, {})));
+    expect(serializeJson(plugin, request, {})).toBe(canonicalJson(plugin.serialize(request, {})));
   });
 
   it("keeps the tail contract: the body with a tail starts with the lines of the body without it", () => {

@@ -13,6 +13,7 @@
 //   on message objects at runtime (messageId, seq, localDate ...) never reach a provider.
 
 import { ValidationError } from "@prefix-guard/errors";
+import { type CanonicalUtf8, canonicalJson, canonicalJsonUtf8 } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, Role, SystemSection } from "../model";
 import type { CacheRetention } from "../provider-cache";
 
@@ -59,10 +60,31 @@ export interface WireFormatPlugin<Body = unknown> {
    */
   serialize(request: ChatRequest, options: SerializeOptions, tail?: ChatMessage): Body;
   /**
-   * canonicalJson(serialize(request, options, tail)), byte for byte. Messages whose content the
-   * format has written before (the stored history, unchanged from build to build) are not written again.
+   * serialize(request, options, tail) with the messages whose content the format has written
+   * before (the stored history, unchanged from build to build) as the JsonFragments it wrote them
+   * to: its canonical JSON is canonicalJson(serialize(request, options, tail)), byte for byte.
    */
-  serializeJson(request: ChatRequest, options: SerializeOptions, tail?: ChatMessage): string;
+  jsonBody(request: ChatRequest, options: SerializeOptions, tail?: ChatMessage): unknown;
+}
+
+/** The body as canonical JSON text (readers and tests; the build path uses serializeUtf8). */
+export function serializeJson(
+  plugin: WireFormatPlugin,
+  request: ChatRequest,
+  options: SerializeOptions,
+  tail?: ChatMessage,
+): string {
+  return canonicalJson(plugin.jsonBody(request, options, tail));
+}
+
+/** The body as canonical JSON in UTF-8, and its token units: what a build sends, hashes and estimates. */
+export function serializeUtf8(
+  plugin: WireFormatPlugin,
+  request: ChatRequest,
+  options: SerializeOptions,
+  tail?: ChatMessage,
+): CanonicalUtf8 {
+  return canonicalJsonUtf8(plugin.jsonBody(request, options, tail));
 }
 
 export const SYSTEM_SECTION_SEPARATOR = "\n\n";
