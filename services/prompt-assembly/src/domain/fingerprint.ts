@@ -122,6 +122,58 @@ function isSectionFingerprint(value: unknown): value is SectionFingerprint {
   );
 }
 
+/**
+ * Hex characters of each message hash in a stored fingerprint: 64 bits, plenty to tell a rewritten
+ * message from the one that stood there before. The row is written on every build and its message
+ * list grows with the window: full hashes made it ~35 KB for a 500-turn session's 516 messages, and
+ * on MariaDB an update of a row that size took several times as long as one of a small row.
+ */
+export const STORED_MESSAGE_HASH_CHARS = 16;
+
+const STORED_FORMAT = 2;
+
+/**
+ * A fingerprint as stored (pa_prefix_fingerprint.fingerprint_json): canonical JSON with the message
+ * hashes cut to STORED_MESSAGE_HASH_CHARS and joined into one string. Read back by
+ * parseStoredFingerprint, its message hashes are those cuts; sameMessageHash compares them with full ones.
+ */
+export function storedFingerprintJson(fingerprint: PrefixFingerprint): string {
+  return canonicalJson(
+    {
+      format: STORED_FORMAT,
+      model: fingerprint.model,
+      sections: fingerprint.sections,
+      toolsHash: fingerprint.toolsHash,
+      toolsSetHash: fingerprint.toolsSetHash,
+      historyHash: fingerprint.historyHash,
+      messageHashCuts: fingerprint.messageHashes.map((hash) => hash.slice(0, STORED_MESSAGE_HASH_CHARS)).join(""),
+      cacheRetention: fingerprint.cacheRetention,
+    },
+    "fingerprint",
+  );
+}
+
+/** Whether two message hashes are of the same message, either of them possibly cut (stored). */
+export function sameMessageHash(a: string, b: string): boolean {
+  if (a.length === b.length) return a === b;
+  return a.length < b.length ? b.startsWith(a) : a.startsWith(b);
+}
+
+const HEX_CUTS = new RegExp(`^(?:[0-9a-f]{${STORED_MESSAGE_HASH_CHARS}})*$`);
+
+function storedMessageHashes(value: Record<string, unknown>): string[] | null {
+  // Rows written before the cut form (format 1) hold the full hashes as an array.
+  if (value.format === undefined) return isStringArray(value.messageHashes) ? value.messageHashes : null;
+  if (value.format !== STORED_FORMAT) return null;
+  const cuts = value.messageHashCuts;
+  if (typeof cuts !== "string" || !HEX_CUTS.test(cuts)) return null;
+  const hashes: string[] = [];
+  for (let at = 0; at < cuts.length; at += STORED_MESSAGE_HASH_CHARS) {
+    hashes.push(cuts.slice(at, at + STORED_MESSAGE_HASH_CHARS));
+  }
+  return hashes;
+}
+
 /** A fingerprint read back from storage, or null when the text does not hold one (treated as a first build). */
 export function parseStoredFingerprint(json: string): PrefixFingerprint | null {
   let value: unknown;
@@ -137,17 +189,18 @@ export function parseStoredFingerprint(json: string): PrefixFingerprint | null {
     !value.sections.every(isSectionFingerprint) ||
     typeof value.toolsHash !== "string" ||
     typeof value.toolsSetHash !== "string" ||
-    !isStringArray(value.messageHashes) ||
     typeof value.historyHash !== "string"
   ) {
     return null;
   }
+  const messageHashes = storedMessageHashes(value);
+  if (messageHashes === null) return null;
   return {
     model: value.model,
     sections: value.sections,
     toolsHash: value.toolsHash,
     toolsSetHash: value.toolsSetHash,
-    messageHashes: value.messageHashes,
+    messageHashes,
     historyHash: value.historyHash,
     ...(typeof value.cacheRetention === "string" ? { cacheRetention: value.cacheRetention } : {}),
   };

@@ -1,8 +1,14 @@
 import { ValidationError } from "@prefix-guard/errors";
+import { sha256Hex } from "@prefix-guard/events";
 import { describe, expect, it } from "vitest";
 import { serializeAnthropicMessages } from "../../test/wire";
 import { canonicalJson } from "./canonical-json";
-import { fingerprintRequest } from "./fingerprint";
+import {
+  fingerprintRequest,
+  parseStoredFingerprint,
+  STORED_MESSAGE_HASH_CHARS,
+  storedFingerprintJson,
+} from "./fingerprint";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "./model";
 import { comparePrefix } from "./prefix-monitor";
 
@@ -119,5 +125,54 @@ describe("fingerprintRequest", () => {
     });
     expect(comparison.changed).toBe(false);
     expect(comparison.historyRewritten).toBe(false);
+  });
+});
+
+describe("the stored fingerprint", () => {
+  const turns = (count: number, rewriteAt = -1): ChatMessage[] =>
+    Array.from({ length: count }, (_, index) => ({
+      role: index % 2 === 0 ? "user" : "assistant",
+      content: [{ type: "text", text: `${index === rewriteAt ? "rewritten " : ""}turn ${index} 中文` }],
+    }));
+  const stored = (messages: readonly ChatMessage[]) => fingerprintRequest(request({ messages }), sha256Hex);
+
+  it("keeps 16 hex characters per message: a 1,000-message row is under a quarter of the full form", () => {
+    const fingerprint = stored(turns(1_000));
+    const json = storedFingerprintJson(fingerprint);
+    expect(json.length).toBeLessThan(canonicalJson(fingerprint).length / 4);
+    const parsed = parseStoredFingerprint(json);
+    expect(parsed?.messageHashes).toEqual(
+      fingerprint.messageHashes.map((hash) => hash.slice(0, STORED_MESSAGE_HASH_CHARS)),
+    );
+    expect({ ...parsed, messageHashes: [] }).toEqual({ ...fingerprint, messageHashes: [] });
+  });
+
+  it("compares like the full fingerprint: appended turns, a rewritten turn, a shorter history", () => {
+    const before = stored(turns(40));
+    const readBack = parseStoredFingerprint(storedFingerprintJson(before));
+    if (readBack === null) throw new Error("stored fingerprint did not parse");
+    const hints = {
+      compactionGenerationBefore: 0,
+      compactionGenerationNow: 0,
+      rulesDecision: "RETAINED",
+      droppedTurnsBefore: 0,
+      droppedTurnsNow: 0,
+      anchorDateBefore: "2026-10-12",
+      anchorDateNow: "2026-10-12",
+    } as const;
+    for (const now of [stored(turns(42)), stored(turns(42, 17)), stored(turns(30)), stored(turns(40, 0))]) {
+      expect(comparePrefix(readBack, now, hints)).toEqual(comparePrefix(before, now, hints));
+    }
+    expect(comparePrefix(readBack, stored(turns(42, 17)), hints).firstChangedMessageIndex).toBe(17);
+  });
+
+  it("still reads rows written in the full form, and refuses cuts that are not whole hex hashes", () => {
+    const fingerprint = stored(turns(3));
+    expect(parseStoredFingerprint(canonicalJson(fingerprint))).toEqual(fingerprint);
+    const json = JSON.parse(storedFingerprintJson(fingerprint)) as Record<string, unknown>;
+    for (const cuts of ["abc", "z".repeat(STORED_MESSAGE_HASH_CHARS)]) {
+      expect(parseStoredFingerprint(JSON.stringify({ ...json, messageHashCuts: cuts }))).toBeNull();
+    }
+    expect(parseStoredFingerprint(JSON.stringify({ ...json, format: 3 }))).toBeNull();
   });
 });

@@ -3,7 +3,7 @@
 // when it built each request (compaction generation, rules snapshot decision, dropped turns,
 // date anchor), so the explanation names the event behind a change, not just the section.
 
-import type { PrefixFingerprint } from "./fingerprint";
+import { type PrefixFingerprint, sameMessageHash } from "./fingerprint";
 
 export const WORKSPACE_RULES_SECTION_KEY = "workspace-rules";
 // Same key as date-anchor.ts exports; kept local so the two modules stay independent.
@@ -211,10 +211,14 @@ function compareTools(previous: PrefixFingerprint, current: PrefixFingerprint): 
   return previous.toolsSetHash === current.toolsSetHash ? "order_only" : "definitions";
 }
 
-/** Index of the first previous message that is not reproduced at the same place now, or null. */
+/**
+ * Index of the first previous message that is not reproduced at the same place now, or null. The
+ * previous hashes may be cut (read back from storage): see sameMessageHash.
+ */
 function firstDivergence(previous: readonly string[], current: readonly string[]): number | null {
   for (let index = 0; index < previous.length; index += 1) {
-    if (previous[index] !== current[index]) return index;
+    const now = current[index];
+    if (now === undefined || !sameMessageHash(previous[index] as string, now)) return index;
   }
   return null;
 }

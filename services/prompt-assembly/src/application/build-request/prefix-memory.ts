@@ -17,9 +17,8 @@ import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
 import { Topics } from "@prefix-guard/events";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { FingerprintStore, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
-import { canonicalJson } from "../../domain/canonical-json";
 import type { PrefixFingerprint } from "../../domain/fingerprint";
-import { parseStoredFingerprint } from "../../domain/fingerprint";
+import { parseStoredFingerprint, storedFingerprintJson } from "../../domain/fingerprint";
 import type { ChatRequest } from "../../domain/model";
 import { costAfterBreak } from "../../domain/prefix-cost";
 import {
@@ -298,7 +297,7 @@ export class DurablePrefixMemory implements PrefixMemory {
           const rows = [...latest].map(([sessionId, { record, version }]) => ({
             sessionId,
             version,
-            fingerprintJson: canonicalJson(record.fingerprint, "fingerprint"),
+            fingerprintJson: storedFingerprintJson(record.fingerprint),
             generation: record.generation,
             droppedTurns: record.droppedTurns,
             anchorDate: record.anchorDate,
