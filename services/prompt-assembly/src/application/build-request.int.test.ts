@@ -178,6 +178,10 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       const resolver = {
         sectionText: `${RULES_HEADING}\n\n${AGENTS_MD_V1}`,
         pending: 0,
+        /** Asked but not yet on the wire: Node's HTTP/2 session writes a request from a setImmediate. */
+        unsent: 0,
+        /** Stages that ended while a Resolve was asked but not yet on the wire. */
+        endedUnsent: [] as string[],
         hold() {
           gate = new Promise<void>((resolve) => {
             open = resolve;
@@ -186,6 +190,10 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
         release: () => open(),
         async resolve() {
           resolver.pending += 1;
+          resolver.unsent += 1;
+          setImmediate(() => {
+            resolver.unsent -= 1;
+          });
           await gate;
           resolver.pending -= 1;
           return {
@@ -209,7 +217,10 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
         sessions: events,
         now: clock.now,
         logger: new RecordingLogger(),
-        observeStage: (stage) => stages.push(`${stage}${rules.pending > 0 ? " (resolving)" : ""}`),
+        observeStage: (stage) => {
+          stages.push(`${stage}${rules.pending > 0 ? " (resolving)" : ""}`);
+          if (rules.unsent > 0) rules.endedUnsent.push(stage);
+        },
       });
       events.autoDeliver = built.projection;
       return built;
@@ -231,11 +242,15 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       const first = await builder.buildRequest(harnessRequest(sessionId));
       await events.saveMessage(sessionId, { atMs: shanghai("2026-10-12", "09:02"), role: "assistant", content: "在" });
       stages.length = 0;
+      rules.endedUnsent.length = 0;
       rules.hold();
       const second = builder.buildRequest(harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }));
       for (let i = 0; i < 100 && !stages.includes("serialize (resolving)"); i += 1) await setTimeout(10);
       expect(stages).toContain("assemble (resolving)");
       expect(stages).toContain("serialize (resolving)");
+      // Resolve went out before the work that overlaps it took the event loop.
+      expect(rules.endedUnsent).not.toContain("assemble");
+      expect(rules.endedUnsent).not.toContain("serialize");
       rules.release();
       const answered = await second;
       expect(body(answered).messages).toEqual([...(body(first).messages as unknown[]), expect.anything()]);

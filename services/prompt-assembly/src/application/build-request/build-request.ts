@@ -296,6 +296,9 @@ export class PromptBuilder {
     const { view, rules, guess } = await this.loadViewAndRules(input);
     let speculated: { assembled: Assembled; rendered: R } | undefined;
     if (guess !== undefined) {
+      // Node's HTTP/2 session writes a request's frames from a setImmediate callback: assembling
+      // first would hold Resolve back until the body was done, and nothing would overlap.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       const assembled = this.assemble(input, view, guess);
       speculated = { assembled, rendered: render(assembled) };
     }
