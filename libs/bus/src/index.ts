@@ -11,6 +11,7 @@ export {
   mysqlRelayLock,
   OutboxRelay,
   outboxInsert,
+  outboxInsertsWhere,
   outboxMessageTable,
   processRelayLock,
   RELAY_PUBLISHER_HEADER,

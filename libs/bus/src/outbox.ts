@@ -70,6 +70,20 @@ export function outboxInsert(entries: readonly OutboxEntry[]): Statement {
 }
 
 /**
+ * outboxInsert that inserts only where `condition` holds (SQL over no table, e.g. a user variable
+ * an earlier statement of the same batch set), so one round trip can both attempt a change and
+ * publish it only if the change took. One statement per entry, so ids ascend in the given order.
+ */
+export function outboxInsertsWhere(entries: readonly OutboxEntry[], condition: string): Statement[] {
+  const columns = OUTBOX_COLUMNS.join(", ");
+  const placeholders = OUTBOX_COLUMNS.map(() => "?").join(", ");
+  return entries.map((entry) => ({
+    sql: `INSERT INTO outbox_message (${columns}) SELECT ${placeholders} FROM DUAL WHERE ${condition}`,
+    values: outboxValues(entry),
+  }));
+}
+
+/**
  * enqueueOutboxMessage for many, in one statement; rows keep the given order (ids ascend). Takes a
  * knex transaction or, on a hot path, the plain-SQL connection of an inSqlTransaction.
  */

@@ -2,9 +2,10 @@
 // is compared with), written together with the PrefixEvent outbox rows that report it. Plain SQL
 // (libs/db sql.ts): this runs for every build.
 
-import { type OutboxEntry, outboxInsert } from "@prefix-guard/bus";
+import { type OutboxEntry, outboxInsert, outboxInsertsWhere } from "@prefix-guard/bus";
 import {
   type Database,
+  dialectOf,
   forUpdate,
   type Sql,
   type SqlDialect,
@@ -36,6 +37,13 @@ export interface PrefixRow {
   readonly droppedTurns: number;
   readonly anchorDate: string;
   readonly requestId: string;
+}
+
+/** A row to write only if it is still at the version this process last wrote it at, and its events. */
+export interface ConditionalPrefixWrite {
+  readonly row: PrefixRow;
+  readonly storedVersion: number;
+  readonly events: readonly OutboxEntry[];
 }
 
 /** What one group of builds writes: the new rows and the PrefixEvents that report them. */
@@ -96,6 +104,64 @@ export class FingerprintStore {
         await sql.batch([...writeStatements(sql.dialect, write, nowMs), { sql: "COMMIT" }]);
         return result;
       } catch (error) {
+        await sql.run("ROLLBACK").catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  /** Whether writeIfUnchanged is available (MySQL: it carries an outcome between statements in a user variable). */
+  get writesIfUnchanged(): boolean {
+    return dialectOf(this.db) === "mysql";
+  }
+
+  /**
+   * The common case of a group in one round trip instead of recordGroup's two: every row is
+   * updated only if it is still at `storedVersion` (no other replica wrote it since this process
+   * did), each row's events are inserted only if its update took, and all of it commits. Returns
+   * the sessions written; the others changed nothing and must go through recordGroup, which locks
+   * and reads what the other writer left. Updates go in session order, as recordGroup locks.
+   */
+  async writeIfUnchanged(writes: readonly ConditionalPrefixWrite[], nowMs: number): Promise<Set<string>> {
+    const sorted = [...writes].sort((a, b) => (a.row.sessionId < b.row.sessionId ? -1 : 1));
+    const statements: Statement[] = [{ sql: "START TRANSACTION" }];
+    const updateAt: number[] = [];
+    for (const { row, storedVersion, events } of sorted) {
+      updateAt.push(statements.length);
+      statements.push(
+        {
+          sql: `UPDATE pa_prefix_fingerprint SET fingerprint_json = ?, generation = ?, dropped_turns = ?,
+                  anchor_date = ?, request_id = ?, updated_at_ms = ?, version = ?
+                WHERE session_id = ? AND version = ?`,
+          values: [
+            row.fingerprintJson,
+            row.generation,
+            row.droppedTurns,
+            row.anchorDate,
+            row.requestId,
+            nowMs,
+            row.version,
+            row.sessionId,
+            storedVersion,
+          ],
+        },
+        // The version always moves, so a row the update found is a row it changed.
+        { sql: "SET @pg_prefix_row_written = ROW_COUNT()" },
+        ...outboxInsertsWhere(events, "@pg_prefix_row_written = 1"),
+      );
+    }
+    statements.push({ sql: "COMMIT" });
+    return withSql(this.db, async (sql) => {
+      try {
+        const results = await sql.batch(statements);
+        const written = new Set<string>();
+        sorted.forEach(({ row }, index) => {
+          const result = results[updateAt[index] as number];
+          if (result !== undefined && !Array.isArray(result) && result.affectedRows === 1) written.add(row.sessionId);
+        });
+        return written;
+      } catch (error) {
+        // A failed statement stops the batch before COMMIT: nothing of it may stay on the connection.
         await sql.run("ROLLBACK").catch(() => undefined);
         throw error;
       }

@@ -16,7 +16,7 @@ import type { OutboxEntry } from "@prefix-guard/bus";
 import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
 import { Topics } from "@prefix-guard/events";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
-import type { FingerprintStore, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
+import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
 import type { PrefixFingerprint } from "../../domain/fingerprint";
 import { parseStoredFingerprint, storedFingerprintJson } from "../../domain/fingerprint";
 import type { ChatRequest } from "../../domain/model";
@@ -182,6 +182,14 @@ interface Remembered extends PreviousPrefix {
   readonly bytes: number;
 }
 
+interface GroupPlan {
+  readonly comparisons: readonly PrefixComparison[];
+  /** Every event of the group, in build order. */
+  readonly events: readonly OutboxEntry[];
+  readonly eventsOf: ReadonlyMap<string, readonly OutboxEntry[]>;
+  readonly rows: readonly (PrefixRow & { readonly record: PrefixRecord })[];
+}
+
 interface Pending {
   readonly record: PrefixRecord;
   readonly headers: Readonly<Record<string, string>>;
@@ -259,6 +267,55 @@ export class DurablePrefixMemory implements PrefixMemory {
   }
 
   private async recordGroup(group: readonly Pending[]): Promise<void> {
+    const rest = this.options.store.writesIfUnchanged ? await this.recordRemembered(group) : group;
+    if (rest.length > 0) await this.recordLocked(rest);
+  }
+
+  /**
+   * The builds of sessions this process wrote last, compared with what it remembers and written in
+   * one round trip, each row only if it is still at the remembered version. Answers those builds
+   * and returns the rest (sessions it does not remember, or whose row another replica wrote since),
+   * in arrival order, for recordLocked.
+   */
+  private async recordRemembered(group: readonly Pending[]): Promise<readonly Pending[]> {
+    const candidates = group.filter((pending) => this.remembered.has(pending.record.sessionId));
+    if (candidates.length === 0) return group;
+    const stored = new Map<string, number>();
+    const previous = new Map<string, PreviousPrefix>();
+    for (const { record } of candidates) {
+      const memory = this.remembered.get(record.sessionId) as Remembered;
+      stored.set(record.sessionId, memory.version);
+      previous.set(record.sessionId, memory);
+    }
+    const nowMs = this.options.now();
+    const plan = this.planGroup(candidates, previous, (sessionId) => stored.get(sessionId) ?? 0, nowMs);
+    let written: Set<string>;
+    try {
+      written = await retryOnDeadlock(() =>
+        this.options.store.writeIfUnchanged(
+          plan.rows.map((row) => ({
+            row,
+            storedVersion: stored.get(row.sessionId) ?? 0,
+            events: plan.eventsOf.get(row.sessionId) ?? [],
+          })),
+          nowMs,
+        ),
+      );
+    } catch (error) {
+      this.fail(candidates, error);
+      return group.filter((pending) => !stored.has(pending.record.sessionId));
+    }
+    this.rememberWritten(plan.rows, written);
+    candidates.forEach((pending, index) => {
+      if (written.has(pending.record.sessionId)) pending.resolve(plan.comparisons[index] as PrefixComparison);
+    });
+    // Another replica wrote these rows since: recordLocked reads what it left.
+    for (const sessionId of stored.keys()) if (!written.has(sessionId)) this.evict(sessionId);
+    return group.filter((pending) => !written.has(pending.record.sessionId));
+  }
+
+  /** A group in one transaction that locks its rows and reads the previous fingerprints it does not remember. */
+  private async recordLocked(group: readonly Pending[]): Promise<void> {
     const { store } = this.options;
     const sessionIds = [...new Set(group.map((pending) => pending.record.sessionId))];
     try {
@@ -267,64 +324,87 @@ export class DurablePrefixMemory implements PrefixMemory {
       // upsert simply creates it again).
       const unknown = sessionIds.filter((id) => !this.remembered.has(id));
       // A deadlock (replicas locking shared sessions) rolled the group back whole: decide again.
-      const results = await retryOnDeadlock(() =>
+      const plan = await retryOnDeadlock(() =>
         store.recordGroup(sessionIds, unknown, nowMs, async (heads, readFingerprints) => {
           const previous = await this.previousOf(heads, readFingerprints);
-          const comparisons: PrefixComparison[] = [];
-          const events: OutboxEntry[] = [];
-          const latest = new Map<string, { record: PrefixRecord; version: number }>();
-          for (const { record, headers } of group) {
-            const before = previous.get(record.sessionId) ?? null;
-            const comparison = comparePrefixRecord(before, record);
-            comparisons.push(comparison);
-            const published = prefixEvents(
-              record,
-              comparison,
-              before?.fingerprint ?? null,
-              nowMs,
-              this.options.newEventId,
-            );
-            events.push(...prefixOutboxEntries(record.sessionId, published, headers, nowMs));
-            const version = (latest.get(record.sessionId)?.version ?? heads.get(record.sessionId)?.version ?? 0) + 1;
-            latest.set(record.sessionId, { record, version });
-            previous.set(record.sessionId, {
-              fingerprint: record.fingerprint,
-              generation: record.generation,
-              droppedTurns: record.droppedTurns,
-              anchorDate: record.anchorDate,
-            });
-          }
-          const rows = [...latest].map(([sessionId, { record, version }]) => ({
-            sessionId,
-            version,
-            fingerprintJson: storedFingerprintJson(record.fingerprint),
-            generation: record.generation,
-            droppedTurns: record.droppedTurns,
-            anchorDate: record.anchorDate,
-            requestId: record.requestId,
-          }));
-          return { write: { rows, events }, result: { comparisons, latest } };
+          const planned = this.planGroup(group, previous, (sessionId) => heads.get(sessionId)?.version ?? 0, nowMs);
+          return { write: { rows: planned.rows, events: planned.events }, result: planned };
         }),
       );
-      for (const [sessionId, { record, version }] of results.latest) {
-        this.remember(sessionId, {
-          fingerprint: record.fingerprint,
-          generation: record.generation,
-          droppedTurns: record.droppedTurns,
-          anchorDate: record.anchorDate,
-          version,
-          bytes: rememberedBytes(record.fingerprint),
-        });
-      }
+      this.rememberWritten(plan.rows, new Set(sessionIds));
       group.forEach((pending, index) => {
-        pending.resolve(results.comparisons[index] as PrefixComparison);
+        pending.resolve(plan.comparisons[index] as PrefixComparison);
       });
     } catch (error) {
-      // Nothing of the group was stored; each build fails and the harness may retry it.
-      for (const sessionId of sessionIds) this.evict(sessionId);
-      const translated = translateDbError(error);
-      for (const pending of group) pending.reject(translated);
+      this.fail(group, error);
     }
+  }
+
+  /**
+   * Each build compared with the one before it (the previous build of its session in this group,
+   * or `previous`), the events that report it, and each session's new row: its last build, one
+   * version further per build of the group.
+   */
+  private planGroup(
+    group: readonly Pending[],
+    previous: Map<string, PreviousPrefix>,
+    storedVersionOf: (sessionId: string) => number,
+    nowMs: number,
+  ): GroupPlan {
+    const comparisons: PrefixComparison[] = [];
+    const events: OutboxEntry[] = [];
+    const eventsOf = new Map<string, OutboxEntry[]>();
+    const latest = new Map<string, { record: PrefixRecord; version: number }>();
+    for (const { record, headers } of group) {
+      const before = previous.get(record.sessionId) ?? null;
+      const comparison = comparePrefixRecord(before, record);
+      comparisons.push(comparison);
+      const published = prefixEvents(record, comparison, before?.fingerprint ?? null, nowMs, this.options.newEventId);
+      const entries = prefixOutboxEntries(record.sessionId, published, headers, nowMs);
+      events.push(...entries);
+      eventsOf.set(record.sessionId, [...(eventsOf.get(record.sessionId) ?? []), ...entries]);
+      const version = (latest.get(record.sessionId)?.version ?? storedVersionOf(record.sessionId)) + 1;
+      latest.set(record.sessionId, { record, version });
+      previous.set(record.sessionId, {
+        fingerprint: record.fingerprint,
+        generation: record.generation,
+        droppedTurns: record.droppedTurns,
+        anchorDate: record.anchorDate,
+      });
+    }
+    const rows = [...latest].map(([sessionId, { record, version }]) => ({
+      sessionId,
+      version,
+      fingerprintJson: storedFingerprintJson(record.fingerprint),
+      generation: record.generation,
+      droppedTurns: record.droppedTurns,
+      anchorDate: record.anchorDate,
+      requestId: record.requestId,
+      record,
+    }));
+    return { comparisons, events, eventsOf, rows };
+  }
+
+  /** Remembers the rows of `written` sessions as this process wrote them. */
+  private rememberWritten(rows: GroupPlan["rows"], written: ReadonlySet<string>): void {
+    for (const { sessionId, record, version } of rows) {
+      if (!written.has(sessionId)) continue;
+      this.remember(sessionId, {
+        fingerprint: record.fingerprint,
+        generation: record.generation,
+        droppedTurns: record.droppedTurns,
+        anchorDate: record.anchorDate,
+        version,
+        bytes: rememberedBytes(record.fingerprint),
+      });
+    }
+  }
+
+  /** Nothing of these builds was stored; each fails and the harness may retry it. */
+  private fail(group: readonly Pending[], error: unknown): void {
+    for (const { record } of group) this.evict(record.sessionId);
+    const translated = translateDbError(error);
+    for (const pending of group) pending.reject(translated);
   }
 
   /** The previous prefix of each session: from memory when its version is still the stored one. */
