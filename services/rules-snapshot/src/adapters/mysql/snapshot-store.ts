@@ -1,4 +1,4 @@
-import { type ApplyOutcome, applyInSessionOrder, translateDbError } from "@prefix-guard/db";
+import { type ApplyOutcome, applyInSessionOrder, translateDbError, withSql } from "@prefix-guard/db";
 import type { Knex } from "knex";
 import type { PinnedSnapshot, SnapshotRow } from "../../domain/model";
 
@@ -65,7 +65,16 @@ export class SnapshotStore {
 
   async findBySession(sessionId: string, executor: DbExecutor = this.db): Promise<SnapshotRow | null> {
     try {
-      const record = (await executor(TABLE).where({ session_id: sessionId }).first()) as SnapshotRecord | undefined;
+      // Outside a transaction this is the read every Resolve makes: plain SQL (libs/db sql.ts), not
+      // the query builder, whose own CPU held one process about a fifth below its Resolve/s.
+      const record =
+        executor === this.db
+          ? (
+              await withSql(this.db, (sql) =>
+                sql.rows<SnapshotRecord>(`SELECT * FROM ${TABLE} WHERE session_id = ?`, [sessionId]),
+              )
+            )[0]
+          : ((await executor(TABLE).where({ session_id: sessionId }).first()) as SnapshotRecord | undefined);
       return record === undefined ? null : toRow(record);
     } catch (error) {
       throw translateDbError(error, { sessionId });
