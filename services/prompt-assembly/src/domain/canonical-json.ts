@@ -13,7 +13,8 @@
 // reused fragments is a rope of thousands of pieces, and as soon as one piece holds a CJK
 // character, flattening it widens every other piece and encoding it walks it char by char. That
 // cost about 1 ms per pass over an 85 KB body, and the hash, the token estimate and the gRPC writer
-// each made one. Each fragment keeps its bytes and its token units instead, computed once.
+// each made one. Each fragment is a flat string that knows its UTF-8 length and token units instead,
+// computed once, and is encoded straight into the body's one buffer.
 
 import { ValidationError } from "@prefix-guard/errors";
 import { countTokenUnits, type TokenUnits } from "./tokens";
@@ -26,22 +27,22 @@ export interface CanonicalUtf8 {
 
 /**
  * Canonical JSON written earlier (by canonicalJsonUtf8), embedded as is. Only ever built from
- * canonicalJsonUtf8's own output, so the result stays canonical. It holds the bytes, not the text:
- * the text is decoded only for the string writer (tests and readers, never the build path).
+ * canonicalJsonUtf8's own output, so the result stays canonical. It keeps its text flat (decoded
+ * from its bytes), its UTF-8 length and its token units: a build encodes a flat string straight into
+ * the body's buffer, and counts nothing again. Holding the bytes instead would be a little faster to
+ * copy, but a few hundred bytes each from Node's shared 8 KB buffer pool pinned whole slabs of it:
+ * three times the memory of the text.
  */
 export class JsonFragment {
   private constructor(
-    readonly utf8: Buffer,
+    readonly json: string,
+    readonly byteLength: number,
     readonly units: TokenUnits,
   ) {}
 
   static of(value: unknown, path = "body"): JsonFragment {
     const { bytes, units } = canonicalJsonUtf8(value, path);
-    return new JsonFragment(bytes, units);
-  }
-
-  get json(): string {
-    return this.utf8.toString("utf8");
+    return new JsonFragment(bytes.toString("utf8"), bytes.length, units);
   }
 }
 
@@ -98,14 +99,12 @@ class Utf8Pieces {
   join(): CanonicalUtf8 {
     if (this.text.length > 0) this.parts.push(this.text);
     const { parts } = this;
-    const only = parts[0];
-    if (parts.length === 1 && only instanceof JsonFragment) return { bytes: only.utf8, units: only.units };
     let size = 0;
     let wide = 0;
     let other = 0;
     for (const part of parts) {
       const units = typeof part === "string" ? countTokenUnits(part) : part.units;
-      size += typeof part === "string" ? Buffer.byteLength(part, "utf8") : part.utf8.length;
+      size += typeof part === "string" ? Buffer.byteLength(part, "utf8") : part.byteLength;
       wide += units.wide;
       other += units.other;
     }
@@ -113,8 +112,7 @@ class Utf8Pieces {
     let at = 0;
     for (const part of parts) {
       if (typeof part !== "string") {
-        bytes.set(part.utf8, at);
-        at += part.utf8.length;
+        at += bytes.write(part.json, at, part.byteLength, "utf8");
       } else if (part.length === 1 && part.charCodeAt(0) < 0x80) {
         // The commas between reused messages: most of the pieces, one byte each.
         bytes[at] = part.charCodeAt(0);

@@ -54,10 +54,9 @@ export function estimateViewBytes(view: ProjectedSessionView): number {
       }
     }
   }
-  // The text at up to 2 bytes per UTF-16 unit, and the wire fragments derived from it (a message's
-  // blocks and its turn) at up to 3 bytes each in UTF-8 (CJK); ~500 bytes of objects, message hash
-  // and fragment headers per message.
-  return textChars * 8 + view.messages.length * 500 + 1_000;
+  // ×2 bytes per UTF-16 unit, ×3 for the text and the wire fragments derived from it; ~500 bytes of
+  // objects, message hash and fragment headers per message.
+  return textChars * 6 + view.messages.length * 500 + 1_000;
 }
 
 export interface SessionViewsOptions {
