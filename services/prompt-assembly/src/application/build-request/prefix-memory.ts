@@ -10,7 +10,10 @@
 // concurrent builds of one session, in this process or another replica, each compare with the one
 // before it. The fingerprint each session had last is also kept in memory (bounded), with the row
 // version it was written at, so a comparison reads the stored fingerprint only when another
-// process wrote the row since.
+// process wrote the row since. For the sessions this process wrote last (every turn but a
+// session's first here), the group is compared with that memory and written in one round trip
+// instead of two: each row only if it is still at the remembered version, each event only if its
+// row's write took. A row another replica moved sends its builds through the locked path.
 
 import type { OutboxEntry } from "@prefix-guard/bus";
 import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
