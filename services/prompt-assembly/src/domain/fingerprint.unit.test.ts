@@ -10,10 +10,21 @@ import {
   storedFingerprintJson,
 } from "./fingerprint";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "./model";
-import { comparePrefix } from "./prefix-monitor";
+import { type CauseHints, comparePrefix } from "./prefix-monitor";
 
 // A transparent stand-in for sha256: injective, so equal hashes mean equal inputs.
 const hashOf = (text: string): string => `h(${text})`;
+
+/** A turn with nothing else going on: same generation, rules retained, no dropped turns, same day. */
+const HINTS: CauseHints = {
+  compactionGenerationBefore: 0,
+  compactionGenerationNow: 0,
+  rulesDecision: "RETAINED",
+  droppedTurnsBefore: 0,
+  droppedTurnsNow: 0,
+  anchorDateBefore: "2026-10-12",
+  anchorDateNow: "2026-10-12",
+};
 
 const tools: readonly ToolDefinition[] = [
   { name: "shell", description: "Run", inputSchema: { type: "object", properties: { command: { type: "string" } } } },
@@ -114,15 +125,7 @@ describe("fingerprintRequest", () => {
     const wireAfter = serializeAnthropicMessages(after, { canonicalToolOrder: false });
     expect(canonicalJson(wireAfter.messages[2])).not.toBe(canonicalJson(wireBefore.messages[2]));
     // ... but the fingerprint, built from the neutral model, calls it an append.
-    const comparison = comparePrefix(fingerprintRequest(before, hashOf), fingerprintRequest(after, hashOf), {
-      compactionGenerationBefore: 0,
-      compactionGenerationNow: 0,
-      rulesDecision: "RETAINED",
-      droppedTurnsBefore: 0,
-      droppedTurnsNow: 0,
-      anchorDateBefore: "2026-10-12",
-      anchorDateNow: "2026-10-12",
-    });
+    const comparison = comparePrefix(fingerprintRequest(before, hashOf), fingerprintRequest(after, hashOf), HINTS);
     expect(comparison.changed).toBe(false);
     expect(comparison.historyRewritten).toBe(false);
   });
@@ -151,19 +154,10 @@ describe("the stored fingerprint", () => {
     const before = stored(turns(40));
     const readBack = parseStoredFingerprint(storedFingerprintJson(before));
     if (readBack === null) throw new Error("stored fingerprint did not parse");
-    const hints = {
-      compactionGenerationBefore: 0,
-      compactionGenerationNow: 0,
-      rulesDecision: "RETAINED",
-      droppedTurnsBefore: 0,
-      droppedTurnsNow: 0,
-      anchorDateBefore: "2026-10-12",
-      anchorDateNow: "2026-10-12",
-    } as const;
     for (const now of [stored(turns(42)), stored(turns(42, 17)), stored(turns(30)), stored(turns(40, 0))]) {
-      expect(comparePrefix(readBack, now, hints)).toEqual(comparePrefix(before, now, hints));
+      expect(comparePrefix(readBack, now, HINTS)).toEqual(comparePrefix(before, now, HINTS));
     }
-    expect(comparePrefix(readBack, stored(turns(42, 17)), hints).firstChangedMessageIndex).toBe(17);
+    expect(comparePrefix(readBack, stored(turns(42, 17)), HINTS).firstChangedMessageIndex).toBe(17);
   });
 
   it("still reads rows written in the full form, and refuses cuts that are not whole hex hashes", () => {

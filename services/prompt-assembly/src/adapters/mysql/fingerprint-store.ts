@@ -130,20 +130,10 @@ export class FingerprintStore {
       updateAt.push(statements.length);
       statements.push(
         {
-          sql: `UPDATE pa_prefix_fingerprint SET fingerprint_json = ?, generation = ?, dropped_turns = ?,
-                  anchor_date = ?, request_id = ?, updated_at_ms = ?, version = ?
-                WHERE session_id = ? AND version = ?`,
-          values: [
-            row.fingerprintJson,
-            row.generation,
-            row.droppedTurns,
-            row.anchorDate,
-            row.requestId,
-            nowMs,
-            row.version,
-            row.sessionId,
-            storedVersion,
-          ],
+          sql: `UPDATE pa_prefix_fingerprint SET ${PREFIX_COLUMNS.slice(1)
+            .map((column) => `${column} = ?`)
+            .join(", ")} WHERE session_id = ? AND version = ?`,
+          values: [...rowValues(row, nowMs).slice(1), row.sessionId, storedVersion],
         },
         // The version always moves, so a row the update found is a row it changed.
         { sql: "SET @pg_prefix_row_written = ROW_COUNT()" },
@@ -242,6 +232,20 @@ async function readFingerprints(sql: Sql, sessionIds: readonly string[]): Promis
   return new Map(rows.map((row) => [row.session_id, row.fingerprint_json]));
 }
 
+/** A row's values in PREFIX_COLUMNS order. */
+function rowValues(row: PrefixRow, nowMs: number): unknown[] {
+  return [
+    row.sessionId,
+    row.fingerprintJson,
+    row.generation,
+    row.droppedTurns,
+    row.anchorDate,
+    row.requestId,
+    nowMs,
+    row.version,
+  ];
+}
+
 function writeStatements(dialect: SqlDialect, write: PrefixGroupWrite, nowMs: number): Statement[] {
   const statements: Statement[] = [];
   if (write.rows.length > 0) {
@@ -254,16 +258,7 @@ function writeStatements(dialect: SqlDialect, write: PrefixGroupWrite, nowMs: nu
         PREFIX_COLUMNS.slice(1),
         write.rows.length,
       ),
-      values: write.rows.flatMap((row) => [
-        row.sessionId,
-        row.fingerprintJson,
-        row.generation,
-        row.droppedTurns,
-        row.anchorDate,
-        row.requestId,
-        nowMs,
-        row.version,
-      ]),
+      values: write.rows.flatMap((row) => rowValues(row, nowMs)),
     });
   }
   if (write.events.length > 0) statements.push(outboxInsert(write.events));
