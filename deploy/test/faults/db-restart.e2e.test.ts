@@ -23,7 +23,14 @@ import type { ServiceName } from "../stack";
 import { mainSessionRequest } from "../support";
 import { auditedChains, auditedInserts, auditedInsertsBySession, installApplyAudit } from "./audit";
 import { SessionLoad } from "./load";
-import { type PrivateMariadb, privateKafka, privateMariadb, type ServiceProcess, serviceProcess } from "./processes";
+import {
+  type PrivateMariadb,
+  privateKafka,
+  privateMariadb,
+  randomPortBlock,
+  type ServiceProcess,
+  serviceProcess,
+} from "./processes";
 
 const SESSIONS = Number(process.env.DB_RESTART_SESSIONS ?? "120");
 const MESSAGES_PER_SESSION = 19;
@@ -33,7 +40,7 @@ const DOWN_MS = 4_000;
 const WRITE_DEADLINE_MS = 5_000;
 const RULES_DB_TIMEOUT_MS = 300;
 const broker = privateKafka(Number(process.env.DB_RESTART_KAFKA_PORT ?? "29492"), ".run/kafka-db-restart");
-const basePort = 45_000 + Math.floor(Math.random() * 400) * 8;
+const basePort = randomPortBlock(20_000, 400, 8);
 const services: readonly ServiceName[] = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"];
 
 describe("database restart under load", () => {

@@ -19,12 +19,12 @@ import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/sessio
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mainSessionRequest } from "../support";
-import { privateKafka, type ServiceProcess, serviceProcess } from "./processes";
+import { privateKafka, randomPortBlock, type ServiceProcess, serviceProcess } from "./processes";
 
 const SESSIONS = Number(process.env.FAULT_SESSIONS ?? "200");
 const MESSAGES_PER_SESSION = Number(process.env.FAULT_MESSAGES ?? "49"); // + SessionCreated = 50 events each
 const kafkaPort = Number(process.env.FAULT_KAFKA_PORT ?? "29292");
-const basePort = 41_000 + Math.floor(Math.random() * 500) * 4;
+const basePort = randomPortBlock(10_000, 500, 4);
 const broker = privateKafka(kafkaPort, ".run/kafka-faults");
 const kafka = (command: "reset" | "start" | "stop") => broker.run(command);
 const brokers = broker.brokers;

@@ -69,6 +69,18 @@ export function serviceProcess(name: string, port: number, env: NodeJS.ProcessEn
   };
 }
 
+/**
+ * The first of `size` consecutive ports for a suite's own processes: one of `blocks` blocks from
+ * `first`, at random. Kept below Linux's ephemeral range (32768–60999): a port in it can be taken
+ * as the source port of any outgoing connection (the suite's own Kafka and MariaDB clients) before
+ * a service binds it, which the two-replica suite once hit as EADDRINUSE.
+ */
+export function randomPortBlock(first: number, blocks: number, size: number): number {
+  const start = first + Math.floor(Math.random() * blocks) * size;
+  if (first + blocks * size > 32_768) throw new Error("the port blocks reach the ephemeral range (32768-60999)");
+  return start;
+}
+
 /** A Kafka broker of the suite's own (deploy/kafka/kafka.sh on its ports and data dir), so it may be stopped. */
 export interface PrivateKafka {
   readonly brokers: string[];

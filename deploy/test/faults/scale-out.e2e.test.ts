@@ -32,7 +32,7 @@ import { type ServiceName, startStack } from "../stack";
 import { mainSessionRequest } from "../support";
 import { auditedChains, auditedInserts, auditedInsertsBySession, installApplyAudit } from "./audit";
 import { SessionLoad } from "./load";
-import { privateKafka, type ServiceProcess, serviceProcess } from "./processes";
+import { privateKafka, randomPortBlock, type ServiceProcess, serviceProcess } from "./processes";
 
 const SESSIONS = Number(process.env.SCALE_SESSIONS ?? "500");
 const SINGLE_REPLICA_SESSIONS = Number(process.env.SCALE_SINGLE_SESSIONS ?? "100");
@@ -44,7 +44,7 @@ const KILL_AT = 0.4; // share of the two-replica load written when one replica o
 const LAG_BOUND = Number(process.env.SCALE_LAG_BOUND ?? "1000");
 const PARTITIONS = 6;
 const broker = privateKafka(Number(process.env.SCALE_KAFKA_PORT ?? "29392"), ".run/kafka-scale-out");
-const basePort = 43_000 + Math.floor(Math.random() * 400) * 16;
+const basePort = randomPortBlock(12_000, 400, 16);
 
 const services: readonly ServiceName[] = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"];
 /** Consumer groups and the topic each consumes. */
