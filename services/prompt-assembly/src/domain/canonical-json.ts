@@ -68,8 +68,8 @@ export function canonicalJson(value: unknown, path = "body"): string {
 
 /**
  * canonicalJson(value) as UTF-8 bytes, byte for byte, and the token units of that text. Fragments
- * are copied as bytes and counted by their remembered units; only the text between them is encoded
- * and counted here. Units add up over the pieces because every piece is whole JSON tokens, so no
+ * are encoded from their flat text and counted by their remembered units; only the text between
+ * them is measured and counted here. Units add up over the pieces because every piece is whole JSON tokens, so no
  * surrogate pair is ever split between two.
  */
 export function canonicalJsonUtf8(value: unknown, path = "body"): CanonicalUtf8 {
