@@ -12,11 +12,12 @@ import {
   shuffled,
   workloadSteps,
 } from "../../test/cache-workload";
+import { QUIET_TURN_HINTS as HINTS } from "../../test/cause-hints";
 import { type SerializeOptions, serializeRequest } from "../../test/wire";
 import { canonicalJson } from "./canonical-json";
 import { fingerprintRequest } from "./fingerprint";
 import type { ChatRequest, ToolDefinition, WireFormat } from "./model";
-import { type CauseHints, comparePrefix, type ToolsChangeKind } from "./prefix-monitor";
+import { comparePrefix, type ToolsChangeKind } from "./prefix-monitor";
 import { orderTools } from "./tool-order";
 import type { AnthropicMessagesBody } from "./wire-formats/anthropic-messages";
 import type { OpenAiChatBody } from "./wire-formats/openai-chat";
@@ -24,15 +25,6 @@ import type { OpenAiResponsesBody } from "./wire-formats/openai-responses";
 
 const FORMATS: readonly WireFormat[] = ["openai_chat", "anthropic_messages", "openai_responses"];
 const hashOf = (text: string): string => `h(${text})`;
-const HINTS: CauseHints = {
-  compactionGenerationBefore: 0,
-  compactionGenerationNow: 0,
-  rulesDecision: "RETAINED",
-  droppedTurnsBefore: 0,
-  droppedTurnsNow: 0,
-  anchorDateBefore: "2026-10-12",
-  anchorDateNow: "2026-10-12",
-};
 
 /** A deep copy whose objects list their keys in a seeded random order. */
 function shuffleKeys<T>(value: T, random: () => number): T {

@@ -1,6 +1,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { sha256Hex } from "@prefix-guard/events";
 import { describe, expect, it } from "vitest";
+import { QUIET_TURN_HINTS as HINTS } from "../../test/cause-hints";
 import { serializeAnthropicMessages } from "../../test/wire";
 import { canonicalJson } from "./canonical-json";
 import {
@@ -10,21 +11,10 @@ import {
   storedFingerprintJson,
 } from "./fingerprint";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "./model";
-import { type CauseHints, comparePrefix } from "./prefix-monitor";
+import { comparePrefix } from "./prefix-monitor";
 
 // A transparent stand-in for sha256: injective, so equal hashes mean equal inputs.
 const hashOf = (text: string): string => `h(${text})`;
-
-/** A turn with nothing else going on: same generation, rules retained, no dropped turns, same day. */
-const HINTS: CauseHints = {
-  compactionGenerationBefore: 0,
-  compactionGenerationNow: 0,
-  rulesDecision: "RETAINED",
-  droppedTurnsBefore: 0,
-  droppedTurnsNow: 0,
-  anchorDateBefore: "2026-10-12",
-  anchorDateNow: "2026-10-12",
-};
 
 const tools: readonly ToolDefinition[] = [
   { name: "shell", description: "Run", inputSchema: { type: "object", properties: { command: { type: "string" } } } },

@@ -1,10 +1,11 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
+import { QUIET_TURN_HINTS } from "../../test/cause-hints";
 import { serializeAnthropicMessages, serializeOpenAiChat, serializeOpenAiResponses } from "../../test/wire";
 import { canonicalJson } from "./canonical-json";
 import { fingerprintRequest } from "./fingerprint";
 import type { ChatRequest } from "./model";
-import { type CauseHints, comparePrefix } from "./prefix-monitor";
+import { comparePrefix } from "./prefix-monitor";
 import {
   gateProviderCache,
   NO_PROVIDER_CACHE_REQUEST,
@@ -131,22 +132,13 @@ describe("wire formats with provider cache options", () => {
 });
 
 describe("retention in the prefix comparison", () => {
-  const hints: CauseHints = {
-    compactionGenerationBefore: 0,
-    compactionGenerationNow: 0,
-    rulesDecision: "RETAINED",
-    droppedTurnsBefore: 0,
-    droppedTurnsNow: 0,
-    anchorDateBefore: "2026-10-12",
-    anchorDateNow: "2026-10-12",
-  };
   const fingerprint = (retention?: "1h" | "5m") =>
     fingerprintRequest(retention === undefined ? request : { ...request, providerCache: { retention } }, sha256);
 
   it("is no change while the setting stays, and a named, expected change when it moves", () => {
-    expect(comparePrefix(fingerprint("1h"), fingerprint("1h"), hints).changed).toBe(false);
+    expect(comparePrefix(fingerprint("1h"), fingerprint("1h"), QUIET_TURN_HINTS).changed).toBe(false);
     expect(fingerprint()).not.toHaveProperty("cacheRetention");
-    const moved = comparePrefix(fingerprint(), fingerprint("1h"), hints);
+    const moved = comparePrefix(fingerprint(), fingerprint("1h"), QUIET_TURN_HINTS);
     expect(moved).toMatchObject({ changed: true, expected: true, changedSections: [], historyRewritten: false });
     expect(moved.cause).toBe("cache retention changed default→1h");
   });
