@@ -56,8 +56,10 @@ export class JsonFragment {
  * omitted, which lets optional fields stay unset.
  */
 export function canonicalJson(value: unknown, path = "body"): string {
+  const text = new TextSink();
   try {
-    return writeFast(value, 0);
+    writeFast(value, 0, text);
+    return text.text;
   } catch (error) {
     if (error !== NOT_PLAIN_JSON) throw error;
   }
@@ -75,7 +77,7 @@ export function canonicalJson(value: unknown, path = "body"): string {
 export function canonicalJsonUtf8(value: unknown, path = "body"): CanonicalUtf8 {
   const pieces = new Utf8Pieces();
   try {
-    writePieces(value, 0, pieces);
+    writeFast(value, 0, pieces);
   } catch (error) {
     if (error !== NOT_PLAIN_JSON) throw error;
     // The checking path names the bad field, or writes what only it accepts (very deep data).
@@ -85,8 +87,23 @@ export function canonicalJsonUtf8(value: unknown, path = "body"): CanonicalUtf8 
   return pieces.join();
 }
 
-/** Text written since the last fragment, and the fragments, in order. */
-class Utf8Pieces {
+/** Where the fast path writes: text, and fragments written inline or kept apart. */
+interface JsonSink {
+  text: string;
+  fragment(fragment: JsonFragment): void;
+}
+
+/** All of it as one text (canonicalJson). */
+class TextSink implements JsonSink {
+  text = "";
+
+  fragment(fragment: JsonFragment): void {
+    this.text += fragment.json;
+  }
+}
+
+/** Text written since the last fragment, and the fragments, in order (canonicalJsonUtf8). */
+class Utf8Pieces implements JsonSink {
   text = "";
   private readonly parts: (string | JsonFragment)[] = [];
 
@@ -125,43 +142,43 @@ class Utf8Pieces {
   }
 }
 
-/** writeFast, into pieces: the same text, with fragments kept apart. */
-function writePieces(value: unknown, depth: number, pieces: Utf8Pieces): void {
+/** The fast path: plain JSON data only (NOT_PLAIN_JSON for anything else), no member paths kept. */
+function writeFast(value: unknown, depth: number, sink: JsonSink): void {
   if (typeof value !== "object" || value === null) {
-    pieces.text += writeFast(value, depth);
+    sink.text += writeScalar(value);
     return;
   }
   if (value instanceof JsonFragment) {
-    pieces.fragment(value);
+    sink.fragment(value);
     return;
   }
   if (depth > MAX_FAST_DEPTH) throw NOT_PLAIN_JSON;
   if (Array.isArray(value)) {
     const length = value.length;
-    pieces.text += "[";
+    sink.text += "[";
     for (let index = 0; index < length; index += 1) {
       const item: unknown = value[index];
       if (item === undefined) throw NOT_PLAIN_JSON;
-      if (index > 0) pieces.text += ",";
-      writePieces(item, depth + 1, pieces);
+      if (index > 0) sink.text += ",";
+      writeFast(item, depth + 1, sink);
     }
-    pieces.text += "]";
+    sink.text += "]";
     return;
   }
   const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) throw NOT_PLAIN_JSON;
   const record = value as Record<string, unknown>;
   const keys = Object.keys(record).sort();
-  pieces.text += "{";
+  sink.text += "{";
   let first = true;
   for (const key of keys) {
     const member = record[key];
     if (member === undefined) continue;
-    pieces.text += `${first ? "" : ","}${quoteKey(key)}:`;
+    sink.text += `${first ? "" : ","}${quoteKey(key)}:`;
     first = false;
-    writePieces(member, depth + 1, pieces);
+    writeFast(member, depth + 1, sink);
   }
-  pieces.text += "}";
+  sink.text += "}";
 }
 
 /** Thrown by the fast path for anything it will not write; the checking path then names the field. */
@@ -181,7 +198,7 @@ function quoteKey(key: string): string {
   return quoted;
 }
 
-function writeFast(value: unknown, depth: number): string {
+function writeScalar(value: unknown): string {
   switch (typeof value) {
     case "string":
       return JSON.stringify(value);
@@ -190,34 +207,9 @@ function writeFast(value: unknown, depth: number): string {
     case "number":
       if (!Number.isFinite(value)) throw NOT_PLAIN_JSON;
       return JSON.stringify(value);
-    case "object": {
+    case "object":
       if (value === null) return "null";
-      if (value instanceof JsonFragment) return value.json;
-      if (depth > MAX_FAST_DEPTH) throw NOT_PLAIN_JSON;
-      if (Array.isArray(value)) {
-        const length = value.length;
-        let out = "[";
-        for (let index = 0; index < length; index += 1) {
-          const item: unknown = value[index];
-          if (item === undefined) throw NOT_PLAIN_JSON;
-          out += index === 0 ? writeFast(item, depth + 1) : `,${writeFast(item, depth + 1)}`;
-        }
-        return `${out}]`;
-      }
-      const prototype: unknown = Object.getPrototypeOf(value);
-      if (prototype !== Object.prototype && prototype !== null) throw NOT_PLAIN_JSON;
-      const record = value as Record<string, unknown>;
-      const keys = Object.keys(record).sort();
-      let out = "{";
-      let first = true;
-      for (const key of keys) {
-        const member = record[key];
-        if (member === undefined) continue;
-        out += `${first ? "" : ","}${quoteKey(key)}:${writeFast(member, depth + 1)}`;
-        first = false;
-      }
-      return `${out}}`;
-    }
+      throw NOT_PLAIN_JSON;
     default:
       throw NOT_PLAIN_JSON;
   }
