@@ -43,7 +43,7 @@ import {
   type ServiceName,
 } from "./bad-input-cases";
 import { type Stack, type ServiceName as StackService, startStack } from "./stack";
-import { mainSessionRequest } from "./support";
+import { mainSessionRequest, userTextMessage } from "./support";
 
 const FIXED_NOW = Date.UTC(2026, 9, 12, 4, 0); // 12:00 in Asia/Shanghai
 const now = () => FIXED_NOW;
@@ -505,17 +505,7 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
     const workspace = '/srv/ws/it\'s "quoted"; DROP TABLE session; --';
 
     await callUnary(sessions, sessions.createSession, mainSessionRequest(sessionId, workspace), deadline);
-    const userMessage = await callUnary(
-      sessions,
-      sessions.saveMessage,
-      {
-        sessionId,
-        role: Role.ROLE_USER,
-        content: [{ part: { $case: "text", value: { text: hostile } } }],
-        thinkingText: "",
-      },
-      deadline,
-    );
+    const userMessage = await callUnary(sessions, sessions.saveMessage, userTextMessage(sessionId, hostile), deadline);
     const argumentsJson = JSON.stringify({ cmd: hostile });
     await callUnary(
       sessions,

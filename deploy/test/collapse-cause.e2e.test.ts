@@ -6,13 +6,12 @@ import {
   type BuildRequestResponse,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import { CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type { RecordUsageResponse, TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { freePort, mainSessionRequest, runPrefixctl } from "./support";
+import { freePort, mainSessionRequest, runPrefixctl, userTextMessage } from "./support";
 
 const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
@@ -55,12 +54,7 @@ describe("a provoked collapse's cause code in prefixctl, on Kafka and in /metric
     const saved = await callUnary(
       stack.sessions,
       stack.sessions.saveMessage,
-      {
-        sessionId,
-        role: Role.ROLE_USER,
-        content: [{ part: { $case: "text", value: { text: `turn at ${clock}` } } }],
-        thinkingText: "",
-      },
+      userTextMessage(sessionId, `turn at ${clock}`),
       deadline,
     );
     const assembly = stack.assembly();

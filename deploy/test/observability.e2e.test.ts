@@ -7,12 +7,11 @@ import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trac
 import { eventually } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { type PromptAssemblyClient, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { startTelemetry } from "@prefix-guard/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest } from "./support";
+import { mainSessionRequest, userTextMessage } from "./support";
 
 const basePort = 39_100 + Math.floor(Math.random() * 800);
 
@@ -50,17 +49,7 @@ describe("observability of one harness turn", () => {
     await context.with(trace.setSpan(context.active(), root), async () => {
       const md = { deadlineMs: 5_000 };
       await callUnary(sessions, sessions.createSession, mainSessionRequest("obs-1", workspace, { owner: "u" }), md);
-      const saved = await callUnary(
-        sessions,
-        sessions.saveMessage,
-        {
-          sessionId: "obs-1",
-          role: Role.ROLE_USER,
-          content: [{ part: { $case: "text", value: { text: "hello" } } }],
-          thinkingText: "",
-        },
-        md,
-      );
+      const saved = await callUnary(sessions, sessions.saveMessage, userTextMessage("obs-1", "hello"), md);
       await callUnary(
         assembly,
         assembly.buildRequest,

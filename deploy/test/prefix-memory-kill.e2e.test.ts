@@ -15,11 +15,10 @@ import {
   PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServiceProcess, serviceProcess } from "./faults/processes";
-import { mainSessionRequest } from "./support";
+import { mainSessionRequest, userTextMessage } from "./support";
 
 const SESSIONS = 8;
 const brokers = process.env.TEST_KAFKA_BROKERS ?? "127.0.0.1:19092";
@@ -93,12 +92,7 @@ describe("prefix fingerprints survive SIGKILL of prompt-assembly for every answe
         const saved = await callUnary(
           sessions,
           sessions.saveMessage,
-          {
-            sessionId,
-            role: Role.ROLE_USER,
-            content: [{ part: { $case: "text", value: { text: `turn ${turn}` } } }],
-            thinkingText: "",
-          },
+          userTextMessage(sessionId, `turn ${turn}`),
           deadline,
         );
         lastSeq.set(sessionId, saved.seq);

@@ -15,7 +15,6 @@ import {
   type PromptAssemblyClient,
   WireFormat,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import type { CacheMonitorClient } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,7 +27,7 @@ import {
   withoutThreshold,
 } from "./observability-assets";
 import { type ServiceName, type Stack, startStack } from "./stack";
-import { type DebianTooling, freePort, installPrometheusTooling, mainSessionRequest } from "./support";
+import { type DebianTooling, freePort, installPrometheusTooling, mainSessionRequest, userTextMessage } from "./support";
 
 const SERVICES: readonly ServiceName[] = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"];
 const deadline = { deadlineMs: 10_000 };
@@ -194,17 +193,7 @@ async function driveTurnsAndACollapse(
       deadline,
     );
   for (let turn = 0; turn < 6; turn += 1) {
-    const saved = await callUnary(
-      sessions,
-      sessions.saveMessage,
-      {
-        sessionId,
-        role: Role.ROLE_USER,
-        content: [{ part: { $case: "text", value: { text: `turn ${turn}` } } }],
-        thinkingText: "",
-      },
-      deadline,
-    );
+    const saved = await callUnary(sessions, sessions.saveMessage, userTextMessage(sessionId, `turn ${turn}`), deadline);
     const collapseTurn = turn === 5;
     const built = await build(saved.seq, collapseTurn ? "skills v2" : "skills v1");
     const promptTokens = 8_000 + turn * 200;

@@ -1,7 +1,6 @@
 import { eventually, uniqueName } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { BuildRequestRequest, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import {
   type RawProviderUsage,
   RecordUsageRequest,
@@ -9,7 +8,7 @@ import {
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest, runPrefixctl } from "./support";
+import { mainSessionRequest, runPrefixctl, userTextMessage } from "./support";
 
 const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
@@ -87,12 +86,7 @@ describe("prefixctl advise", () => {
         const saved = await callUnary(
           stack.sessions,
           stack.sessions.saveMessage,
-          {
-            sessionId: id,
-            role: Role.ROLE_USER,
-            content: [{ part: { $case: "text", value: { text: `q${call}` } } }],
-            thinkingText: "",
-          },
+          userTextMessage(id, `q${call}`),
           deadline,
         );
         const assembly = stack.assembly();

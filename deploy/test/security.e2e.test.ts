@@ -5,11 +5,11 @@ import { readFileSync } from "node:fs";
 import { ChannelCredentials, type ServiceError, status } from "@grpc/grpc-js";
 import { bearerMetadata, callUnary, checkHealth } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
-import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { SessionKind } from "@prefix-guard/proto/common/v1/common";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { loadSessionEventsConfig, startSessionEvents } from "@prefix-guard/session-events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMemoryBus } from "./support";
+import { openMemoryBus, userTextMessage } from "./support";
 import { makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
 
 const HARNESS_TOKEN = "harness-token-0123456789";
@@ -105,17 +105,7 @@ describe("gRPC security (TLS, mTLS, bearer tokens) and tenant checks, from the o
         md,
       );
     await create("full-1", "alice");
-    const saved = await callUnary(
-      c,
-      c.saveMessage,
-      {
-        sessionId: "full-1",
-        role: Role.ROLE_USER,
-        content: [{ part: { $case: "text", value: { text: "压测重试怎么做" } } }],
-        thinkingText: "",
-      },
-      md,
-    );
+    const saved = await callUnary(c, c.saveMessage, userTextMessage("full-1", "压测重试怎么做"), md);
     await callUnary(
       c,
       c.commitCompaction,

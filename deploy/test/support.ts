@@ -8,8 +8,11 @@ import { runMigrations } from "@prefix-guard/db";
 import { createMemoryDatabase } from "@prefix-guard/db/testing";
 import { silentLogger } from "@prefix-guard/logging";
 import { run as runPrefixctlMain } from "@prefix-guard/prefixctl";
-import { SessionKind } from "@prefix-guard/proto/common/v1/common";
-import type { CreateSessionRequest } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import type {
+  CreateSessionRequest,
+  SaveMessageRequest,
+} from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
 
 export const repoRoot = join(import.meta.dirname, "../..");
@@ -91,6 +94,11 @@ export function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
+}
+
+/** SaveMessage of a user message that is one text part. */
+export function userTextMessage(sessionId: string, text: string): SaveMessageRequest {
+  return { sessionId, role: Role.ROLE_USER, content: [{ part: { $case: "text", value: { text } } }], thinkingText: "" };
 }
 
 /** CreateSession of a main session in Asia/Shanghai (owner u1); a test overrides what it is about. */
