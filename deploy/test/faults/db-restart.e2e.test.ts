@@ -14,7 +14,7 @@ import { eventually, type KafkaProbe, openKafkaProbe } from "@prefix-guard/bus/t
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
-import { PromptAssemblyClient, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { PromptAssemblyClient } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Decision, RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServiceName } from "../stack";
 import { mainSessionRequest } from "../support";
 import { auditedChains, auditedInserts, auditedInsertsBySession, installApplyAudit } from "./audit";
-import { SessionLoad } from "./load";
+import { loadBuildRequest, SessionLoad } from "./load";
 import {
   type PrivateMariadb,
   privateKafka,
@@ -183,18 +183,7 @@ describe("database restart under load", () => {
             const outcome = await callUnary(
               assembly,
               assembly.buildRequest,
-              {
-                sessionId,
-                minSeq: seq,
-                sections: [{ key: "persona", text: "persona text" }],
-                tools: [],
-                wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
-                model: "claude-test",
-                workspace,
-                rulesSource: { $case: "rulesFile", value: { path: join(workspace, "AGENTS.md") } },
-                embed: false,
-                locale: "",
-              },
+              loadBuildRequest(sessionId, seq, workspace, ["persona"]),
               { deadlineMs: WRITE_DEADLINE_MS },
             ).then(
               () => "OK",

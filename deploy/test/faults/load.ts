@@ -1,8 +1,11 @@
 // The write load of the fault suites: sessions written in lanes, each session by one lane only, every
 // write retried across dead servers with expected_seq so a write that did land is never repeated.
 // It counts what the client saw per gRPC status and how long failed attempts took.
+
+import { join } from "node:path";
 import { type ServiceError, status } from "@grpc/grpc-js";
 import { callUnary } from "@prefix-guard/grpc";
+import { type BuildRequestRequest, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import type {
   CreateSessionRequest,
@@ -16,6 +19,27 @@ export interface SessionLoadOptions {
   readonly retryDelayMs?: number;
   /** Attempts per write before the load gives up. */
   readonly maxAttempts?: number;
+}
+
+/** The build the fault suites ask for: sections "<key> text", the workspace's AGENTS.md, Anthropic's format. */
+export function loadBuildRequest(
+  sessionId: string,
+  minSeq: number,
+  workspace: string,
+  sectionKeys: readonly string[],
+): BuildRequestRequest {
+  return {
+    sessionId,
+    minSeq,
+    sections: sectionKeys.map((key) => ({ key, text: `${key} text` })),
+    tools: [],
+    wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
+    model: "claude-test",
+    workspace,
+    rulesSource: { $case: "rulesFile", value: { path: join(workspace, "AGENTS.md") } },
+    embed: false,
+    locale: "",
+  };
 }
 
 export const loadMessageText = (index: number): string => `load ${index}`;

@@ -20,18 +20,14 @@ import { eventually, type KafkaProbe, openKafkaProbe } from "@prefix-guard/bus/t
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
-import {
-  type BuildRequestRequest,
-  PromptAssemblyClient,
-  WireFormat,
-} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { PromptAssemblyClient } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServiceName, startStack } from "../stack";
 import { mainSessionRequest } from "../support";
 import { auditedChains, auditedInserts, auditedInsertsBySession, installApplyAudit } from "./audit";
-import { SessionLoad } from "./load";
+import { loadBuildRequest, SessionLoad } from "./load";
 import { privateKafka, randomPortBlock, type ServiceProcess, serviceProcess } from "./processes";
 
 const SESSIONS = Number(process.env.SCALE_SESSIONS ?? "500");
@@ -82,18 +78,8 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
   const buildStatuses = new Map<string, number>();
   const figures: string[] = [];
 
-  const buildRequest = (sessionId: string, minSeq: number): BuildRequestRequest => ({
-    sessionId,
-    minSeq,
-    sections: ["persona", "environment"].map((key) => ({ key, text: `${key} text` })),
-    tools: [],
-    wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
-    model: "claude-test",
-    workspace,
-    rulesSource: { $case: "rulesFile", value: { path: join(workspace, "AGENTS.md") } },
-    embed: false,
-    locale: "",
-  });
+  const buildRequest = (sessionId: string, minSeq: number) =>
+    loadBuildRequest(sessionId, minSeq, workspace, ["persona", "environment"]);
   const sessionRequest = (sessionId: string) =>
     mainSessionRequest(sessionId, workspace, { owner: "scale", timezone: "UTC" });
 
