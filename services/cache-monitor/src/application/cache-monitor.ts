@@ -44,16 +44,19 @@ export interface MonitorEventSink {
   collapseDetected(event: CacheCollapseEvent, trx: Knex.Transaction): Promise<void>;
 }
 
+/** One recorded call, as the metrics adapter is told it. */
+export interface RecordedUsageFigures {
+  readonly model: string;
+  readonly source: UsageSource;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly cachedShare: number;
+  readonly cost: number;
+}
+
 /** What the metrics adapter is told, after the transaction committed. */
 export interface CacheMonitorObserver {
-  usageRecorded(args: {
-    model: string;
-    source: UsageSource;
-    promptTokens: number;
-    cachedTokens: number;
-    cachedShare: number;
-    cost: number;
-  }): void;
+  usageRecorded(args: RecordedUsageFigures): void;
   /** `workspace` is the build's ("" when the usage has no build of prefix-guard behind it). */
   collapseDetected(args: { sections: readonly string[]; cause: CauseKind; extraCost: number; workspace: string }): void;
 }

@@ -1,10 +1,9 @@
 import { BoundedLabelValues } from "@prefix-guard/telemetry";
 import { Counter, Histogram, type Registry } from "prom-client";
-import type { CacheMonitorObserver } from "../../application/cache-monitor";
+import type { CacheMonitorObserver, RecordedUsageFigures } from "../../application/cache-monitor";
 import type { CauseKind } from "../../domain/cause-taxonomy";
 import { modelFamilyOf } from "../../domain/metric-labels";
 import type { PriceBook } from "../../domain/pricing";
-import type { UsageSource } from "../mysql/monitor-rows";
 
 export type MetricsRegistry = Registry;
 
@@ -88,14 +87,7 @@ export class CacheMonitorMetrics implements CacheMonitorObserver {
     });
   }
 
-  usageRecorded(args: {
-    model: string;
-    source: UsageSource;
-    promptTokens: number;
-    cachedTokens: number;
-    cachedShare: number;
-    cost: number;
-  }): void {
+  usageRecorded(args: RecordedUsageFigures): void {
     const model_family = modelFamilyOf(args.model, this.prices);
     this.calls.inc({ model_family, source: args.source });
     this.promptTokens.inc({ model_family }, args.promptTokens);
