@@ -57,6 +57,7 @@ export async function startRulesSnapshot(
       logger,
       dbTimeoutMs: config.RULES_DB_TIMEOUT_MS,
       locale: config.RULES_LOCALE,
+      eventsCommitted: () => relay.notify(),
     });
     await kit.consume({
       topic: Topics.sessionEvents,
@@ -77,15 +78,12 @@ export async function startRulesSnapshot(
               "session event gap (applied: cleanup does not depend on earlier events)",
             );
         }
-        relay.notify();
       },
     });
     const server = await kit.serve(
       [
-        rulesSnapshotRegistration(
-          service,
-          () => relay.notify(),
-          (decision) => decisions.inc({ decision: (Decision[decision] ?? String(decision)).replace("DECISION_", "") }),
+        rulesSnapshotRegistration(service, (decision) =>
+          decisions.inc({ decision: (Decision[decision] ?? String(decision)).replace("DECISION_", "") }),
         ),
       ],
       // Reported AGENTS.md content is capped at 1 MiB; anything much larger is not a rules file.

@@ -229,6 +229,78 @@ function suite(name: string, open: () => Promise<Backend>) {
       }
     });
 
+    it("wakes the relay after each committed change that recorded an event, and never for a call that wrote none", async () => {
+      const session = sid("wake");
+      const ws = await workspace(session, "v1\n");
+      let wakeups = 0;
+      const { service, events } = harness(db, { eventsCommitted: () => wakeups++ });
+      const steps: [string, () => Promise<unknown>][] = [
+        ["pin", () => service.resolveWorkspaceRules(fileRequest(session, ws))],
+        ["retained", () => service.resolveWorkspaceRules(fileRequest(session, ws))],
+        ["retained again", () => service.resolveWorkspaceRules(fileRequest(session, ws))],
+        [
+          "edit reported",
+          async () => {
+            await ws.write("v2\n");
+            return service.resolveWorkspaceRules(fileRequest(session, ws));
+          },
+        ],
+        ["edit already reported", () => service.resolveWorkspaceRules(fileRequest(session, ws))],
+        [
+          "message saved",
+          () =>
+            service.applySessionEvent(
+              sessionEvent(session, 3, {
+                $case: "messageSaved",
+                value: { messageId: "m3", role: 1, content: [], thinkingChars: 0, localDate: "2026-10-14" },
+              }),
+            ),
+        ],
+        ["operator refresh", () => service.invalidate(session, "test")],
+        ["refresh of nothing", () => service.invalidate(session, "test")],
+        ["re-pin", () => service.resolveWorkspaceRules(fileRequest(session, ws))],
+        [
+          "compaction",
+          () =>
+            service.applySessionEvent(
+              sessionEvent(session, 4, {
+                $case: "compactionCommitted",
+                value: { generation: 1, boundaryMessageId: "m1", summary: "s" },
+              }),
+            ),
+        ],
+        [
+          "compaction with no row left",
+          () =>
+            service.applySessionEvent(
+              sessionEvent(session, 5, {
+                $case: "compactionCommitted",
+                value: { generation: 2, boundaryMessageId: "m2", summary: "s" },
+              }),
+            ),
+        ],
+      ];
+      const seen: [string, number, number][] = [];
+      for (const [label, step] of steps) {
+        const [eventsBefore, wakeupsBefore] = [events.events.length, wakeups];
+        await step();
+        seen.push([label, events.events.length - eventsBefore, wakeups - wakeupsBefore]);
+      }
+      expect(seen).toEqual([
+        ["pin", 1, 1],
+        ["retained", 0, 0],
+        ["retained again", 0, 0],
+        ["edit reported", 1, 1],
+        ["edit already reported", 0, 0],
+        ["message saved", 0, 0],
+        ["operator refresh", 1, 1],
+        ["refresh of nothing", 0, 0],
+        ["re-pin", 1, 1],
+        ["compaction", 1, 1],
+        ["compaction with no row left", 0, 0],
+      ]);
+    });
+
     it("returns the stored bytes after a restart without pinning again", async () => {
       const session = sid("restart");
       const ws = await workspace(session, "rules before the restart\n");

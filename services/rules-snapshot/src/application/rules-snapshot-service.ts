@@ -56,6 +56,12 @@ export interface RulesSnapshotServiceDeps {
   readonly dbTimeoutMs: number;
   /** Language of the section heading and notice; defaults to zh-CN, the seed's wording. */
   readonly locale?: Locale;
+  /**
+   * Told after a transaction that recorded an event has committed (the relay's wake-up). Never told
+   * for a call that wrote none: a retained Resolve, every turn but the first, would otherwise cost
+   * the relay's lock check and outbox read on each build.
+   */
+  readonly eventsCommitted?: () => void;
 }
 
 export type ResolveRequest = Pick<
@@ -169,7 +175,10 @@ export class RulesSnapshotService {
       this.deps.dbTimeoutMs,
       "workspace rules invalidate",
     );
-    if (removedRow !== null) this.deps.logger.info({ sessionId, reason: why }, invalidatedLogLine(sessionId, why));
+    if (removedRow !== null) {
+      this.deps.eventsCommitted?.();
+      this.deps.logger.info({ sessionId, reason: why }, invalidatedLogLine(sessionId, why));
+    }
     return { removed: removedRow !== null };
   }
 
@@ -212,7 +221,10 @@ export class RulesSnapshotService {
       "workspace rules session event",
     );
     if (outcome.kind !== "applied") return outcome;
-    if (removed) this.deps.logger.info({ sessionId: event.sessionId, seq: event.seq }, cleanup.logLine);
+    if (removed) {
+      this.deps.eventsCommitted?.();
+      this.deps.logger.info({ sessionId: event.sessionId, seq: event.seq }, cleanup.logLine);
+    }
     return { kind: "applied", removed };
   }
 
@@ -285,6 +297,7 @@ export class RulesSnapshotService {
           if (pinned.event !== null) await this.recordEvent(sessionId, pinned.event, trx);
         });
         plan = pinned;
+        if (plan.event !== null) this.deps.eventsCommitted?.();
         this.logPlan(sessionId, plan);
         // Concurrent first resolves each upsert; the row left is the last one committed. Answer with
         // it, so every caller injects what later rounds will retain.
@@ -306,7 +319,7 @@ export class RulesSnapshotService {
           if (count > 0 && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
           return count > 0;
         });
-        if (removed) this.logPlan(sessionId, plan);
+        if (removed) this.announced(sessionId, plan);
         return this.responseFromPlan(plan);
       }
       case "markReported": {
@@ -315,7 +328,7 @@ export class RulesSnapshotService {
           if (won && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
           return won;
         });
-        if (marked) this.logPlan(sessionId, plan);
+        if (marked) this.announced(sessionId, plan);
         return this.responseFromPlan(plan);
       }
     }
@@ -347,6 +360,12 @@ export class RulesSnapshotService {
       warning: "",
       refreshReason: plan.refreshReason,
     };
+  }
+
+  /** After a plan's conditional change committed: its event (if any) is in the outbox, its lines are due. */
+  private announced(sessionId: string, plan: ResolutionPlan): void {
+    if (plan.event !== null) this.deps.eventsCommitted?.();
+    this.logPlan(sessionId, plan);
   }
 
   private logPlan(sessionId: string, plan: ResolutionPlan): void {

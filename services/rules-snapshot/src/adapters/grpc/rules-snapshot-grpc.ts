@@ -14,10 +14,8 @@ function requireSessionId(sessionId: string): string {
   return requireId(sessionId, "session_id");
 }
 
-/** `afterCall` nudges the outbox relay once the call's transaction has committed. */
 export function rulesSnapshotRegistration(
   service: RulesSnapshotService,
-  afterCall: () => void,
   onDecision: (decision: Decision) => void = () => undefined,
 ): ServiceRegistration {
   return {
@@ -27,7 +25,6 @@ export function rulesSnapshotRegistration(
       resolve: async (request: ResolveRequest) => {
         const response = await service.resolveWorkspaceRules(request);
         onDecision(response.decision);
-        afterCall();
         return response;
       },
       invalidate: async (request: InvalidateRequest) => {
@@ -35,7 +32,6 @@ export function rulesSnapshotRegistration(
           requireSessionId(request.sessionId),
           request.reason === "" ? "operator" : requireBoundedText(request.reason, "reason", 200).trim(),
         );
-        afterCall();
         return response;
       },
       get: async (request: GetRequest): Promise<GetResponse> => {
