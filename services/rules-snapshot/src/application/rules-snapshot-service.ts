@@ -175,10 +175,7 @@ export class RulesSnapshotService {
       this.deps.dbTimeoutMs,
       "workspace rules invalidate",
     );
-    if (removedRow !== null) {
-      this.deps.eventsCommitted?.();
-      this.deps.logger.info({ sessionId, reason: why }, invalidatedLogLine(sessionId, why));
-    }
+    if (removedRow !== null) this.deps.logger.info({ sessionId, reason: why }, invalidatedLogLine(sessionId, why));
     return { removed: removedRow !== null };
   }
 
@@ -221,10 +218,7 @@ export class RulesSnapshotService {
       "workspace rules session event",
     );
     if (outcome.kind !== "applied") return outcome;
-    if (removed) {
-      this.deps.eventsCommitted?.();
-      this.deps.logger.info({ sessionId: event.sessionId, seq: event.seq }, cleanup.logLine);
-    }
+    if (removed) this.deps.logger.info({ sessionId: event.sessionId, seq: event.seq }, cleanup.logLine);
     return { kind: "applied", removed };
   }
 
@@ -297,7 +291,6 @@ export class RulesSnapshotService {
           if (pinned.event !== null) await this.recordEvent(sessionId, pinned.event, trx);
         });
         plan = pinned;
-        if (plan.event !== null) this.deps.eventsCommitted?.();
         this.logPlan(sessionId, plan);
         // Concurrent first resolves each upsert; the row left is the last one committed. Answer with
         // it, so every caller injects what later rounds will retain.
@@ -319,7 +312,7 @@ export class RulesSnapshotService {
           if (count > 0 && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
           return count > 0;
         });
-        if (removed) this.announced(sessionId, plan);
+        if (removed) this.logPlan(sessionId, plan);
         return this.responseFromPlan(plan);
       }
       case "markReported": {
@@ -328,7 +321,7 @@ export class RulesSnapshotService {
           if (won && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
           return won;
         });
-        if (marked) this.announced(sessionId, plan);
+        if (marked) this.logPlan(sessionId, plan);
         return this.responseFromPlan(plan);
       }
     }
@@ -362,12 +355,6 @@ export class RulesSnapshotService {
     };
   }
 
-  /** After a plan's conditional change committed: its event (if any) is in the outbox, its lines are due. */
-  private announced(sessionId: string, plan: ResolutionPlan): void {
-    if (plan.event !== null) this.deps.eventsCommitted?.();
-    this.logPlan(sessionId, plan);
-  }
-
   private logPlan(sessionId: string, plan: ResolutionPlan): void {
     for (const line of plan.logLines) this.deps.logger.info({ sessionId, decision: plan.decision }, line);
   }
@@ -382,5 +369,9 @@ export class RulesSnapshotService {
       payload,
     };
     await this.deps.events.record(event, trx);
+    // Told here, where every event is recorded, once its transaction has committed (never after a
+    // rollback): no call site has to restate when it wrote one.
+    const { eventsCommitted } = this.deps;
+    if (eventsCommitted !== undefined) trx.executionPromise.then(eventsCommitted, () => undefined);
   }
 }
