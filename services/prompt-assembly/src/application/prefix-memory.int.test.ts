@@ -66,6 +66,9 @@ describe("DurablePrefixMemory on MariaDB", () => {
         }
       ).version,
     );
+  /** The session's outbox events in order, each as "type request_id". */
+  const publishedEvents = async (sessionId: string) =>
+    (await outboxPrefixEvents(store.db, sessionId)).map((event) => `${event.type} ${event.requestId}`);
 
   beforeAll(async () => {
     store = await openMariaDbStore("prefix_memory");
@@ -85,8 +88,7 @@ describe("DurablePrefixMemory on MariaDB", () => {
     expect(a.locked).toHaveBeenCalledTimes(1);
     expect(a.conditional).toHaveBeenCalledTimes(2);
     expect(await storedVersion("s-own")).toBe(3);
-    const events = await outboxPrefixEvents(store.db, "s-own");
-    expect(events.map((event) => `${event.type} ${event.requestId}`)).toEqual([
+    expect(await publishedEvents("s-own")).toEqual([
       "FingerprintObserved r1",
       "FingerprintObserved r2",
       "FingerprintObserved r3",
@@ -107,8 +109,7 @@ describe("DurablePrefixMemory on MariaDB", () => {
     expect(a.conditional).toHaveBeenCalledTimes(1);
     expect(a.locked).toHaveBeenCalledTimes(2);
     expect(await storedVersion("s-shared")).toBe(3);
-    const events = await outboxPrefixEvents(store.db, "s-shared");
-    expect(events.map((event) => `${event.type} ${event.requestId}`)).toEqual([
+    expect(await publishedEvents("s-shared")).toEqual([
       "FingerprintObserved a1",
       "FingerprintObserved b1",
       "PrefixChanged b1",
