@@ -10,7 +10,7 @@ import { rulesSnapshotRegistration } from "./adapters/grpc/rules-snapshot-grpc";
 import { outboxRulesEventSink } from "./adapters/mysql/outbox-event-sink";
 import { SnapshotStore } from "./adapters/mysql/snapshot-store";
 import { RulesSnapshotService } from "./application/rules-snapshot-service";
-import type { RulesSnapshotConfig } from "./config";
+import { type RulesSnapshotConfig, rulesFileConfinement } from "./config";
 
 export interface RunningRulesSnapshot {
   readonly address: string;
@@ -47,9 +47,15 @@ export async function startRulesSnapshot(
     for (const [name, value] of Object.entries(Decision))
       if (typeof value === "number" && value > 0) decisions.inc({ decision: name.replace("DECISION_", "") }, 0);
     const relay = kit.startRelay({ source: tableOutboxSource(kit.db) });
+    const confinement = rulesFileConfinement(config);
+    if (!confinement.fileSourcesEnabled)
+      logger.warn(
+        { grpcHost: config.GRPC_HOST },
+        "rules files disabled: GRPC_HOST is not loopback and RULES_FILE_ROOTS is empty; every rules_file is refused (set RULES_FILE_ROOTS to read them)",
+      );
     const service = new RulesSnapshotService({
       store: new SnapshotStore(kit.db),
-      readFile: cachedAgentsMdReader({ cacheBytes: config.RULES_FILE_CACHE_BYTES }),
+      readFile: cachedAgentsMdReader({ confinement, cacheBytes: config.RULES_FILE_CACHE_BYTES }),
       sha256: sha256Hex,
       now,
       newEventId: () => newEventId(now()),

@@ -411,7 +411,7 @@ function suite(name: string, open: () => Promise<Backend>) {
       expect(missing).toMatchObject({ sectionText: "", decision: Decision.DECISION_EMPTY_NOT_PINNED, rulesHash: "" });
       // Not silent: the answer names the path and why it could not be read where rules-snapshot runs.
       expect(missing.warning).toBe(
-        `rules_file ${ws.agentsMd} cannot be read where rules-snapshot runs (ENOENT): no rules were read from it; mount the workspace into rules-snapshot or send rules_content`,
+        `rules_file ${ws.agentsMd} cannot be read where rules-snapshot runs (not found): no rules were read from it; mount the workspace into rules-snapshot or send rules_content`,
       );
       await ws.write("   \n\n");
       const blank = await service.resolveWorkspaceRules(fileRequest(session, ws));

@@ -8,7 +8,7 @@ import {
   type ResolveResponse as ProtoResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { Knex } from "knex";
-import type { AgentsMdRead } from "../adapters/fs/agents-md-reader";
+import type { AgentsMdRead, RulesFileReader } from "../adapters/fs/agents-md-reader";
 import type { SnapshotStore } from "../adapters/mysql/snapshot-store";
 import { invalidatedLogLine } from "../domain/log-lines";
 import type { Locale, RawRules, ResolutionDecision, RulesEventPayload, SnapshotRow } from "../domain/model";
@@ -44,8 +44,11 @@ export interface RulesSnapshotLogger {
 
 export interface RulesSnapshotServiceDeps {
   readonly store: SnapshotStore;
-  /** Reads a file source; a missing file is an empty read (adapters/fs `readAgentsMdFile`). */
-  readonly readFile: (path: string) => Promise<AgentsMdRead>;
+  /**
+   * Reads a file source named for a workspace, confined to it (adapters/fs `cachedAgentsMdReader`):
+   * a refused path throws a ValidationError, a missing file is an empty read.
+   */
+  readonly readFile: RulesFileReader;
   /** Lower-case hex sha256 of the UTF-8 text. */
   readonly sha256: (text: string) => string;
   readonly now: () => number;
@@ -138,7 +141,7 @@ export class RulesSnapshotService {
     // Awaited once the file is read; a bad request may never await it, and its failure must not
     // count as unhandled meanwhile.
     storedRead.catch(() => undefined);
-    const { raw, unreadable } = await this.readRaw(sessionId, source, locale);
+    const { raw, unreadable } = await this.readRaw(sessionId, workspace, source, locale);
     let response: ResolveResponse;
     try {
       response = await withDbTimeout(
@@ -225,6 +228,7 @@ export class RulesSnapshotService {
   /** The rules as read now, and why nothing could be read when the file is missing or unreadable. */
   private async readRaw(
     sessionId: string,
+    workspace: string,
     source: RulesSource,
     locale: Locale,
   ): Promise<{ raw: RawRules; unreadable: string | null }> {
@@ -232,7 +236,7 @@ export class RulesSnapshotService {
       return { raw: this.render(source.value.text, null, null, false, locale), unreadable: null };
     const sourcePath = source.value.path;
     try {
-      const read = await this.deps.readFile(sourcePath);
+      const read = await this.deps.readFile(sourcePath, workspace);
       const unreadable = read.missing ?? null;
       let byLocale = this.rendered.get(read);
       if (byLocale === undefined) {
@@ -245,14 +249,17 @@ export class RulesSnapshotService {
       byLocale.set(locale, raw);
       return { raw, unreadable };
     } catch (error) {
+      // A refused path (outside the confinement, not a regular file) fails the call and pins nothing.
       if (error instanceof ValidationError) throw error;
       // An unreadable file must not block the conversation: it reads as empty, which keeps a pinned
       // snapshot (§3.4) and injects nothing for a session without one, as a missing file would.
+      // The OS error is not repeated, in the log or the answer: its code and text tell a caller
+      // what exists and what is protected.
       this.deps.logger.warn(
-        { sessionId, path: sourcePath, err: errorMessage(error) },
+        { sessionId, path: sourcePath },
         `workspace rules source unreadable, treated as empty session=${sessionId} path=${sourcePath}`,
       );
-      return { raw: this.render("", sourcePath, null, false, locale), unreadable: errorMessage(error) };
+      return { raw: this.render("", sourcePath, null, false, locale), unreadable: "not readable" };
     }
   }
 

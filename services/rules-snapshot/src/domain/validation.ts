@@ -52,8 +52,7 @@ export function requireSource(source: ResolveRequest["source"]): RulesSource {
   if (source === undefined) return NOTHING_REPORTED;
   if (source.$case === "file") {
     const path = requireAbsoluteSourcePath(source.value.path);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: a path with control characters is never a real file
-    if (/[\u0000-\u001f]/.test(path))
+    if (CONTROL_CHARACTERS.test(path))
       throw new ValidationError("source.file.path", "must not contain control characters");
     if (codePointLength(path) > MAX_SOURCE_PATH_CHARS)
       throw new ValidationError("source.file.path", `must be at most ${MAX_SOURCE_PATH_CHARS} characters`);
@@ -62,6 +61,111 @@ export function requireSource(source: ResolveRequest["source"]): RulesSource {
   if (source.$case === "content" && utf8Length(source.value.text) > MAX_AGENTS_MD_BYTES)
     throw new ValidationError("source.content.text", `must be at most ${MAX_AGENTS_MD_BYTES} bytes`);
   return source;
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: a path with control characters is never a real file
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+/** Machine-readable reason (gRPC `pg-reason`) of every refusal to read a named rules file. */
+export const RULES_FILE_REFUSED = "rules_file_refused";
+
+/**
+ * Where a named rules file may be read from (RULES_FILE_NAMES, RULES_FILE_ROOTS and the bind
+ * address, see config.ts). Without it any caller could have rules-snapshot read any file it can,
+ * `/proc/self/environ` included, and see the text come back as the rules section.
+ */
+export interface RulesFileConfinement {
+  /** Base names a rules file may have. */
+  readonly names: readonly string[];
+  /** Absolute, normalised directories the file must also lie in; empty = its workspace alone. */
+  readonly roots: readonly string[];
+  /**
+   * False when rules-snapshot listens beyond loopback and no root is set: the workspace is then
+   * whatever a remote caller says it is, which confines nothing.
+   */
+  readonly fileSourcesEnabled: boolean;
+}
+
+/**
+ * Refusals that also apply to the real (symlink-resolved) path, worded once so that "outside" reads
+ * the same however it was found, and whether or not the target exists.
+ */
+export const RULES_FILE_OUTSIDE_WORKSPACE = "must name a file inside the session's workspace";
+export const RULES_FILE_OUTSIDE_ROOTS = "must name a file inside one of the directories in RULES_FILE_ROOTS";
+export const RULES_FILE_NOT_REGULAR = "must name a regular file";
+
+export function refuseRulesFile(message: string): ValidationError {
+  return new ValidationError("source.file.path", message, { reason: RULES_FILE_REFUSED });
+}
+
+/** A rules file that passed the lexical checks, with its workspace in the same normal form. */
+export interface LexicallyConfinedFile {
+  readonly path: string;
+  /** The workspace without repeated or trailing slashes. */
+  readonly workspace: string;
+}
+
+/**
+ * The lexical half of the confinement, before anything is opened: the path is absolute and
+ * normalised, has an allowed base name and lies inside the workspace (and a root when roots are
+ * set). The adapter then checks the same containment on real paths (symlinks resolved).
+ *
+ * A `.` or `..` segment is refused rather than resolved: resolved lexically it would disagree with
+ * the kernel as soon as a segment before it is a symlink.
+ *
+ * @throws ValidationError (reason `rules_file_refused`) naming `source.file.path`, or `workspace`
+ *   when the workspace itself cannot confine a file.
+ */
+export function requireConfinedRulesFile(
+  path: string,
+  workspace: string,
+  confinement: RulesFileConfinement,
+): LexicallyConfinedFile {
+  if (!confinement.fileSourcesEnabled) {
+    throw refuseRulesFile(
+      "file sources are disabled: rules-snapshot listens beyond loopback (GRPC_HOST) and RULES_FILE_ROOTS is empty; the operator must set RULES_FILE_ROOTS, or send the rules as content",
+    );
+  }
+  if (path.length === 0) throw refuseRulesFile("must not be empty");
+  if (!path.startsWith("/")) throw refuseRulesFile("must be an absolute path");
+  if (path.includes("\0") || CONTROL_CHARACTERS.test(path))
+    throw refuseRulesFile("must not contain control characters");
+  const segments = path.slice(1).split("/");
+  if (segments.some((segment) => segment === "." || segment === ".."))
+    throw refuseRulesFile("must not contain . or .. segments");
+  if (segments.some((segment) => segment === ""))
+    throw refuseRulesFile("must be a normalised path (no repeated or trailing slash)");
+  const baseName = segments[segments.length - 1] ?? "";
+  if (!confinement.names.includes(baseName))
+    throw refuseRulesFile(`must name a file called ${confinement.names.join(" or ")} (RULES_FILE_NAMES)`);
+  const normalWorkspace = requireConfiningWorkspace(workspace);
+  if (!isStrictlyInside(path, normalWorkspace)) throw refuseRulesFile(RULES_FILE_OUTSIDE_WORKSPACE);
+  if (confinement.roots.length > 0 && !confinement.roots.some((root) => isStrictlyInside(path, root)))
+    throw refuseRulesFile(RULES_FILE_OUTSIDE_ROOTS);
+  return { path, workspace: normalWorkspace };
+}
+
+/** A workspace that can confine a file: absolute, no `.`/`..`; repeated and trailing slashes dropped. */
+function requireConfiningWorkspace(workspace: string): string {
+  const refuse = () =>
+    new ValidationError(
+      "workspace",
+      "must be an absolute path without control characters or . and .. segments when the rules are read from a file",
+      { reason: RULES_FILE_REFUSED },
+    );
+  if (!workspace.startsWith("/") || workspace.includes("\0") || CONTROL_CHARACTERS.test(workspace)) throw refuse();
+  const segments = workspace.split("/").filter((segment) => segment !== "");
+  if (segments.some((segment) => segment === "." || segment === "..")) throw refuse();
+  return `/${segments.join("/")}`;
+}
+
+/**
+ * `path` lies below `dir` (never equal to it). Both absolute and normalised: a prefix test on whole
+ * segments, so `/ws-other` is not inside `/ws`.
+ */
+export function isStrictlyInside(path: string, dir: string): boolean {
+  if (dir === "/") return path.length > 1 && path.startsWith("/");
+  return path.startsWith(`${dir}/`) && path.length > dir.length + 1;
 }
 
 /** The section's language: the session's, as the request says, else the server's default. */

@@ -1,5 +1,18 @@
-import { open, stat } from "node:fs/promises";
-import { MAX_AGENTS_MD_BYTES, requireAbsoluteSourcePath } from "../../domain/validation";
+import { constants } from "node:fs";
+import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
+import { posix } from "node:path";
+import {
+  isStrictlyInside,
+  type LexicallyConfinedFile,
+  MAX_AGENTS_MD_BYTES,
+  RULES_FILE_NOT_REGULAR,
+  RULES_FILE_OUTSIDE_ROOTS,
+  RULES_FILE_OUTSIDE_WORKSPACE,
+  type RulesFileConfinement,
+  refuseRulesFile,
+  requireAbsoluteSourcePath,
+  requireConfinedRulesFile,
+} from "../../domain/validation";
 
 export interface AgentsMdRead {
   /** '' when the file does not exist. */
@@ -8,64 +21,147 @@ export interface AgentsMdRead {
   readonly mtimeMs: number | null;
   /** The file is larger than the cap and `text` is only its head (possibly cut mid-line). */
   readonly truncated: boolean;
-  /** Why nothing was read, when the path names no readable file here (ENOENT, ENOTDIR, not a file ...). */
+  /**
+   * Why nothing was read, when the path names no readable file here: "not found" or "not a regular
+   * file". Never an OS error code: this reaches the caller as a warning.
+   */
   readonly missing?: string;
 }
 
+/** Reads a file source named by a Resolve for `workspace`; what RulesSnapshotService is given. */
+export type RulesFileReader = (path: string, workspace: string) => Promise<AgentsMdRead>;
+
 const READ_CHUNK_BYTES = 64 * 1024;
 
-const MISSING_CODES = new Set(["ENOENT", "ENOTDIR", "EISDIR"]);
+/**
+ * A symlink as the last component fails instead of being followed (callers open resolved paths), a
+ * FIFO opens without waiting for a writer, and a terminal never becomes the controlling one.
+ */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+const MISSING_CODES = new Set(["ENOENT", "ENOTDIR"]);
+
+const NOT_FOUND: AgentsMdRead = { text: "", mtimeMs: null, truncated: false, missing: "not found" };
+const NOT_A_FILE: AgentsMdRead = { text: "", mtimeMs: null, truncated: false, missing: "not a regular file" };
 
 /**
- * Reads at most `maxBytes` of the file. A missing file (or a directory in its place) is an empty read,
- * not an error: seed 001 §3.4 treats "no AGENTS.md" as "no rules". Other failures (permissions, I/O)
- * are thrown for the caller to decide.
+ * Reads at most `maxBytes` of the file at `path`, unconfined: the caller has checked the path (the
+ * service reads through cachedAgentsMdReader, which does). A missing file is an empty read, not an
+ * error: seed 001 §3.4 treats "no AGENTS.md" as "no rules". Anything but a regular file (directory,
+ * FIFO, device) reads as empty too, and is never read from. Other failures (permissions, I/O, a
+ * symlink as the last component) are thrown for the caller to decide.
  */
 export async function readAgentsMdFile(path: string, options: { maxBytes?: number } = {}): Promise<AgentsMdRead> {
   requireAbsoluteSourcePath(path);
-  const maxBytes = options.maxBytes ?? MAX_AGENTS_MD_BYTES;
-  let handle: Awaited<ReturnType<typeof open>>;
+  let handle: FileHandle;
   try {
-    handle = await open(path, "r");
+    handle = await open(path, OPEN_FLAGS);
   } catch (error) {
-    if (isMissing(error)) return missingRead(error);
+    if (isMissing(error)) return NOT_FOUND;
     throw error;
   }
   try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) return NOT_A_FILE;
-    // Read until EOF or one byte past the cap, in chunks: stat.size can change between stat and read,
-    // and the extra byte tells "exactly at the cap" from "over it".
-    const chunks: Buffer[] = [];
-    let total = 0;
-    while (total <= maxBytes) {
-      const chunk = Buffer.alloc(Math.min(READ_CHUNK_BYTES, maxBytes + 1 - total));
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
-      if (bytesRead === 0) break;
-      chunks.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
-      total += bytesRead;
-    }
-    const truncated = total > maxBytes;
-    const text = Buffer.concat(chunks, Math.min(total, maxBytes)).toString("utf8");
-    return { text, mtimeMs: Math.floor(stat.mtimeMs), truncated };
+    const info = await handle.stat();
+    if (!info.isFile()) return NOT_A_FILE;
+    return await readHead(handle, Math.floor(info.mtimeMs), options.maxBytes ?? MAX_AGENTS_MD_BYTES);
   } catch (error) {
-    if (isMissing(error)) return missingRead(error);
+    if (isMissing(error)) return NOT_FOUND;
     throw error;
   } finally {
     await handle.close();
   }
 }
 
-const NOT_A_FILE: AgentsMdRead = { text: "", mtimeMs: null, truncated: false, missing: "not a regular file" };
+/** Reads until EOF or one byte past the cap, in chunks: the size can change between stat and read. */
+async function readHead(handle: FileHandle, mtimeMs: number, maxBytes: number): Promise<AgentsMdRead> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  // The extra byte tells "exactly at the cap" from "over it".
+  while (total <= maxBytes) {
+    const chunk = Buffer.alloc(Math.min(READ_CHUNK_BYTES, maxBytes + 1 - total));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
+    if (bytesRead === 0) break;
+    chunks.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+    total += bytesRead;
+  }
+  const truncated = total > maxBytes;
+  const text = Buffer.concat(chunks, Math.min(total, maxBytes)).toString("utf8");
+  return { text, mtimeMs, truncated };
+}
 
-function missingRead(error: unknown): AgentsMdRead {
-  const code = (error as { code?: unknown }).code;
-  return { text: "", mtimeMs: null, truncated: false, missing: typeof code === "string" ? code : "missing" };
+function errorCode(error: unknown): string | undefined {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "string" ? code : undefined;
 }
 
 function isMissing(error: unknown): boolean {
-  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
-  return typeof code === "string" && MISSING_CODES.has(code);
+  const code = errorCode(error);
+  return code !== undefined && MISSING_CODES.has(code);
+}
+
+/** Symlinks followed while resolving one path, as Linux's MAXSYMLINKS: past it the path is a loop. */
+const MAX_SYMLINK_HOPS = 40;
+
+/**
+ * `path` with every existing component resolved: the realpath of its deepest existing ancestor, plus
+ * the components that do not exist (yet), following a dangling symlink to what it names. For a file
+ * that exists this is its realpath; for one that does not, it is where the file would be, so a
+ * symlink pointing out of the workspace is refused whether or not its target exists.
+ */
+async function resolveExisting(path: string, hops = 0): Promise<{ real: string; exists: boolean }> {
+  let existing = path;
+  const rest: string[] = [];
+  // Bounded by the path's segments: each turn drops one.
+  for (;;) {
+    try {
+      const real = await realpath(existing);
+      if (rest.length === 0) return { real, exists: true };
+      return { real: posix.resolve(real, ...rest.reverse()), exists: false };
+    } catch (error) {
+      if (!isMissing(error) || existing === "/") throw error;
+      const link = await readlinkOrNull(existing);
+      if (link !== null) {
+        if (hops >= MAX_SYMLINK_HOPS) throw Object.assign(new Error("too many symbolic links"), { code: "ELOOP" });
+        // The parent exists (the link is in it) and has no symlinks once resolved, so `..` in the
+        // link's text is resolved against the directory the kernel would use.
+        const parent = await realpath(posix.dirname(existing));
+        const target = posix.resolve(parent, link, ...rest.reverse());
+        return { real: (await resolveExisting(target, hops + 1)).real, exists: false };
+      }
+      const slash = existing.lastIndexOf("/");
+      rest.push(existing.slice(slash + 1));
+      existing = slash === 0 ? "/" : existing.slice(0, slash);
+    }
+  }
+}
+
+async function readlinkOrNull(path: string): Promise<string | null> {
+  try {
+    return await readlink(path);
+  } catch (error) {
+    // EINVAL: not a symlink; ENOENT / ENOTDIR: not there at all.
+    if (isMissing(error) || errorCode(error) === "EINVAL") return null;
+    throw error;
+  }
+}
+
+/**
+ * The real half of the confinement: the file's real path (symlinks resolved) lies inside the real
+ * workspace and inside a real root when roots are set. Null when the file does not exist there.
+ */
+async function locate(
+  target: LexicallyConfinedFile,
+  confinement: RulesFileConfinement,
+): Promise<{ readonly real: string } | null> {
+  const [file, workspace, roots] = await Promise.all([
+    resolveExisting(target.path),
+    resolveExisting(target.workspace),
+    Promise.all(confinement.roots.map(resolveExisting)),
+  ]);
+  if (!isStrictlyInside(file.real, workspace.real)) throw refuseRulesFile(RULES_FILE_OUTSIDE_WORKSPACE);
+  if (confinement.roots.length > 0 && !roots.some((root) => isStrictlyInside(file.real, root.real)))
+    throw refuseRulesFile(RULES_FILE_OUTSIDE_ROOTS);
+  return file.exists ? { real: file.real } : null;
 }
 
 interface CachedRead {
@@ -75,16 +171,32 @@ interface CachedRead {
 }
 
 /**
- * readAgentsMdFile behind a cache keyed by the file's identity: device, inode, size and the
- * nanosecond change and modification times. Resolve reads the source on every build only to compare
- * it with the snapshot, so an unchanged file costs one stat instead of open, read and close; the
- * same object is answered for it, so what is derived from it can be kept too. Any write moves ctime,
- * and the identity is taken before the read, so a write during a read is read again next time.
- * Bounded in bytes; least recently used files go first.
+ * The service's rules-file reader: confined, then cached.
+ *
+ * Confined, in this order: the lexical checks (pure, nothing touched before they pass); the real
+ * paths (file, workspace, roots) after symlinks; lstat of the real path says regular file; the file
+ * is opened without following a symlink or blocking (OPEN_FLAGS) and its handle must be a regular
+ * file with the device and inode that were checked. A FIFO or a device is refused before any open
+ * or read. A file that does not exist inside the confinement is "no rules" (seed 001 §3.4), as a
+ * missing AGENTS.md always was.
+ *
+ * Cached by the file's identity: device, inode, size and the nanosecond change and modification
+ * times. Resolve reads the source on every build only to compare it with the snapshot, so an
+ * unchanged file costs its checks and one lstat instead of open, read and close; the same object
+ * is answered for it, so what is derived from it can be kept too. Any write moves ctime, and the
+ * identity is taken before the read, so a write during a read is read again next time. Bounded in
+ * bytes; least recently used files go first.
  */
-export function cachedAgentsMdReader(
-  options: { maxBytes?: number; cacheBytes?: number } = {},
-): (path: string) => Promise<AgentsMdRead> {
+export function cachedAgentsMdReader(options: {
+  readonly confinement: RulesFileConfinement;
+  readonly maxBytes?: number;
+  readonly cacheBytes?: number;
+  /** How a checked path is opened; a test counts or swaps the opens here. */
+  readonly openFile?: (path: string, flags: number) => Promise<FileHandle>;
+}): RulesFileReader {
+  const { confinement } = options;
+  const openFile = options.openFile ?? open;
+  const maxBytes = options.maxBytes ?? MAX_AGENTS_MD_BYTES;
   const cacheBytes = options.cacheBytes ?? 64 * 1024 * 1024;
   const cache = new Map<string, CachedRead>();
   let total = 0;
@@ -94,29 +206,37 @@ export function cachedAgentsMdReader(
     cache.delete(path);
     total -= entry.bytes;
   };
-  return async (path) => {
-    requireAbsoluteSourcePath(path);
-    let identity: string;
+  return async (path, workspace) => {
+    const target = requireConfinedRulesFile(path, workspace, confinement);
+    const located = await locate(target, confinement);
+    if (located === null) {
+      forget(path);
+      return NOT_FOUND;
+    }
+    const { real } = located;
+    let info: Awaited<ReturnType<typeof statBigint>>;
     try {
-      const info = await stat(path, { bigint: true });
-      if (!info.isFile()) {
-        forget(path);
-        return NOT_A_FILE;
-      }
-      identity = `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
+      info = await statBigint(real);
     } catch (error) {
       forget(path);
-      if (isMissing(error)) return missingRead(error);
+      if (isMissing(error)) return NOT_FOUND;
       throw error;
     }
+    if (!info.isFile()) {
+      forget(path);
+      throw refuseRulesFile(RULES_FILE_NOT_REGULAR);
+    }
+    // Keyed by the path as asked (the rendered section records it), validated by what it names now.
+    const identity = `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
     const cached = cache.get(path);
     if (cached !== undefined && cached.identity === identity) {
       cache.delete(path);
       cache.set(path, cached);
       return cached.read;
     }
-    const read = await readAgentsMdFile(path, options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes });
     forget(path);
+    const read = await readChecked(openFile, real, info, maxBytes);
+    if (read === NOT_FOUND) return read;
     const bytes = read.text.length * 2 + path.length * 2 + 200;
     if (bytes <= cacheBytes) {
       cache.set(path, { identity, read, bytes });
@@ -129,4 +249,37 @@ export function cachedAgentsMdReader(
     }
     return read;
   };
+}
+
+function statBigint(path: string) {
+  return lstat(path, { bigint: true });
+}
+
+/**
+ * Opens the checked real path and reads it only if the handle is still that regular file: a path
+ * swapped for a symlink fails to open (O_NOFOLLOW), one swapped for a FIFO or another file fails the
+ * handle's type or identity check. Nothing is read before both pass.
+ */
+async function readChecked(
+  openFile: (path: string, flags: number) => Promise<FileHandle>,
+  real: string,
+  checked: { readonly dev: bigint; readonly ino: bigint },
+  maxBytes: number,
+): Promise<AgentsMdRead> {
+  let handle: FileHandle;
+  try {
+    handle = await openFile(real, OPEN_FLAGS);
+  } catch (error) {
+    if (isMissing(error)) return NOT_FOUND;
+    if (errorCode(error) === "ELOOP") throw refuseRulesFile(RULES_FILE_NOT_REGULAR);
+    throw error;
+  }
+  try {
+    const opened = await handle.stat({ bigint: true });
+    if (!opened.isFile() || opened.dev !== checked.dev || opened.ino !== checked.ino)
+      throw refuseRulesFile(RULES_FILE_NOT_REGULAR);
+    return await readHead(handle, Number(opened.mtimeMs), maxBytes);
+  } finally {
+    await handle.close();
+  }
 }
