@@ -107,6 +107,7 @@ describe("python consumer of session.events.v1 on the real Kafka broker", () => 
         inheritedSummaryFrom: "",
         inheritedSummary: "",
         locale: "",
+        scope: "",
       },
     });
     const events: SessionEvent[] = [

@@ -301,6 +301,26 @@ const observationCacheRetention: Migration = {
   },
 };
 
+/**
+ * Who each observed build's session belongs to (its scope and owner, from prompt-assembly): what a
+ * harness may be told about a session here. Builds observed before this are in the empty scope.
+ */
+const observationOwnership: Migration = {
+  name: "0013_cm_observation_ownership",
+  async up(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.string("scope", 128).notNullable().defaultTo("");
+      t.string("owner", 128).notNullable().defaultTo("");
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.dropColumn("owner");
+      t.dropColumn("scope");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -315,4 +335,5 @@ export const cacheMonitorMigrations: Migration[] = [
   collapseCauseCode,
   observationWorkspace,
   observationCacheRetention,
+  observationOwnership,
 ];

@@ -118,6 +118,27 @@ const sessionWorkspaceAndLocale: Migration = {
   },
 };
 
+/**
+ * Who the session belongs to (SessionCreated's owner and scope): a build is answered only to a
+ * caller that may see the session. Sessions projected before this are in the empty scope with an
+ * empty owner; RebuildProjection fills both in from session-events.
+ */
+const sessionOwnership: Migration = {
+  name: "0006_pa_session_ownership",
+  async up(db) {
+    await db.schema.alterTable("pa_session", (t) => {
+      t.string("owner", 128).notNullable().defaultTo("");
+      t.string("scope", 128).notNullable().defaultTo("");
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("pa_session", (t) => {
+      t.dropColumn("owner");
+      t.dropColumn("scope");
+    });
+  },
+};
+
 export const promptAssemblyMigrations: Migration[] = [
   consumerPositionTable,
   outboxMessageTable,
@@ -126,4 +147,5 @@ export const promptAssemblyMigrations: Migration[] = [
   prefixFingerprintTable,
   fingerprintVersion,
   sessionWorkspaceAndLocale,
+  sessionOwnership,
 ];

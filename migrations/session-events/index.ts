@@ -118,4 +118,32 @@ const sessionLocale: Migration = {
   },
 };
 
-export const sessionEventsMigrations: Migration[] = [sessionEventTable, sessionProjectionTables, sessionLocale];
+/**
+ * Who a session belongs to beyond its owner: the scope (tenant) of the principal that created it, and
+ * that principal's name (its session quota counts live sessions by it). Sessions from before
+ * principals existed belong to the empty scope, the one the local principal of `make run` uses.
+ */
+const sessionScope: Migration = {
+  name: "0004_session_scope",
+  async up(db) {
+    await db.schema.alterTable("session", (t) => {
+      t.string("scope", 128).notNullable().defaultTo("");
+      t.string("created_by", 64).notNullable().defaultTo("");
+      t.index(["created_by", "deleted"], "session_created_by_idx");
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("session", (t) => {
+      t.dropIndex(["created_by", "deleted"], "session_created_by_idx");
+      t.dropColumn("created_by");
+      t.dropColumn("scope");
+    });
+  },
+};
+
+export const sessionEventsMigrations: Migration[] = [
+  sessionEventTable,
+  sessionProjectionTables,
+  sessionLocale,
+  sessionScope,
+];

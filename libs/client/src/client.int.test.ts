@@ -1,3 +1,4 @@
+import { localTestAuthenticator, openToEveryRole } from "@prefix-guard/grpc/testing";
 // The harness client against real gRPC servers on loopback with fake handlers: what reaches the
 // server (min_seq, attempts, metadata, connections) is counted on the server side.
 import type { ServerUnaryCall } from "@grpc/grpc-js";
@@ -95,6 +96,7 @@ class FakeBackends {
     return {
       name: "prefixguard.sessionevents.v1.SessionEvents",
       definition: SessionEventsService,
+      access: openToEveryRole(SessionEventsService),
       methods: {
         createSession: async (request: CreateSessionRequest, call: AnyCall) => {
           this.count("createSession", request.sessionId, call);
@@ -160,6 +162,7 @@ class FakeBackends {
     return {
       name: "prefixguard.assembly.v1.PromptAssembly",
       definition: PromptAssemblyService,
+      access: openToEveryRole(PromptAssemblyService),
       methods: {
         buildRequest: async (request: BuildRequestRequest, call: AnyCall): Promise<BuildRequestResponse> => {
           this.count("buildRequest", request.sessionId, call);
@@ -212,6 +215,7 @@ class FakeBackends {
     return {
       name: "prefixguard.monitor.v1.CacheMonitor",
       definition: CacheMonitorService,
+      access: openToEveryRole(CacheMonitorService),
       methods: {
         recordUsage: async (request: RecordUsageRequest, call: AnyCall) => {
           this.count("recordUsage", request.sessionId, call);
@@ -243,7 +247,7 @@ describe("harness client over real gRPC (three servers)", () => {
 
   beforeAll(async () => {
     for (const service of [fakes.sessionEvents(), fakes.promptAssembly(), fakes.cacheMonitor()]) {
-      servers.push(await startGrpcServer({ host: "127.0.0.1", port: 0, logger: silentLogger(), services: [service] }));
+      servers.push(await startGrpcServer({ host: "127.0.0.1", port: 0, logger: silentLogger(), services: [service], authenticator: localTestAuthenticator() }));
     }
     const [sessionEvents, promptAssembly, cacheMonitor] = servers.map((s) => s.address) as [string, string, string];
     client = createHarnessClient({
@@ -479,6 +483,7 @@ describe("harness client connection reuse", () => {
   beforeAll(async () => {
     // One process serving all three services, as the embedded all-in-one does.
     server = await startGrpcServer({
+      authenticator: localTestAuthenticator(),
       host: "127.0.0.1",
       port: 0,
       logger: silentLogger(),

@@ -9,6 +9,7 @@ import {
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callUnary, checkHealth, type RunningGrpcServer, startGrpcServer } from "./index";
+import { localTestAuthenticator, openToEveryRole } from "./testing";
 
 describe("gRPC server helper", () => {
   let server: RunningGrpcServer;
@@ -16,6 +17,7 @@ describe("gRPC server helper", () => {
   let calls = 0;
   beforeAll(async () => {
     server = await startGrpcServer({
+      authenticator: localTestAuthenticator(),
       host: "127.0.0.1",
       port: 0,
       logger: silentLogger(),
@@ -23,6 +25,7 @@ describe("gRPC server helper", () => {
         {
           name: "prefixguard.rules.v1.RulesSnapshot",
           definition: RulesSnapshotService,
+          access: openToEveryRole(RulesSnapshotService),
           methods: {
             resolve: async (request: ResolveRequest) => {
               calls += 1;

@@ -4,16 +4,19 @@ export { checkHealth } from "./health-client";
 export { trailingStringFieldSerializer, withResponseSerializer } from "./large-string-field";
 export type { PeerCallOptions, PeerChannel, PeerClient } from "./peer-client";
 export { createPeerClient } from "./peer-client";
-export type { CallerTokens, ChannelTlsFiles, ServerTlsFiles } from "./security";
+export type { Authenticator, CallCredentials, PrincipalDirectoryData } from "./principals";
 export {
-  authenticateCaller,
-  bearerMetadata,
-  channelCredentials,
-  parseCallerTokens,
-  serverCredentials,
-} from "./security";
-export type { GrpcServerOptions, RunningGrpcServer, ServiceRegistration } from "./server";
-export { startGrpcServer } from "./server";
+  authenticateWith,
+  certificateSanNames,
+  localAuthenticator,
+  PrincipalsFileAuthenticator,
+  parsePrincipals,
+  tokenSha256Hex,
+} from "./principals";
+export type { ChannelTlsFiles, ServerTlsFiles } from "./security";
+export { bearerMetadata, channelCredentials, serverCredentials } from "./security";
+export type { AccessRules, GrpcServerOptions, RunningGrpcServer, ServiceRegistration } from "./server";
+export { callerOf, startGrpcServer } from "./server";
 export type { MappedStatus } from "./status-mapping";
 export { mapErrorToStatus } from "./status-mapping";
 export { extractTraceContext, injectTraceMetadata } from "./trace-metadata";

@@ -9,6 +9,7 @@ import { CacheMonitorService } from "@prefix-guard/proto/monitor/v1/cache_monito
 import { SessionEventsService } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, describe, expect, it } from "vitest";
 import { type RunningGrpcServer, type ServiceRegistration, startGrpcServer } from "./server";
+import { localTestAuthenticator, openToEveryRole } from "./testing";
 
 const notUsed = (definition: Record<string, unknown>): ServiceRegistration["methods"] =>
   Object.fromEntries(
@@ -54,15 +55,23 @@ describe("server reflection per port", () => {
 
   it("lists only the port's own services and grpc.health.v1.Health", async () => {
     const start = (service: ServiceRegistration) =>
-      startGrpcServer({ host: "127.0.0.1", port: 0, logger: silentLogger(), services: [service] });
+      startGrpcServer({
+        host: "127.0.0.1",
+        port: 0,
+        logger: silentLogger(),
+        services: [service],
+        authenticator: localTestAuthenticator(),
+      });
     const sessionEvents = await start({
       name: "prefixguard.sessionevents.v1.SessionEvents",
       definition: SessionEventsService,
+      access: openToEveryRole(SessionEventsService),
       methods: notUsed(SessionEventsService),
     });
     const cacheMonitor = await start({
       name: "prefixguard.monitor.v1.CacheMonitor",
       definition: CacheMonitorService,
+      access: openToEveryRole(CacheMonitorService),
       methods: notUsed(CacheMonitorService),
     });
     servers.push(sessionEvents, cacheMonitor);

@@ -13,20 +13,47 @@ import {
 import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { admitCaller, type Caller, RequestRateLimiter, type Role } from "@prefix-guard/access";
+import { ResourceExhaustedError } from "@prefix-guard/errors";
 import type { Logger } from "@prefix-guard/logging";
 import { protoRoot, serviceProtoFiles } from "@prefix-guard/proto/protos";
 import { HealthImplementation } from "grpc-health-check";
 import { Histogram, type Registry } from "prom-client";
-import { authenticateCaller, type CallerTokens } from "./security";
+import { type Authenticator, certificateSanNames } from "./principals";
 import { mapErrorToStatus } from "./status-mapping";
 import { takeDecodeFailure, withStrictRequestDecoding } from "./strict-decoding";
 import { extractTraceContext } from "./trace-metadata";
+
+/**
+ * The roles that may call each method, by the generated method key (e.g. `saveMessage`). Deny by
+ * default: a server does not start while a method has no entry, and an empty list admits no one.
+ */
+export type AccessRules = Readonly<Record<string, readonly Role[]>>;
 
 export interface ServiceRegistration {
   /** Full name used for health, e.g. "prefixguard.rules.v1.RulesSnapshot". */
   readonly name: string;
   readonly definition: ServiceDefinition;
   readonly methods: Record<string, (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>>;
+  readonly access: AccessRules;
+}
+
+const callers = new WeakMap<object, Caller>();
+
+/**
+ * The authenticated caller of a call a registered handler is running for, and the role it was
+ * admitted under. Throws for a call the server did not admit (a handler invoked some other way).
+ */
+export function callerOf(call: object): Caller {
+  const caller = callers.get(call);
+  if (caller === undefined) throw new Error("callerOf: this call was not admitted by startGrpcServer");
+  return caller;
+}
+
+function isLoopbackPeer(peer: string): boolean {
+  const colon = peer.lastIndexOf(":");
+  const address = colon > 0 ? peer.slice(0, colon).replace(/^\[|\]$/g, "") : peer;
+  return address.startsWith("127.") || address === "::1" || address.startsWith("::ffff:127.");
 }
 
 export interface GrpcServerOptions {
@@ -38,10 +65,14 @@ export interface GrpcServerOptions {
   /** Biggest request accepted; larger ones fail with RESOURCE_EXHAUSTED before any handler runs. */
   readonly maxReceiveMessageBytes?: number;
   /**
-   * Bearer tokens per caller; when non-empty every service call must carry one. Health and
-   * reflection stay open so load balancers and probes work without secrets.
+   * Who is calling. Every service call is authenticated and admitted by its method's roles; health
+   * and reflection stay open so load balancers and probes work without secrets.
    */
-  readonly callerTokens?: CallerTokens;
+  readonly authenticator: Authenticator;
+  /** The credentials are TLS: a bearer token is confidential from any peer, not only from loopback. */
+  readonly tls?: boolean;
+  /** Clock for the per-principal request rate (ms). */
+  readonly now?: () => number;
   /** Prometheus registry for prefixguard_grpc_server_handling_seconds{grpc_service,grpc_method,grpc_code}. */
   readonly metrics?: Registry;
 }
@@ -54,12 +85,45 @@ export interface RunningGrpcServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
+interface Admission {
+  readonly authenticator: Authenticator;
+  readonly tls: boolean;
+  readonly limiter: RequestRateLimiter;
+  readonly now: () => number;
+}
+
+/** Authenticates the call, admits it under one of `allowed`, and spends one request of its principal's rate. */
+function admit(
+  call: ServerUnaryCall<never, never>,
+  allowed: readonly Role[],
+  method: string,
+  admission: Admission,
+): Caller {
+  const certificate = admission.tls ? call.getAuthContext().sslPeerCertificate : undefined;
+  const principal = admission.authenticator.authenticate({
+    metadata: call.metadata,
+    certificateNames: certificateSanNames(certificate?.subjectaltname),
+    confidential: admission.tls || isLoopbackPeer(call.getPeer()),
+  });
+  const caller = admitCaller(principal, allowed, method);
+  const rate = admission.limiter.take(principal, admission.now());
+  if (!rate.allowed) {
+    throw new ResourceExhaustedError(`principal ${principal.name} is over its request rate; retry later`, {
+      reason: "rate_limited",
+      context: { retry_after_ms: rate.retryAfterMs },
+    });
+  }
+  callers.set(call, caller);
+  return caller;
+}
+
 function wrapUnary(
   serviceName: string,
   methodName: string,
   handler: (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>,
   logger: Logger,
-  callerTokens: CallerTokens,
+  allowed: readonly Role[],
+  admission: Admission,
   handling: Histogram<"grpc_service" | "grpc_method" | "grpc_code"> | undefined,
 ) {
   const tracer = trace.getTracer("prefix-guard.grpc");
@@ -76,10 +140,10 @@ function wrapUnary(
         async (span) => {
           let code: status = status.OK;
           try {
-            const caller = authenticateCaller(call.metadata, callerTokens);
+            const caller = admit(call, allowed, methodName, admission);
             const decodeError = takeDecodeFailure(call.request);
             if (decodeError) throw decodeError;
-            if (caller !== undefined) span.setAttribute("enduser.id", caller);
+            span.setAttribute("enduser.id", caller.principal.name);
             const response = await handler(call.request, call);
             span.setAttribute("rpc.grpc.status_code", status.OK);
             callback(null, response);
@@ -151,11 +215,20 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
         registers: [options.metrics],
       })
     : undefined;
+  const limiter = new RequestRateLimiter();
+  const admission: Admission = {
+    authenticator: options.authenticator,
+    tls: options.tls ?? false,
+    limiter,
+    now: options.now ?? Date.now,
+  };
   for (const service of options.services) {
     const implementation: UntypedServiceImplementation = {};
     for (const methodName of Object.keys(service.definition)) {
       const handler = service.methods[methodName];
       if (!handler) throw new Error(`${service.name}: no handler for ${methodName}`);
+      const allowed = service.access[methodName];
+      if (allowed === undefined) throw new Error(`${service.name}: no access rule for ${methodName} (deny by default)`);
       // Spans and metrics use the wire name (SaveMessage), not the generated key (saveMessage).
       const wireName = service.definition[methodName]?.path.split("/").pop() ?? methodName;
       implementation[methodName] = wrapUnary(
@@ -163,7 +236,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
         wireName,
         handler,
         options.logger,
-        options.callerTokens ?? new Map(),
+        allowed,
+        admission,
         handling,
       ) as UntypedHandleCall;
     }
@@ -188,6 +262,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
       new Promise<void>((resolve) => {
         health.setStatus("", "NOT_SERVING");
         for (const service of options.services) health.setStatus(service.name, "NOT_SERVING");
+        options.authenticator.close();
         const timer = setTimeout(() => {
           server.forceShutdown();
           resolve();

@@ -33,6 +33,12 @@ export function mapErrorToStatus(error: unknown): MappedStatus {
     const field = error instanceof ValidationError ? error.field : error.context.field;
     if (typeof field === "string") metadata.set("pg-field", field);
     if (error.reason !== undefined) metadata.set("pg-reason", error.reason);
+    // A rate or quota refusal says when to come back, in HTTP's unit (seconds) and in ms.
+    const retryAfterMs = error.context.retry_after_ms;
+    if (typeof retryAfterMs === "number") {
+      metadata.set("retry-after-ms", String(retryAfterMs));
+      metadata.set("retry-after", String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
+    }
     return { code: codeToStatus[error.code], details: error.message, metadata };
   }
   return { code: status.INTERNAL, details: "internal error", metadata };

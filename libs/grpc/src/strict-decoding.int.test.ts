@@ -7,6 +7,7 @@ import {
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningGrpcServer, startGrpcServer } from "./index";
+import { localTestAuthenticator, openToEveryRole } from "./testing";
 
 // Raw protobuf: field 1 (session_id, string), field 5 (compaction_generation, varint).
 const str = (field: number, bytes: number[]) => [(field << 3) | 2, bytes.length, ...bytes];
@@ -21,6 +22,7 @@ describe("strict request decoding", () => {
   };
   beforeAll(async () => {
     server = await startGrpcServer({
+      authenticator: localTestAuthenticator(),
       host: "127.0.0.1",
       port: 0,
       logger: silentLogger(),
@@ -28,6 +30,7 @@ describe("strict request decoding", () => {
         {
           name: "prefixguard.rules.v1.RulesSnapshot",
           definition: RulesSnapshotService,
+          access: openToEveryRole(RulesSnapshotService),
           methods: {
             resolve: async (request: ResolveRequest) => {
               received.push(request);

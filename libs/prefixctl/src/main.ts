@@ -9,5 +9,12 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 process.exitCode = await run(
   process.argv.slice(2),
   { stdout: process.stdout, stderr: process.stderr },
-  { env: process.env },
+  {
+    env: process.env,
+    readStdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString("utf8");
+    },
+  },
 );

@@ -7,6 +7,7 @@ import { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./
 import { FIT, WIDE } from "./format/table";
 import { formatTrace, traceToJson } from "./format/trace";
 import { describeServiceCallError, ServiceCallError } from "./service-error";
+import { formatNewToken, hashTokenInput, newToken, parseTokenCommand } from "./token";
 import { usageText } from "./usage";
 
 export interface Writable {
@@ -23,6 +24,8 @@ export interface RunDeps {
   /** PREFIXCTL_* addresses; main passes process.env, tests pass what they need. */
   readonly env?: Env;
   readonly now?: () => number;
+  /** Standard input, read whole (`token hash`); main passes process.stdin. */
+  readonly readStdin?: () => Promise<string>;
 }
 
 export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;
@@ -93,7 +96,28 @@ async function execute(command: ServiceCommand, clients: PrefixctlClients, now: 
 }
 
 /** The whole CLI behind main.ts: parse, call one service, print, and return the exit code. */
+/** `token new` / `token hash`: local work, no service is called. */
+async function runToken(argv: readonly string[], io: CliIo, deps: RunDeps): Promise<number> {
+  const command = parseTokenCommand(argv);
+  if ("error" in command) {
+    io.stderr.write(`prefixctl: ${command.error}\nRun \`prefixctl help\` for usage.\n`);
+    return exitCodes.usage;
+  }
+  if (command.kind === "token-new") {
+    io.stdout.write(formatNewToken(newToken(), command.json));
+    return exitCodes.ok;
+  }
+  const hashed = hashTokenInput(deps.readStdin === undefined ? "" : await deps.readStdin());
+  if (typeof hashed !== "string") {
+    io.stderr.write(`prefixctl: ${hashed.error}\n`);
+    return exitCodes.usage;
+  }
+  io.stdout.write(command.json ? `${JSON.stringify({ token_sha256: hashed })}\n` : `${hashed}\n`);
+  return exitCodes.ok;
+}
+
 export async function run(argv: readonly string[], io: CliIo, deps: RunDeps = {}): Promise<number> {
+  if (argv[0] === "token") return runToken(argv, io, deps);
   const command = parseArgs(argv, deps.env ?? {});
   if (isUsageError(command)) {
     io.stderr.write(

@@ -26,6 +26,10 @@ Usage:
       Drop the snapshot; the next build re-pins it from the current AGENTS.md.
   prefixctl replay SESSION [--json]
       Rebuild the session's prompt-assembly projection from session-events.
+  prefixctl token new [--json]
+      A new random bearer token and its SHA-256 for the principals file (PRINCIPALS_FILE).
+  echo -n TOKEN | prefixctl token hash [--json]
+      The SHA-256 of a token read from standard input (never from an argument: shell history).
   prefixctl help
 
 Options for every command:

@@ -15,6 +15,10 @@ export const commonConfigShape = {
   KAFKA_SASL_MECHANISM: z.enum(["plain", "scram-sha-256", "scram-sha-512"]).optional(),
   KAFKA_SASL_USERNAME: z.string().optional(),
   KAFKA_SASL_PASSWORD: z.string().optional(),
+  /** File holding the SASL password (a mounted Secret), instead of KAFKA_SASL_PASSWORD: set one, not both. */
+  KAFKA_SASL_PASSWORD_FILE: z.string().min(1).optional(),
+  /** PEM CA that signed the brokers' certificates. Turns TLS on, verified against this CA only. */
+  KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
   /** Embedded transport's log (only with TRANSPORT=embedded). */
   BUS_DATABASE_URL: z.string().min(1).default("sqlite:.data/bus.sqlite"),
   /** Largest event a consumer reads; bigger ones go to the DLQ unread (bounded memory). */
@@ -48,13 +52,28 @@ export const commonConfigShape = {
   GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
   /** Require client certificates signed by this CA (mTLS). */
   GRPC_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
-  /** `caller:token,...`: every RPC must carry `authorization: Bearer <token>` of a listed caller. */
-  GRPC_AUTH_TOKENS: z.string().optional(),
+  /**
+   * Removed: plaintext tokens in the environment. Set, it stops start-up naming its replacement,
+   * so a deployment that still sets it does not silently run without its intended authentication.
+   */
+  GRPC_AUTH_TOKENS: z
+    .undefined({
+      error: "GRPC_AUTH_TOKENS was removed: list token hashes in PRINCIPALS_FILE (`prefixctl token hash`)",
+    })
+    .optional(),
+  /** The principals file (JSON; shared by every service, reloaded when it changes). */
+  PRINCIPALS_FILE: z.string().min(1).optional(),
+  /** How often the principals file is checked for a change (a rotated token takes effect within it). */
+  PRINCIPALS_RELOAD_MS: z.coerce.number().int().min(100).max(600_000).default(2_000),
+  /** Development only: serve a non-loopback GRPC_HOST with no authentication. */
+  INSECURE_ALLOW_UNAUTHENTICATED: booleanFlag(false),
   /** How this service calls its peers (prompt-assembly → rules-snapshot, session-events). */
   PEER_TLS_CA_FILE: z.string().min(1).optional(),
   PEER_TLS_CERT_FILE: z.string().min(1).optional(),
   PEER_TLS_KEY_FILE: z.string().min(1).optional(),
   PEER_AUTH_TOKEN: z.string().optional(),
+  /** A file holding the peer token (a mounted Secret), instead of PEER_AUTH_TOKEN. */
+  PEER_AUTH_TOKEN_FILE: z.string().min(1).optional(),
 } as const;
 
 export type CommonConfig = {

@@ -149,7 +149,8 @@ export class ServiceKit {
     options: { readonly maxReceiveMessageBytes: number },
   ): Promise<RunningGrpcServer> {
     const server = await startGrpcServer({
-      ...grpcServerSecurity(this.config),
+      ...grpcServerSecurity(this.config, this.options.logger),
+      now: this.options.now,
       host: this.config.GRPC_HOST,
       port: this.config.GRPC_PORT,
       logger: this.options.logger,

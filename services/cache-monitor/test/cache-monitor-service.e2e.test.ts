@@ -78,6 +78,8 @@ function observedEvent(sessionId: string, requestId: string, firstBuild: boolean
         compactionRequest: false,
         workspace: "/ws/oc_4fc3",
         cacheRetention: "",
+        scope: "",
+        owner: "",
       },
     },
   });

@@ -120,6 +120,7 @@ export class FakeSessionEvents implements SessionEventsReader {
         inheritedSummaryFrom: options.inheritedSummary === undefined ? "" : "previous-session",
         inheritedSummary: options.inheritedSummary ?? "",
         locale: options.locale ?? "",
+        scope: "",
       },
     });
   }

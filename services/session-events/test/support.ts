@@ -1,3 +1,4 @@
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { randomUUID } from "node:crypto";
 import { newEventId } from "@prefix-guard/events";
 import type { Knex } from "knex";
@@ -35,9 +36,9 @@ export async function writeSessions(
         continuedFromSessionId: "",
         personalTerms: [],
         locale: "",
-      });
+      }, LOCAL_HARNESS);
       for (let m = 0; m < messages; m++) {
-        await commands.saveMessage(saveMessageRequest(sessionId, `message ${m}`));
+        await commands.saveMessage(saveMessageRequest(sessionId, `message ${m}`), LOCAL_HARNESS);
       }
     }),
   );

@@ -2,6 +2,7 @@
 // integration tests: the wire, deadlines and status mapping are real, the answers are canned.
 import { NotFoundError, ValidationError } from "@prefix-guard/errors";
 import { type GrpcServerOptions, type RunningGrpcServer, startGrpcServer } from "@prefix-guard/grpc";
+import { localTestAuthenticator, openToEveryRole } from "@prefix-guard/grpc/testing";
 import {
   PromptAssemblyService,
   type RebuildProjectionRequest,
@@ -101,6 +102,7 @@ export async function startFakeServices(): Promise<FakeServices> {
   const received: FakeServices["received"] = [];
   const note = (method: string, request: unknown) => received.push({ method, request });
   const server = await startGrpcServer({
+    authenticator: localTestAuthenticator(),
     host: "127.0.0.1",
     port: 0,
     logger: quietLogger,
@@ -108,6 +110,7 @@ export async function startFakeServices(): Promise<FakeServices> {
       {
         name: "prefixguard.monitor.v1.CacheMonitor",
         definition: CacheMonitorService,
+        access: openToEveryRole(CacheMonitorService),
         methods: {
           recordUsage: async () => ({ cost: 0 }),
           listCollapses: async (request: ListCollapsesRequest) => {
@@ -131,6 +134,7 @@ export async function startFakeServices(): Promise<FakeServices> {
       {
         name: "prefixguard.rules.v1.RulesSnapshot",
         definition: RulesSnapshotService,
+        access: openToEveryRole(RulesSnapshotService),
         methods: {
           resolve: async () => {
             throw new Error("not used by prefixctl");
@@ -148,6 +152,7 @@ export async function startFakeServices(): Promise<FakeServices> {
       {
         name: "prefixguard.assembly.v1.PromptAssembly",
         definition: PromptAssemblyService,
+        access: openToEveryRole(PromptAssemblyService),
         methods: {
           buildRequest: async () => {
             throw new Error("not used by prefixctl");

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { AlreadyExistsError, ConflictError, FailedPreconditionError, ValidationError } from "@prefix-guard/errors";
@@ -85,6 +86,8 @@ function observed(sessionId: string, requestId: string, firstBuild = false, cach
         compactionRequest: false,
         workspace: "/ws/oc_4fc3",
         cacheRetention,
+        scope: "",
+        owner: "",
       },
     },
   };
@@ -119,7 +122,10 @@ async function normalHistory(monitor: CacheMonitor, sessionId: string, cacheRete
   for (let i = 1; i <= 5; i++) {
     clock += 60_000;
     await monitor.applyPrefixEvent(observed(sessionId, `r${i}`, i === 1, cacheRetention));
-    await monitor.recordUsage({ sessionId, usage: usage(`r${i}`, { cachedTokens: i === 1 ? 0 : 449_100 }) });
+    await monitor.recordUsage(
+      { sessionId, usage: usage(`r${i}`, { cachedTokens: i === 1 ? 0 : 449_100 }) },
+      LOCAL_HARNESS,
+    );
   }
   clock += 300_000;
 }
@@ -163,7 +169,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await normalHistory(monitor, "s-prefix-first");
       await monitor.applyPrefixEvent(observed("s-prefix-first", "r6"));
       await monitor.applyPrefixEvent(rulesChanged("s-prefix-first", "r6"));
-      const prefixFirst = await monitor.recordUsage({ sessionId: "s-prefix-first", usage: collapseUsage("r6") });
+      const prefixFirst = await monitor.recordUsage(
+        { sessionId: "s-prefix-first", usage: collapseUsage("r6") },
+        LOCAL_HARNESS,
+      );
       expect(prefixFirst.collapse).toMatchObject({
         changedSections: ["workspace-rules"],
         cause: "new workspace-rules snapshot pinned",
@@ -174,10 +183,14 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       // Usage first (from llm.usage.v1, where nobody waits for the build): detected at once with the
       // cause unknown, explained when the build's events arrive.
       await normalHistory(monitor, "s-usage-first");
-      const usageFirst = await monitor.recordUsage(
-        { sessionId: "s-usage-first", usage: collapseUsage("r6") },
-        { source: "topic", eventId: "usage-first-r6", occurredAtMs: clock },
-      );
+      const usageFirst = await monitor.applyUsageEvent({
+        eventId: "usage-first-r6",
+        sessionId: "s-usage-first",
+        occurredAtMs: clock,
+        schemaVersion: 1,
+        type: "UsageRecorded",
+        payload: { $case: "usage", value: collapseUsage("r6") },
+      });
       expect(usageFirst.collapse).toMatchObject({ changedSections: [], attribution: "unknown" });
       expect(usageFirst.collapse?.cause).toMatch(/no prompt\.prefix\.v1 fingerprint/);
       expect(await monitor.applyPrefixEvent(observed("s-usage-first", "r6"))).toEqual({
@@ -189,7 +202,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         reexplainedCollapses: 1,
       });
 
-      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: "s-usage-first", limit: 0 });
+      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: "s-usage-first", limit: 0 }, LOCAL_HARNESS);
       expect(listed.totalCollapses).toBe(1);
       expect(essence(listed.collapses[0]?.collapse)).toEqual(essence(prefixFirst.collapse));
       expect(listed.totals).toEqual([{ section: "workspace-rules", collapses: 1, extraCost: listed.totalExtraCost }]);
@@ -207,7 +220,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await Promise.all(
         sessions.flatMap((session, i) => {
           const work = [
-            () => monitor.recordUsage({ sessionId: session, usage: collapseUsage("r6") }),
+            () => monitor.recordUsage({ sessionId: session, usage: collapseUsage("r6") }, LOCAL_HARNESS),
             () => monitor.applyPrefixEvent(observed(session, "r6")),
             () => monitor.applyPrefixEvent(rulesChanged(session, "r6")),
           ];
@@ -216,7 +229,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         }),
       );
       for (const session of sessions) {
-        const { collapses, totals } = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 });
+        const { collapses, totals } = await monitor.listCollapses(
+          { sinceMs: 0, sessionId: session, limit: 10 },
+          LOCAL_HARNESS,
+        );
         expect(collapses.map((c) => [c.collapse?.attribution, c.collapse?.changedSections])).toEqual([
           ["none", ["workspace-rules"]],
         ]);
@@ -225,7 +241,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     });
 
     it("prices the miss against the session's norm: 0.8953 paid, ≈ 0.872 extra", async () => {
-      const { collapses } = await monitor.listCollapses({ sinceMs: 0, sessionId: "s-prefix-first", limit: 10 });
+      const { collapses } = await monitor.listCollapses(
+        { sinceMs: 0, sessionId: "s-prefix-first", limit: 10 },
+        LOCAL_HARNESS,
+      );
       const collapse = collapses[0]?.collapse;
       expect(collapse?.baselineRatio).toBeCloseTo(449_100 / 450_000, 6);
       // Expected: 453,569 at 99.8% cached → 907 × 2 + 452,662 × 0.04 + 621 × 8 per million ≈ 0.024888
@@ -254,11 +273,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         usage: usage("rr1", { calledAtMs }),
         unbuilt: true,
       });
-      const first = await monitor.recordUsage(unbuiltCall(clock + 1));
-      const again = await monitor.recordUsage(unbuiltCall(clock + 1));
+      const first = await monitor.recordUsage(unbuiltCall(clock + 1), LOCAL_HARNESS);
+      const again = await monitor.recordUsage(unbuiltCall(clock + 1), LOCAL_HARNESS);
       expect(again).toEqual({ ...first, duplicate: true });
       // A second call that sent the same body is a new call.
-      expect((await monitor.recordUsage(unbuiltCall(clock + 2))).duplicate).toBe(false);
+      expect((await monitor.recordUsage(unbuiltCall(clock + 2), LOCAL_HARNESS)).duplicate).toBe(false);
       expect(await count(db, "cm_usage", { session_id: session })).toBe(3);
 
       const usageRows = await db("outbox_message").where({ topic: Topics.llmUsage, message_key: session });
@@ -295,10 +314,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       // Default key: request id + provider response id. The retry sets another called_at_ms (0 = now),
       // as a harness retrying later might not — content is what must match, so it sends the same.
       const call = { sessionId: session, usage: collapseUsage("r6"), providerResponseId: "msg_01ABC" };
-      const first = await monitor.recordUsage(call);
+      const first = await monitor.recordUsage(call, LOCAL_HARNESS);
       expect(first).toMatchObject({ duplicate: false, idempotencyKey: "r6:msg_01ABC" });
       expect(first.collapse?.changedSections).toEqual(["workspace-rules"]);
-      const retry = await monitor.recordUsage(call);
+      const retry = await monitor.recordUsage(call, LOCAL_HARNESS);
       expect(retry).toEqual({ ...first, duplicate: true });
       expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 1);
       expect(await usagesPublished()).toBe(publishedBefore + 1);
@@ -306,7 +325,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 
       // Same key, other content: refused naming the key, nothing stored.
       const reused = await monitor
-        .recordUsage({ ...call, usage: { ...collapseUsage("r6"), completionTokens: 622 } })
+        .recordUsage({ ...call, usage: { ...collapseUsage("r6"), completionTokens: 622 } }, LOCAL_HARNESS)
         .catch((e: unknown) => e);
       expect(reused).toBeInstanceOf(AlreadyExistsError);
       expect((reused as AlreadyExistsError).reason).toBe("idempotency_key_reused");
@@ -316,17 +335,25 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       clock += 60_000;
       await monitor.applyPrefixEvent(observed(session, "r7"));
       const keyed = { sessionId: session, usage: usage("r7"), idempotencyKey: "harness-call-7" };
-      expect(await monitor.recordUsage(keyed)).toMatchObject({ duplicate: false, idempotencyKey: "harness-call-7" });
-      expect(await monitor.recordUsage(keyed)).toMatchObject({ duplicate: true, idempotencyKey: "harness-call-7" });
+      expect(await monitor.recordUsage(keyed, LOCAL_HARNESS)).toMatchObject({
+        duplicate: false,
+        idempotencyKey: "harness-call-7",
+      });
+      expect(await monitor.recordUsage(keyed, LOCAL_HARNESS)).toMatchObject({
+        duplicate: true,
+        idempotencyKey: "harness-call-7",
+      });
       expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 2);
       const stored = await db("cm_usage").where({ session_id: session, request_id: "r7" }).first();
       expect(stored).toMatchObject({ idempotency_key: "harness-call-7", provider_response_id: null });
 
       // A bad key is INVALID_ARGUMENT naming it.
-      const bad = await monitor.recordUsage({ ...keyed, idempotencyKey: "has space" }).catch((e: unknown) => e);
+      const bad = await monitor
+        .recordUsage({ ...keyed, idempotencyKey: "has space" }, LOCAL_HARNESS)
+        .catch((e: unknown) => e);
       expect((bad as ValidationError).field).toBe("idempotency_key");
       const badResponse = await monitor
-        .recordUsage({ ...keyed, providerResponseId: "x".repeat(201) })
+        .recordUsage({ ...keyed, providerResponseId: "x".repeat(201) }, LOCAL_HARNESS)
         .catch((e: unknown) => e);
       expect((badResponse as ValidationError).field).toBe("provider_response_id");
       expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 2);
@@ -336,14 +363,19 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const session = "s-unbuilt";
       const tables = ["cm_usage", "cm_collapse", "outbox_message"];
       const before = await Promise.all(tables.map((t) => count(db, t)));
-      const refused = await monitor.recordUsage({ sessionId: session, usage: usage("never-built") }).catch((e) => e);
+      const refused = await monitor
+        .recordUsage({ sessionId: session, usage: usage("never-built") }, LOCAL_HARNESS)
+        .catch((e) => e);
       expect(refused).toBeInstanceOf(FailedPreconditionError);
       expect((refused as FailedPreconditionError).reason).toBe("request_not_built");
       expect((refused as FailedPreconditionError).context.field).toBe("request_id");
       expect((refused as Error).message).toMatch(/^request_id: never-built was not built/);
       expect(await Promise.all(tables.map((t) => count(db, t)))).toEqual(before);
 
-      const accepted = await monitor.recordUsage({ sessionId: session, usage: usage("never-built"), unbuilt: true });
+      const accepted = await monitor.recordUsage(
+        { sessionId: session, usage: usage("never-built"), unbuilt: true },
+        LOCAL_HARNESS,
+      );
       expect(accepted.duplicate).toBe(false);
       expect(await db("cm_usage").where({ session_id: session }).select("request_id", "unbuilt")).toEqual([
         { request_id: "never-built", unbuilt: expect.anything() },
@@ -357,7 +389,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const patient = monitorOn(db, { arrivals, timeoutMs: 10_000, pollMs: 10_000 });
       const session = "s-overtaken";
       const started = performance.now();
-      const recording = patient.recordUsage({ sessionId: session, usage: usage("b1") });
+      const recording = patient.recordUsage({ sessionId: session, usage: usage("b1") }, LOCAL_HARNESS);
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(arrivals.pending).toBe(1);
       expect(await count(db, "cm_usage", { session_id: session })).toBe(0);
@@ -365,11 +397,16 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect((await recording).duplicate).toBe(false);
       expect(performance.now() - started).toBeLessThan(2_000);
       expect(arrivals.pending).toBe(0);
-      expect((await patient.traceSession(session, 0)).map((b) => [b.requestId, b.hasUsage])).toEqual([["b1", true]]);
+      expect((await patient.traceSession(session, 0, LOCAL_HARNESS)).map((b) => [b.requestId, b.hasUsage])).toEqual([
+        ["b1", true],
+      ]);
 
       // Another replica's consumer stored it: no wake-up here, the poll finds it.
       const replica = monitorOn(db, { timeoutMs: 10_000, pollMs: 50 });
-      const polled = replica.recordUsage({ sessionId: session, usage: usage("b2", { calledAtMs: clock + 1 }) });
+      const polled = replica.recordUsage(
+        { sessionId: session, usage: usage("b2", { calledAtMs: clock + 1 }) },
+        LOCAL_HARNESS,
+      );
       await new Promise((resolve) => setTimeout(resolve, 100));
       await patient.applyPrefixEvent(observed(session, "b2"));
       expect((await polled).duplicate).toBe(false);
@@ -387,7 +424,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         ["usage.cached_tokens", { sessionId: "s-bad", usage: usage("x", { cachedTokens: 450_001 }) }],
       ];
       for (const [field, request] of cases) {
-        const error = await monitor.recordUsage(request).catch((e: unknown) => e);
+        const error = await monitor.recordUsage(request, LOCAL_HARNESS).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(ValidationError);
         expect((error as ValidationError).field).toBe(field);
       }
@@ -398,26 +435,29 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const session = "s-provider";
       await normalHistory(monitor, session);
       await monitor.applyPrefixEvent(observed(session, "r6"));
-      const result = await monitor.recordUsage({
-        sessionId: session,
-        usage: {
-          ...collapseUsage("r6"),
-          providerReport: {
-            cacheMissReason: "cache TTL expired",
-            cacheReadInputTokens: 0,
-            cacheCreationInputTokens: 444_993,
-            openaiCachedTokens: 0,
-            rawJson: "",
+      const result = await monitor.recordUsage(
+        {
+          sessionId: session,
+          usage: {
+            ...collapseUsage("r6"),
+            providerReport: {
+              cacheMissReason: "cache TTL expired",
+              cacheReadInputTokens: 0,
+              cacheCreationInputTokens: 444_993,
+              openaiCachedTokens: 0,
+              rawJson: "",
+            },
           },
         },
-      });
+        LOCAL_HARNESS,
+      );
       expect(result.collapse).toMatchObject({
         attribution: "provider_only",
         changedSections: [],
         providerCacheMissReason: "cache TTL expired",
         cause: "provider-side cache miss with our prefix unchanged: cache TTL expired",
       });
-      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 });
+      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 }, LOCAL_HARNESS);
       expect(listed.totals.map((t) => t.section)).toEqual(["(none)"]);
     });
 
@@ -427,21 +467,24 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await normalHistory(monitor, defaultSession);
       clock += 300_000;
       await monitor.applyPrefixEvent(observed(defaultSession, "r6"));
-      const expired = await monitor.recordUsage({ sessionId: defaultSession, usage: collapseUsage("r6") });
+      const expired = await monitor.recordUsage(
+        { sessionId: defaultSession, usage: collapseUsage("r6") },
+        LOCAL_HARNESS,
+      );
       expect(expired.collapse?.causeCode).toBe("ttl_expired");
 
       const optedSession = "s-retention-1h";
       await normalHistory(monitor, optedSession, "1h");
       clock += 300_000;
       await monitor.applyPrefixEvent(observed(optedSession, "r6", false, "1h"));
-      const kept = await monitor.recordUsage({ sessionId: optedSession, usage: collapseUsage("r6") });
+      const kept = await monitor.recordUsage({ sessionId: optedSession, usage: collapseUsage("r6") }, LOCAL_HARNESS);
       // Under a 1-hour retention the entry outlived the 10-minute gap: not an expiry.
       expect(kept.collapse?.causeCode).toBeDefined();
       expect(kept.collapse?.causeCode).not.toBe("ttl_expired");
     });
 
     it("traces every build of a session with its usage, cost, collapse and attribution", async () => {
-      const builds = await monitor.traceSession("s-usage-first", 0);
+      const builds = await monitor.traceSession("s-usage-first", 0, LOCAL_HARNESS);
       expect(builds.map((b) => b.requestId)).toEqual(["r1", "r2", "r3", "r4", "r5", "r6"]);
       const [first, , , , normal, collapsed] = builds;
       expect(first).toMatchObject({
@@ -471,8 +514,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         attribution: "agree",
       });
       expect(collapsed?.cost).toBeCloseTo(0.8953, 4);
-      expect((await monitor.traceSession("s-usage-first", 2)).map((b) => b.requestId)).toEqual(["r5", "r6"]);
-      expect(await monitor.traceSession("s-never-seen", 10)).toEqual([]);
+      expect((await monitor.traceSession("s-usage-first", 2, LOCAL_HARNESS)).map((b) => b.requestId)).toEqual([
+        "r5",
+        "r6",
+      ]);
+      expect(await monitor.traceSession("s-never-seen", 10, LOCAL_HARNESS)).toEqual([]);
     });
   });
 }

@@ -1,5 +1,6 @@
 import { type Attributes, SpanStatusCode, trace } from "@opentelemetry/api";
-import { ConflictError, FailedPreconditionError, NotFoundError } from "@prefix-guard/errors";
+import { type Caller, isConfined, requireVisibleSession, workspaceAllowed } from "@prefix-guard/access";
+import { ConflictError, FailedPreconditionError, NotFoundError, PermissionDeniedError } from "@prefix-guard/errors";
 import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { LlmUsageEvent, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type {
@@ -111,7 +112,7 @@ export interface RecordUsageInput {
 
 /** Where a usage came from: RecordUsage (published on llm.usage.v1 by us) or llm.usage.v1 itself. */
 export type UsageOrigin =
-  | { readonly source: "rpc" }
+  | { readonly source: "rpc"; readonly caller: Caller }
   | { readonly source: "topic"; readonly eventId: string; readonly occurredAtMs: number };
 
 export interface RecordUsageResult {
@@ -213,7 +214,12 @@ export class CacheMonitor {
    * the usage on llm.usage.v1 unless it came from there) in the same transaction. Runs inside a span
    * carrying the GenAI usage attributes, for both the gRPC and the topic path.
    */
-  async recordUsage(input: RecordUsageInput, origin: UsageOrigin = { source: "rpc" }): Promise<RecordUsageResult> {
+  /** RecordUsage, for a caller: a harness records usage only on its own sessions. */
+  async recordUsage(input: RecordUsageInput, caller: Caller): Promise<RecordUsageResult> {
+    return this.recordUsageFrom(input, { source: "rpc", caller });
+  }
+
+  private async recordUsageFrom(input: RecordUsageInput, origin: UsageOrigin): Promise<RecordUsageResult> {
     return tracer.startActiveSpan(
       genAiSpanName(input.usage?.model ?? input.raw?.model ?? ""),
       { attributes: { ...genAiAttributes(input.sessionId, input.usage), "prefix_guard.usage.source": origin.source } },
@@ -246,7 +252,7 @@ export class CacheMonitor {
 
   /** llm.usage.v1: the same as RecordUsage, deduplicated by event_id, never republished. */
   async applyUsageEvent(event: ValidUsageEvent): Promise<RecordUsageResult> {
-    return this.recordUsage(
+    return this.recordUsageFrom(
       { sessionId: event.sessionId, usage: event.payload.value },
       { source: "topic", eventId: event.eventId, occurredAtMs: event.occurredAtMs },
     );
@@ -276,6 +282,9 @@ export class CacheMonitor {
     // A usage from llm.usage.v1 has no caller to refuse; a retry of a stored record needs no build check.
     if (identity !== null && !unbuilt && (await store.storedUsage(eventId)) === null)
       await this.requireBuilt(sessionId, usage.requestId);
+    // After the build wait, so the build's own observation says whose session it is. A session no
+    // build was observed for (a harness that builds its own bodies) has nothing of anyone else's.
+    if (origin.source === "rpc") await this.requireVisible(origin.caller, sessionId);
     const outcome = await store.withSessionLock(sessionId, receivedAtMs, async (trx) => {
       const existing = await store.usages.findUsageByEventId(trx, eventId);
       if (existing !== null) {
@@ -380,6 +389,16 @@ export class CacheMonitor {
    * priced and compared but never explained, which is what the harness must say it wants (unbuilt).
    * The build's observation may still be on its way through Kafka, so wait for it (BuildWait).
    */
+  /**
+   * A harness is answered only about sessions of its own (scope, owner, workspace), as their observed
+   * builds say; another tenant's session reads as missing. Fleet roles see every session.
+   */
+  private async requireVisible(caller: Caller, sessionId: string): Promise<void> {
+    if (!isConfined(caller)) return;
+    const ownership = await this.deps.store.sessionOwnership(sessionId);
+    if (ownership !== null) requireVisibleSession(caller, ownership, sessionId);
+  }
+
   private async requireBuilt(sessionId: string, requestId: string): Promise<void> {
     const { arrivals, timeoutMs, pollMs } = this.buildWait;
     const deadline = performance.now() + timeoutMs;
@@ -435,6 +454,8 @@ export class CacheMonitor {
                 compactionRequest: event.payload.value.compactionRequest,
                 workspace: event.payload.value.workspace,
                 cacheRetention: event.payload.value.cacheRetention,
+                scope: event.payload.value.scope,
+                owner: event.payload.value.owner,
               },
               nowMs,
             )
@@ -484,10 +505,19 @@ export class CacheMonitor {
   }
 
   /** Collapses in the window, most recent first, with totals over the whole window (not just the page). */
-  async listCollapses(input: ListCollapsesInput): Promise<ListCollapsesResponse> {
+  async listCollapses(input: ListCollapsesInput, caller: Caller): Promise<ListCollapsesResponse> {
     validateSinceMs(input.sinceMs);
     const limit = boundedLimit(input.limit, DEFAULT_COLLAPSE_LIMIT, MAX_COLLAPSE_LIMIT, "limit");
     const sessionId = input.sessionId.trim() === "" ? null : validateSessionId(input.sessionId);
+    if (sessionId === null && isConfined(caller))
+      throw new PermissionDeniedError(
+        "ListCollapses across the fleet needs the role sre; a harness names its session_id",
+        {
+          reason: "role_required",
+          context: { field: "session_id", roles: "sre" },
+        },
+      );
+    if (sessionId !== null) await this.requireVisible(caller, sessionId);
     const query = { sinceMs: input.sinceMs, sessionId };
     const [rows, totals] = await Promise.all([
       this.deps.store.collapses.listCollapses(query, limit),
@@ -515,9 +545,10 @@ export class CacheMonitor {
     };
   }
 
-  async traceSession(sessionIdInput: string, limitInput: number): Promise<BuildTrace[]> {
+  async traceSession(sessionIdInput: string, limitInput: number, caller: Caller): Promise<BuildTrace[]> {
     const sessionId = validateSessionId(sessionIdInput);
     const limit = boundedLimit(limitInput, DEFAULT_TRACE_LIMIT, MAX_TRACE_LIMIT, "limit");
+    await this.requireVisible(caller, sessionId);
     const rows = await this.deps.store.sessionTrace(sessionId, limit);
     return buildSessionTrace(rows, limit, this.attributionThresholds);
   }
@@ -530,14 +561,27 @@ export class CacheMonitor {
   async adviseRetention(
     sessionIdInput: string,
     limitInput: number,
-    workspaceInput = "",
+    workspaceInput: string,
+    caller: Caller,
   ): Promise<AdviseRetentionResponse> {
     const scope = validateAdviceScope(sessionIdInput, workspaceInput);
     const limit = boundedLimit(limitInput, MAX_ADVISED_CALLS, MAX_ADVISED_CALLS, "limit");
+    if ("sessionId" in scope) await this.requireVisible(caller, scope.sessionId);
+    else if (isConfined(caller) && !workspaceAllowed(caller.principal, scope.workspace))
+      throw new PermissionDeniedError(`workspace: principal ${caller.principal.name} may not use this workspace`, {
+        reason: "workspace_not_granted",
+        context: { field: "workspace" },
+      });
     const calls =
       "sessionId" in scope
         ? await this.deps.store.sessionCalls(scope.sessionId, limit)
-        : await this.deps.store.workspaceCalls(scope.workspace, limit, MAX_ADVISED_SESSIONS);
+        : await this.deps.store.workspaceCalls(
+            scope.workspace,
+            limit,
+            MAX_ADVISED_SESSIONS,
+            // A harness is advised on its own tenant's sessions in the workspace, never another's.
+            isConfined(caller) ? caller.principal.scope : undefined,
+          );
     if (calls.length === 0) {
       const what = "sessionId" in scope ? `session ${scope.sessionId}` : `workspace ${scope.workspace}`;
       throw new NotFoundError(`no calls recorded for ${what}`, {

@@ -1,4 +1,5 @@
 import { setTimeout } from "node:timers/promises";
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import {
   FailedPreconditionError,
   NotFoundError,
@@ -160,7 +161,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       get projectionStore() {
         return current.store;
       },
-      build: (request: BuildRequestRequest) => current.builder.buildRequest(request),
+      build: (request: BuildRequestRequest) => current.builder.buildRequest(request, LOCAL_HARNESS),
       async restart() {
         await store.restart();
         current = make();
@@ -239,12 +240,15 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       const stages: string[] = [];
       const { builder } = core(rules, events, stages);
       const sessionId = await session(events);
-      const first = await builder.buildRequest(harnessRequest(sessionId));
+      const first = await builder.buildRequest(harnessRequest(sessionId), LOCAL_HARNESS);
       await events.saveMessage(sessionId, { atMs: shanghai("2026-10-12", "09:02"), role: "assistant", content: "在" });
       stages.length = 0;
       rules.endedUnsent.length = 0;
       rules.hold();
-      const second = builder.buildRequest(harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }));
+      const second = builder.buildRequest(
+        harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }),
+        LOCAL_HARNESS,
+      );
       for (let i = 0; i < 100 && !stages.includes("serialize (resolving)"); i += 1) await setTimeout(10);
       expect(stages).toContain("assemble (resolving)");
       expect(stages).toContain("serialize (resolving)");
@@ -262,14 +266,18 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       const rules = gatedRules();
       const sessionId = await session(events);
       const { builder } = core(rules, events, []);
-      await builder.buildRequest(harnessRequest(sessionId));
+      await builder.buildRequest(harnessRequest(sessionId), LOCAL_HARNESS);
       // An operator's refresh re-pinned other text: the guess (the previous build's) is now wrong.
       rules.sectionText = `${RULES_HEADING}\n\n${AGENTS_MD_V2}`;
-      const guessed = await builder.buildRequest(harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }));
+      const guessed = await builder.buildRequest(
+        harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }),
+        LOCAL_HARNESS,
+      );
       expect(guessed.bodyJson).toContain("知识索引");
       const fresh = core(rules, events, []);
       const unguessed = await fresh.builder.buildRequest(
         harnessRequest(sessionId, { minSeq: events.lastSeq(sessionId) }),
+        LOCAL_HARNESS,
       );
       expect(guessed.bodyJson).toBe(unguessed.bodyJson);
       expect(guessed.requestId).toBe(unguessed.requestId);
@@ -388,7 +396,7 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
 
     it("4. nothing is stored: the projection and the events keep the user's text without the tag", async () => {
       const { pa, sessionId, second } = await crossDaySession();
-      const view = await pa.views.load(sessionId, 0);
+      const view = await pa.views.load(sessionId, 0, LOCAL_HARNESS);
       const stored = view.messages.find((message) => message.messageId === messageIdOf(second));
       expect(stored?.content).toEqual([{ type: "text", text: "结果怎么样?" }]);
       expect(JSON.stringify(view.messages)).not.toContain("<date-change>");

@@ -162,6 +162,8 @@ export function projectedEventFromProto(event: SessionEvent): ProjectedEvent {
           workspace: payload.value.workspace,
           // Empty in events written before sessions had a locale: the default then was zh-CN.
           locale: payload.value.locale === "en" ? "en" : "zh-CN",
+          owner: payload.value.owner,
+          scope: payload.value.scope,
         },
       };
     case "messageSaved":

@@ -31,6 +31,8 @@ function record(sessionId: string, messages: readonly ChatMessage[], requestId: 
     generation: 0,
     rulesDecision: "RETAINED",
     workspace: "/ws",
+    scope: "",
+    owner: "u1",
     droppedTurns: 0,
     anchorDate: "2026-10-12",
     dateNotices: [],

@@ -1,3 +1,4 @@
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { FailedPreconditionError, NotFoundError, ValidationError } from "@prefix-guard/errors";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
@@ -30,7 +31,11 @@ describe.each(STORES)("SessionProjection on $name", ({ open }) => {
   /** The session as the stored projection has it (views that read nothing from session-events). */
   const noEvents = { readEvents: async () => ({ events: [], lastSeq: 0 }) };
   const loadSessionView = (sessionId: string) =>
-    new SessionViews({ store: new ProjectionStore(store.db), sessions: noEvents, cacheBytes: 0 }).load(sessionId, 0);
+    new SessionViews({ store: new ProjectionStore(store.db), sessions: noEvents, cacheBytes: 0 }).load(
+      sessionId,
+      0,
+      LOCAL_HARNESS,
+    );
 
   beforeAll(async () => {
     store = await open("pa_projection");

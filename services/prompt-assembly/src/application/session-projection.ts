@@ -60,6 +60,8 @@ class SessionWriteBuilder {
       timezone: "",
       workspace: "",
       locale: "zh-CN",
+      owner: "",
+      scope: "",
       generation: 0,
       boundaryMessageId: null,
       summary: null,

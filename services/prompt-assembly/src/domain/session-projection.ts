@@ -25,6 +25,8 @@ export interface ProjectedEvent {
         readonly inheritedSummary: string;
         readonly workspace: string;
         readonly locale: Locale;
+        readonly owner: string;
+        readonly scope: string;
       }
     | {
         readonly type: "messageSaved";
@@ -52,6 +54,9 @@ export interface ProjectedSession {
   readonly workspace: string;
   /** Language of every text rendered for the session, unless a build asks for another. */
   readonly locale: Locale;
+  /** Who may see the session (with workspace): fixed by SessionCreated. */
+  readonly owner: string;
+  readonly scope: string;
   readonly generation: number;
   readonly boundaryMessageId: string | null;
   readonly summary: string | null;
@@ -92,6 +97,8 @@ export function planProjectionStep(before: ProjectedSession | null, event: Proje
         timezone: payload.timezone.length > 0 ? payload.timezone : DEFAULT_SESSION_TIMEZONE,
         workspace: payload.workspace,
         locale: payload.locale,
+        owner: payload.owner,
+        scope: payload.scope,
         generation: 0,
         boundaryMessageId: null,
         summary: nonEmptyOrNull(payload.inheritedSummary.trim()),
@@ -151,6 +158,8 @@ export interface ProjectedSessionView extends SessionView {
   readonly timezone: string;
   readonly workspace: string;
   readonly locale: Locale;
+  readonly owner: string;
+  readonly scope: string;
   readonly deleted: boolean;
   readonly ended: boolean;
 }
@@ -193,6 +202,8 @@ export function sessionOf(view: ProjectedSessionView): ProjectedSession {
     timezone: view.timezone,
     workspace: view.workspace,
     locale: view.locale,
+    owner: view.owner,
+    scope: view.scope,
     generation: view.generation,
     boundaryMessageId: view.boundaryMessageId,
     summary: view.summary,

@@ -1,3 +1,4 @@
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { randomUUID } from "node:crypto";
 import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
 import { createMemoryDatabase, createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
@@ -64,6 +65,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0001_session_event",
         "0002_session_projections",
         "0003_session_locale",
+        "0004_session_scope",
       ]);
       expect(await runMigrations(db, sessionEventsMigrations)).toEqual([]);
       commands = new SessionCommands(deps());
@@ -72,23 +74,23 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 
     const createSession = async (fields: Partial<CreateSessionRequest> = {}) => {
       const response = await commands.createSession(
-        CreateSessionRequest.fromPartial({ owner: "u1", workspace: "/w", ...fields }),
+        CreateSessionRequest.fromPartial({ owner: "u1", workspace: "/w", ...fields }), LOCAL_HARNESS,
       );
       if (response.session === undefined) throw new Error("no session in response");
       return response.session.sessionId;
     };
     const say = (sessionId: string, content: string, extra: Partial<SaveMessageRequest> = {}) =>
-      commands.saveMessage(saveMessageRequest(sessionId, content, extra));
+      commands.saveMessage(saveMessageRequest(sessionId, content, extra), LOCAL_HARNESS);
     const count = async (table: string, sessionId: string) => {
       const [row] = await db(table).where({ session_id: sessionId }).count({ n: "*" });
       return Number(row?.n);
     };
     const events = async (sessionId: string, afterSeq = 0, limit = 0) =>
-      commands.readEvents(ReadEventsRequest.fromPartial({ sessionId, afterSeq, limit }));
+      commands.readEvents(ReadEventsRequest.fromPartial({ sessionId, afterSeq, limit }), LOCAL_HARNESS);
 
     it("creates a session with defaults, appends SessionCreated at seq 1 into the outbox", async () => {
       const sessionId = await createSession();
-      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }));
+      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
       expect(session).toMatchObject({
         owner: "u1",
         timezone: "Asia/Shanghai",
@@ -125,10 +127,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const suffix = randomUUID().slice(0, 8);
       await createSession({ sessionId: `Case-${suffix}` });
       await createSession({ sessionId: `case-${suffix}`, owner: "u2" });
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `Case-${suffix}` }))).owner).toBe(
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `Case-${suffix}` }), LOCAL_HARNESS)).owner).toBe(
         "u1",
       );
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `case-${suffix}` }))).owner).toBe(
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `case-${suffix}` }), LOCAL_HARNESS)).owner).toBe(
         "u2",
       );
     });
@@ -140,9 +142,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const page = await events(sessionId);
       expect(page.events.map((e) => e.seq)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
       expect(page.lastSeq).toBe(21);
-      const listed = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }));
+      const listed = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
       expect(listed.messages).toHaveLength(20);
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }))).contentChars).toBe(
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).contentChars).toBe(
         results.reduce((sum, _r, i) => sum + `message ${i}`.length, 0),
       );
     });
@@ -167,10 +169,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         await say(full, "字".repeat(CHARACTER_QUOTA));
         const burst = await Promise.allSettled([
           ...Array.from({ length: 30 }, (_, i) =>
-            grouping.saveMessage(saveMessageRequest(sessions[i % 3] ?? "", `burst ${i}`)),
+            grouping.saveMessage(saveMessageRequest(sessions[i % 3] ?? "", `burst ${i}`), LOCAL_HARNESS),
           ),
-          grouping.saveMessage(saveMessageRequest(full, "one character too many")),
-          grouping.saveMessage(saveMessageRequest(sessions[0] ?? "", "stale", { expectedSeq: 1 })),
+          grouping.saveMessage(saveMessageRequest(full, "one character too many"), LOCAL_HARNESS),
+          grouping.saveMessage(saveMessageRequest(sessions[0] ?? "", "stale", { expectedSeq: 1 }), LOCAL_HARNESS),
         ]);
         expect(burst.slice(0, 30).every((outcome) => outcome.status === "fulfilled")).toBe(true);
         expect((burst[30] as PromiseRejectedResult).reason).toBeInstanceOf(ResourceExhaustedError);
@@ -180,14 +182,14 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         for (const [index, sessionId] of sessions.entries()) {
           const page = await events(sessionId);
           expect(page.events.map((e) => e.seq)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
-          const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }));
+          const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
           expect(session.lastSeq).toBe(11);
           const texts = Array.from({ length: 30 }, (_, i) => i)
             .filter((i) => i % 3 === index)
             .map((i) => `burst ${i}`);
           expect(session.contentChars).toBe(texts.reduce((sum, t) => sum + t.length, 0));
           // Within a session, messages keep the order they were saved in.
-          const listed = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }));
+          const listed = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
           expect(listed.messages.map((m) => m.content[0]?.part)).toEqual(
             texts.map((t) => ({ $case: "text", value: { text: t } })),
           );
@@ -209,10 +211,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         });
         // The first save goes alone; the others queue behind it and form one group with the blocked one.
         const outcomes = await Promise.allSettled([
-          grouping.saveMessage(saveMessageRequest(free[0] ?? "", "first")),
-          grouping.saveMessage(saveMessageRequest(free[0] ?? "", "second")),
-          grouping.saveMessage(saveMessageRequest(blocked, "blocked")),
-          grouping.saveMessage(saveMessageRequest(free[1] ?? "", "third")),
+          grouping.saveMessage(saveMessageRequest(free[0] ?? "", "first"), LOCAL_HARNESS),
+          grouping.saveMessage(saveMessageRequest(free[0] ?? "", "second"), LOCAL_HARNESS),
+          grouping.saveMessage(saveMessageRequest(blocked, "blocked"), LOCAL_HARNESS),
+          grouping.saveMessage(saveMessageRequest(free[1] ?? "", "third"), LOCAL_HARNESS),
         ]);
         expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
         expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
@@ -229,7 +231,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const shanghai = await createSession();
       expect((await say(shanghai, "你好")).localDate).toBe("2026-10-13");
 
-      const [message] = (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }))).messages;
+      const [message] = (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).messages;
       expect(message).toMatchObject({
         messageId: saved.messageId,
         seq: 2,
@@ -287,7 +289,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const error = await rejection(say(sessionId, "blocked"));
       expect(error).toBeInstanceOf(ConflictError);
       expect(await count("message", sessionId)).toBe(0);
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }))).lastSeq).toBe(1);
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).lastSeq).toBe(1);
     });
 
     it("lets exactly one of two racing compactions win; the loser gets generation_mismatch and no event", async () => {
@@ -296,7 +298,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const m2 = await say(sessionId, "two");
       const compact = (boundaryMessageId: string, summary: string) =>
         commands.commitCompaction(
-          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary }),
+          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary }), LOCAL_HARNESS,
         );
       const outcomes = await Promise.allSettled([compact(m1.messageId, "摘要一"), compact(m2.messageId, "摘要二")]);
       const won = outcomes.filter((o) => o.status === "fulfilled");
@@ -308,7 +310,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const compactions = (await events(sessionId)).events.filter((e) => e.type === "CompactionCommitted");
       expect(compactions).toHaveLength(1);
       expect(await count("compaction", sessionId)).toBe(1);
-      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }));
+      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
       expect(session.compactionGeneration).toBe(1);
       expect(await rejection(compact(m2.messageId, "again"))).toBeInstanceOf(ConflictError);
     });
@@ -316,7 +318,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     it("scrubs the compaction summary with the session's personal terms and returns the stored text", async () => {
       const sessionId = await createSession();
       await say(sessionId, "我叫林晓梅，出生于青岛，邮箱 lxm@example.com");
-      await commands.saveMessage(saveMessageRequest(sessionId, "好的，我叫助手", { role: Role.ROLE_ASSISTANT }));
+      await commands.saveMessage(saveMessageRequest(sessionId, "好的，我叫助手", { role: Role.ROLE_ASSISTANT }), LOCAL_HARNESS);
       const boundary = await say(sessionId, "想问工作");
       const response = await commands.commitCompaction(
         CommitCompactionRequest.fromPartial({
@@ -324,7 +326,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           expectedGeneration: 0,
           boundaryMessageId: boundary.messageId,
           summary: "林晓梅（lxm@example.com，1991-03-08 生）来自青岛，关心工作；助手建议先梳理目标。",
-        }),
+        }), LOCAL_HARNESS,
       );
       expect(response).toMatchObject({ seq: 5, generation: 1 });
       for (const secret of ["林晓梅", "lxm@example.com", "1991-03-08", "青岛"])
@@ -332,7 +334,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(response.summary).toContain("关心工作");
       expect(response.summary).toContain("助手建议");
       expect(response.summary).toContain(SCRUB_MARKER);
-      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }));
+      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
       expect(session).toMatchObject({
         summary: response.summary,
         compactionGeneration: 1,
@@ -352,10 +354,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const other = await createSession();
       const foreign = await say(other, "elsewhere");
       const own = await say(sessionId, "mine");
-      await commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: own.messageId }));
+      await commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: own.messageId }), LOCAL_HARNESS);
       const compact = (boundaryMessageId: string) =>
         commands.commitCompaction(
-          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary: "s" }),
+          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary: "s" }), LOCAL_HARNESS,
         );
       expect(await rejection(compact(foreign.messageId))).toBeInstanceOf(NotFoundError);
       expect(await rejection(compact(own.messageId))).toBeInstanceOf(FailedPreconditionError);
@@ -366,12 +368,12 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const sessionId = await createSession();
       await say(sessionId, "字".repeat(150_000));
       const rowsBefore = [await count("session_event", sessionId), await count("message", sessionId)];
-      const sessionBefore = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }));
+      const sessionBefore = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
       const error = await rejection(say(sessionId, "字".repeat(CHARACTER_QUOTA - 150_000 + 1)));
       expect(error).toBeInstanceOf(ResourceExhaustedError);
       expect((error as ResourceExhaustedError).reason).toBe("session_full");
       expect([await count("session_event", sessionId), await count("message", sessionId)]).toEqual(rowsBefore);
-      expect(await commands.getSession(GetSessionRequest.fromPartial({ sessionId }))).toEqual(sessionBefore);
+      expect(await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).toEqual(sessionBefore);
       // Exactly filling the quota is still allowed.
       expect((await say(sessionId, "字".repeat(CHARACTER_QUOTA - 150_000))).seq).toBe(3);
     });
@@ -381,7 +383,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await say(sessionId, "a".repeat(100_000), { role: Role.ROLE_ASSISTANT, thinkingText: "想".repeat(150_000) });
       const second = await say(sessionId, "b".repeat(100_000));
       expect(second.seq).toBe(3);
-      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }));
+      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
       expect(session.contentChars).toBe(CHARACTER_QUOTA);
       expect(session.serializedBytes).toBeGreaterThan(650_000);
       expect(await rejection(say(sessionId, "c"))).toBeInstanceOf(ResourceExhaustedError);
@@ -389,15 +391,15 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 
     it("enforces the physical cap on the serialized session, thinking text included", async () => {
       const small = new SessionCommands(deps({ limits: { maxSerializedSessionBytes: 50_000 } }));
-      const response = await small.createSession(CreateSessionRequest.fromPartial({ owner: "u1" }));
+      const response = await small.createSession(CreateSessionRequest.fromPartial({ owner: "u1" }), LOCAL_HARNESS);
       const sessionId = response.session?.sessionId ?? "";
       await small.saveMessage(
-        saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }),
+        saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }), LOCAL_HARNESS,
       );
       const before = await count("message", sessionId);
       const error = await rejection(
         small.saveMessage(
-          saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }),
+          saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }), LOCAL_HARNESS,
         ),
       );
       expect(error).toBeInstanceOf(ResourceExhaustedError);
@@ -411,21 +413,21 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const big = await say(sessionId, "x".repeat(150_000));
       expect(await rejection(say(sessionId, "y".repeat(60_000)))).toBeInstanceOf(ResourceExhaustedError);
       const deleted = await commands.deleteMessage(
-        DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId, expectedSeq: 2 }),
+        DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId, expectedSeq: 2 }), LOCAL_HARNESS,
       );
       expect(deleted.seq).toBe(3);
       expect((await say(sessionId, "y".repeat(60_000))).seq).toBe(4);
       expect(
-        (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }))).messages.map((m) => m.seq),
+        (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).messages.map((m) => m.seq),
       ).toEqual([4]);
-      const all = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId, includeDeleted: true }));
+      const all = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId, includeDeleted: true }), LOCAL_HARNESS);
       expect(all.messages.map((m) => [m.seq, m.deleted])).toEqual([
         [2, true],
         [4, false],
       ]);
       expect(
         await rejection(
-          commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId })),
+          commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId }), LOCAL_HARNESS),
         ),
       ).toBeInstanceOf(NotFoundError);
     });
@@ -439,11 +441,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           expectedGeneration: 0,
           boundaryMessageId: boundary.messageId,
           summary: "用户关心跳槽时机。",
-        }),
+        }), LOCAL_HARNESS,
       );
 
       const continued = await createSession({ owner: "alice", continuedFromSessionId: source });
-      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId: continued }));
+      const session = await commands.getSession(GetSessionRequest.fromPartial({ sessionId: continued }), LOCAL_HARNESS);
       expect(session).toMatchObject({ summary, inheritedSummaryFrom: source, compactionGeneration: 0, lastSeq: 1 });
       const [created] = (await events(continued)).events;
       if (created?.payload?.$case !== "sessionCreated") throw new Error("expected SessionCreated");
@@ -454,7 +456,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         ["alice", "no-such-session"],
       ] as const) {
         const normal = await createSession({ owner, continuedFromSessionId: from });
-        const plain = await commands.getSession(GetSessionRequest.fromPartial({ sessionId: normal }));
+        const plain = await commands.getSession(GetSessionRequest.fromPartial({ sessionId: normal }), LOCAL_HARNESS);
         expect(plain).toMatchObject({ summary: "", inheritedSummaryFrom: "", lastSeq: 1 });
         const [plainCreated] = (await events(normal)).events;
         if (plainCreated?.payload?.$case !== "sessionCreated") throw new Error("expected SessionCreated");
@@ -465,22 +467,22 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     it("refuses every write to a deleted session with NotFoundError but keeps its events readable", async () => {
       const sessionId = await createSession();
       const kept = await say(sessionId, "before delete");
-      expect((await commands.deleteSession(DeleteSessionRequest.fromPartial({ sessionId }))).seq).toBe(3);
+      expect((await commands.deleteSession(DeleteSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).seq).toBe(3);
       const eventsBefore = await count("session_event", sessionId);
       const writes: (() => Promise<unknown>)[] = [
         () => say(sessionId, "after"),
-        () => commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: kept.messageId })),
+        () => commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: kept.messageId }), LOCAL_HARNESS),
         () =>
           commands.commitCompaction(
-            CommitCompactionRequest.fromPartial({ sessionId, boundaryMessageId: kept.messageId, summary: "s" }),
+            CommitCompactionRequest.fromPartial({ sessionId, boundaryMessageId: kept.messageId, summary: "s" }), LOCAL_HARNESS,
           ),
-        () => commands.deleteSession(DeleteSessionRequest.fromPartial({ sessionId })),
-        () => commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId })),
-        () => commands.listMessages(ListMessagesRequest.fromPartial({ sessionId })),
+        () => commands.deleteSession(DeleteSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS),
+        () => commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId }), LOCAL_HARNESS),
+        () => commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS),
       ];
       for (const write of writes) expect(await rejection(write())).toBeInstanceOf(NotFoundError);
       expect(await count("session_event", sessionId)).toBe(eventsBefore);
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }))).deleted).toBe(true);
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).deleted).toBe(true);
       expect((await events(sessionId)).events.map((e) => e.type)).toEqual([
         "SessionCreated",
         "MessageSaved",
@@ -488,7 +490,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       ]);
       expect(await rejection(say("never-created", "hi"))).toBeInstanceOf(NotFoundError);
       expect(
-        await rejection(commands.getSession(GetSessionRequest.fromPartial({ sessionId: "never-created" }))),
+        await rejection(commands.getSession(GetSessionRequest.fromPartial({ sessionId: "never-created" }), LOCAL_HARNESS)),
       ).toBeInstanceOf(NotFoundError);
     });
 
@@ -496,17 +498,17 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const parent = await createSession();
       const side = await createSession({ kind: SessionKind.SESSION_KIND_SIDE, parentSessionId: parent });
       await say(side, "side work");
-      expect((await commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }))).seq).toBe(3);
+      expect((await commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)).seq).toBe(3);
       const promoted = (await events(side)).events.at(-1);
       if (promoted?.payload?.$case !== "sideTaskPromoted") throw new Error("expected SideTaskPromoted");
       expect(promoted.payload.value.parentSessionId).toBe(parent);
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: side }))).ended).toBe(true);
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)).ended).toBe(true);
       expect(await rejection(say(side, "late"))).toBeInstanceOf(FailedPreconditionError);
       expect(
-        await rejection(commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }))),
+        await rejection(commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)),
       ).toBeInstanceOf(FailedPreconditionError);
       expect(
-        await rejection(commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: parent }))),
+        await rejection(commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: parent }), LOCAL_HARNESS)),
       ).toBeInstanceOf(FailedPreconditionError);
       expect(
         await rejection(createSession({ kind: SessionKind.SESSION_KIND_SIDE, parentSessionId: parent, owner: "u2" })),

@@ -1,5 +1,12 @@
+import {
+  type Caller,
+  canSeeSession,
+  isConfined,
+  requireCreatableSession,
+  requireVisibleSession,
+} from "@prefix-guard/access";
 import { isUniqueViolation, translateDbError } from "@prefix-guard/db";
-import { AlreadyExistsError, ConflictError, NotFoundError } from "@prefix-guard/errors";
+import { AlreadyExistsError, ConflictError, ResourceExhaustedError } from "@prefix-guard/errors";
 import {
   encodeSessionEvent,
   SESSION_EVENT_SCHEMA_VERSION,
@@ -92,8 +99,10 @@ export class SessionCommands {
     this.appendGroups = new MessageAppendGroups(deps.store, deps.saveGroupMax ?? 128);
   }
 
-  async createSession(request: CreateSessionRequest): Promise<CreateSessionResponse> {
+  async createSession(request: CreateSessionRequest, caller: Caller): Promise<CreateSessionResponse> {
     const command = validateCreateSession(request);
+    requireCreatableSession(caller, command.owner, command.workspace);
+    const { scope, name: createdBy, limits } = caller.principal;
     const sessionId = command.sessionId ?? this.deps.newId();
     const alreadyExists = () =>
       new AlreadyExistsError(`session ${sessionId} already exists`, {
@@ -102,17 +111,22 @@ export class SessionCommands {
       });
     return this.write({ sessionId, retryOnSeqConflict: false, onUniqueViolation: alreadyExists }, async (tx) => {
       if ((await tx.readSession(sessionId, false)) !== undefined) throw alreadyExists();
+      const owner = { owner: command.owner, scope };
       if (command.parentSessionId !== undefined) {
-        requireParentSession(
-          await tx.readSession(command.parentSessionId, false),
-          command.parentSessionId,
-          command.owner,
-        );
+        requireParentSession(await tx.readSession(command.parentSessionId, false), command.parentSessionId, owner);
+      }
+      if (isConfined(caller) && limits.maxSessions !== undefined) {
+        const live = await tx.countLiveSessionsCreatedBy(createdBy);
+        if (live >= limits.maxSessions)
+          throw new ResourceExhaustedError(
+            `principal ${createdBy} has ${live} live sessions, its quota; delete one or raise max_sessions`,
+            { reason: "session_quota", context: { retry_after_ms: 60_000 } },
+          );
       }
       const source =
         command.continuedFromSessionId === undefined
           ? undefined
-          : decideInheritance(await tx.readSession(command.continuedFromSessionId, false), command.owner);
+          : decideInheritance(await tx.readSession(command.continuedFromSessionId, false), owner);
       // Stored summaries were scrubbed when committed; terms the harness knows now are removed too.
       const inherited =
         source === undefined || command.personalTerms.length === 0
@@ -131,6 +145,8 @@ export class SessionCommands {
         inheritedSummaryFrom: inherited?.from,
         createdAtMs: now,
         locale: command.locale,
+        scope,
+        createdBy,
       });
       await tx.appendEvent(
         sessionId,
@@ -145,6 +161,7 @@ export class SessionCommands {
             inheritedSummaryFrom: inherited?.from ?? "",
             inheritedSummary: inherited?.summary ?? "",
             locale: command.locale,
+            scope,
           },
         }),
       );
@@ -152,7 +169,7 @@ export class SessionCommands {
     });
   }
 
-  async saveMessage(request: SaveMessageRequest): Promise<SaveMessageResponse> {
+  async saveMessage(request: SaveMessageRequest, caller: Caller): Promise<SaveMessageResponse> {
     const command = validateSaveMessage(request);
     const { sessionId } = command;
     const retryOnSeqConflict = command.expectedSeq === undefined;
@@ -160,7 +177,7 @@ export class SessionCommands {
     const traceparent = this.deps.traceparent();
     return this.attempt({ sessionId, retryOnSeqConflict }, () =>
       this.appendGroups.append(sessionId, (locked) => {
-        const session = requireWritableSession(locked, sessionId);
+        const session = requireWritableSession(visible(caller, locked), sessionId);
         checkExpectedSeq(command.expectedSeq, session.lastSeq);
         const usage = decideMessageCapacity(session, command, this.limits);
         const now = this.deps.now();
@@ -205,11 +222,11 @@ export class SessionCommands {
     );
   }
 
-  async deleteMessage(request: DeleteMessageRequest): Promise<WriteResponse> {
+  async deleteMessage(request: DeleteMessageRequest, caller: Caller): Promise<WriteResponse> {
     const command = validateDeleteMessage(request);
     const { sessionId } = command;
     return this.write({ sessionId, retryOnSeqConflict: command.expectedSeq === undefined }, async (tx) => {
-      const session = requireWritableSession(await tx.readSession(sessionId, true), sessionId);
+      const session = requireWritableSession(visible(caller, await tx.readSession(sessionId, true)), sessionId);
       checkExpectedSeq(command.expectedSeq, session.lastSeq);
       const message = requireDeletableMessage(await tx.readMessage(command.messageId), sessionId, command.messageId);
       const now = this.deps.now();
@@ -228,11 +245,11 @@ export class SessionCommands {
     });
   }
 
-  async commitCompaction(request: CommitCompactionRequest): Promise<CommitCompactionResponse> {
+  async commitCompaction(request: CommitCompactionRequest, caller: Caller): Promise<CommitCompactionResponse> {
     const command = validateCommitCompaction(request);
     const { sessionId } = command;
     return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
-      const session = requireWritableSession(await tx.readSession(sessionId, true), sessionId);
+      const session = requireWritableSession(visible(caller, await tx.readSession(sessionId, true)), sessionId);
       const boundary = await tx.readMessage(command.boundaryMessageId);
       const currentBoundary =
         session.compactionBoundaryMessageId === undefined
@@ -274,10 +291,10 @@ export class SessionCommands {
     });
   }
 
-  async deleteSession(request: DeleteSessionRequest): Promise<WriteResponse> {
+  async deleteSession(request: DeleteSessionRequest, caller: Caller): Promise<WriteResponse> {
     const { sessionId } = validateDeleteSession(request);
     return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
-      const session = requireLiveSession(await tx.readSession(sessionId, true), sessionId);
+      const session = requireLiveSession(visible(caller, await tx.readSession(sessionId, true)), sessionId);
       const seq = session.lastSeq + 1;
       await tx.appendEvent(
         sessionId,
@@ -288,10 +305,10 @@ export class SessionCommands {
     });
   }
 
-  async promoteSideTask(request: PromoteSideTaskRequest): Promise<WriteResponse> {
+  async promoteSideTask(request: PromoteSideTaskRequest, caller: Caller): Promise<WriteResponse> {
     const { sessionId } = validatePromoteSideTask(request);
     return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
-      const session = requirePromotableSideTask(await tx.readSession(sessionId, true), sessionId);
+      const session = requirePromotableSideTask(visible(caller, await tx.readSession(sessionId, true)), sessionId);
       const seq = session.lastSeq + 1;
       await tx.appendEvent(
         sessionId,
@@ -309,32 +326,35 @@ export class SessionCommands {
    * Events after `after_seq`, oldest first. Deleted sessions stay readable so consumers can catch up
    * to (and apply) the SessionDeleted event; the page never goes past the last_seq it reports.
    */
-  async readEvents(request: ReadEventsRequest): Promise<ReadEventsResponse> {
+  async readEvents(request: ReadEventsRequest, caller: Caller): Promise<ReadEventsResponse> {
     const command = validateReadEvents(request);
-    // One statement (the session's last_seq and the page together), in plain SQL: prompt-assembly
-    // asks this before every build.
+    // One statement (the session's last_seq, ownership and the page together), in plain SQL:
+    // prompt-assembly asks this before every build.
     return this.read(command.sessionId, async () => {
       const page = await this.store.readEventPage(command.sessionId, command.afterSeq, command.limit);
-      if (page === undefined) throw sessionNotFound(command.sessionId);
-      return page;
+      requireVisibleSession(caller, page?.ownership, command.sessionId);
+      return { events: page?.events ?? [], lastSeq: page?.lastSeq ?? 0 };
     });
   }
 
   /** The stored session, deleted ones included (with deleted = true). */
-  async getSession(request: GetSessionRequest): Promise<Session> {
+  async getSession(request: GetSessionRequest, caller: Caller): Promise<Session> {
     const { sessionId } = validateGetSession(request);
     return this.read(sessionId, async () => {
-      const session = await this.store.getSession(sessionId);
-      if (session === undefined) throw sessionNotFound(sessionId);
+      const { scope: _scope, ...session } = requireVisibleSession(
+        caller,
+        await this.store.getSession(sessionId),
+        sessionId,
+      );
       return session;
     });
   }
 
   /** Stored messages in seq order, without thinking text (only its length). */
-  async listMessages(request: ListMessagesRequest): Promise<ListMessagesResponse> {
+  async listMessages(request: ListMessagesRequest, caller: Caller): Promise<ListMessagesResponse> {
     const command = validateListMessages(request);
     return this.read(command.sessionId, async () => {
-      requireLiveSession(await this.store.readSession(command.sessionId), command.sessionId);
+      requireLiveSession(visible(caller, await this.store.readSession(command.sessionId)), command.sessionId);
       return { messages: await this.store.listMessages(command.sessionId, command.includeDeleted) };
     });
   }
@@ -417,9 +437,10 @@ export class SessionCommands {
   }
 }
 
-function sessionNotFound(sessionId: string): NotFoundError {
-  return new NotFoundError(`session ${sessionId} not found`, {
-    reason: "session_not_found",
-    context: { session_id: sessionId },
-  });
+/**
+ * The session when the caller may see it; a session it may not see is passed on as missing, so the
+ * domain's own "not found" answers for both and the two cannot be told apart.
+ */
+function visible(caller: Caller, session: SessionState | undefined): SessionState | undefined {
+  return session !== undefined && canSeeSession(caller, session) ? session : undefined;
 }

@@ -168,18 +168,31 @@ export interface InheritedSummary {
  * only when the source exists, is not deleted, belongs to the same owner and has a summary.
  * Anything else yields a normal session: no error, nothing that reveals whether the source exists.
  */
-export function decideInheritance(source: SessionState | undefined, owner: string): InheritedSummary | undefined {
-  if (source === undefined || source.deleted || source.owner !== owner || source.summary.length === 0) return undefined;
+export function decideInheritance(
+  source: SessionState | undefined,
+  owner: { readonly owner: string; readonly scope: string },
+): InheritedSummary | undefined {
+  if (
+    source === undefined ||
+    source.deleted ||
+    source.owner !== owner.owner ||
+    source.scope !== owner.scope ||
+    source.summary.length === 0
+  )
+    return undefined;
   return { from: source.sessionId, summary: source.summary };
 }
 
-/** A side task's parent: a live session of the same owner (another owner's session reads as missing). */
+/**
+ * A side task's parent: a live session of the same owner in the same scope (another owner's or
+ * another tenant's session reads as missing).
+ */
 export function requireParentSession(
   parent: SessionState | undefined,
   parentSessionId: string,
-  owner: string,
+  owner: { readonly owner: string; readonly scope: string },
 ): SessionState {
-  if (parent === undefined || parent.deleted || parent.owner !== owner) {
+  if (parent === undefined || parent.deleted || parent.owner !== owner.owner || parent.scope !== owner.scope) {
     throw new NotFoundError(`parent session ${parentSessionId} not found`, {
       reason: "parent_not_found",
       context: { field: "parent_session_id", session_id: parentSessionId },

@@ -14,6 +14,8 @@ import type { MessageState, SessionState } from "./model";
 const session = (overrides: Partial<SessionState> = {}): SessionState => ({
   sessionId: "811",
   owner: "u1",
+  scope: "team-a",
+  workspace: "/srv/a",
   kind: "main",
   parentSessionId: undefined,
   timezone: "Asia/Shanghai",
@@ -131,19 +133,24 @@ describe("session state checks", () => {
     expect(requireDeletableMessage(message(), "811", "m4").messageId).toBe("m4");
   });
 
-  it("accepts a parent only when it is live and has the same owner", () => {
-    expect(thrown(() => requireParentSession(session({ owner: "u2" }), "811", "u1"))).toBeInstanceOf(NotFoundError);
-    expect(thrown(() => requireParentSession(session({ deleted: true }), "811", "u1"))).toBeInstanceOf(NotFoundError);
-    expect(requireParentSession(session(), "811", "u1").sessionId).toBe("811");
+  it("accepts a parent only when it is live and has the same owner in the same scope", () => {
+    const u1 = { owner: "u1", scope: "team-a" };
+    expect(thrown(() => requireParentSession(session({ owner: "u2" }), "811", u1))).toBeInstanceOf(NotFoundError);
+    expect(thrown(() => requireParentSession(session({ deleted: true }), "811", u1))).toBeInstanceOf(NotFoundError);
+    expect(thrown(() => requireParentSession(session({ scope: "team-b" }), "811", u1))).toBeInstanceOf(NotFoundError);
+    expect(requireParentSession(session(), "811", u1).sessionId).toBe("811");
   });
 });
 
 describe("decideInheritance", () => {
-  it("copies the summary only from a live source of the same owner", () => {
-    expect(decideInheritance(session(), "u1")).toEqual({ from: "811", summary: "旧摘要" });
-    expect(decideInheritance(session(), "u2")).toBeUndefined();
-    expect(decideInheritance(undefined, "u1")).toBeUndefined();
-    expect(decideInheritance(session({ deleted: true }), "u1")).toBeUndefined();
-    expect(decideInheritance(session({ summary: "" }), "u1")).toBeUndefined();
+  it("copies the summary only from a live source of the same owner in the same scope", () => {
+    const u1 = { owner: "u1", scope: "team-a" };
+    expect(decideInheritance(session(), u1)).toEqual({ from: "811", summary: "旧摘要" });
+    expect(decideInheritance(session(), { owner: "u2", scope: "team-a" })).toBeUndefined();
+    // The same owner name in another tenant is another person.
+    expect(decideInheritance(session(), { owner: "u1", scope: "team-b" })).toBeUndefined();
+    expect(decideInheritance(undefined, u1)).toBeUndefined();
+    expect(decideInheritance(session({ deleted: true }), u1)).toBeUndefined();
+    expect(decideInheritance(session({ summary: "" }), u1)).toBeUndefined();
   });
 });

@@ -42,6 +42,9 @@ export function kindFromName(name: string): SessionKind {
 export interface SessionState {
   readonly sessionId: string;
   readonly owner: string;
+  /** The creating principal's scope (tenant); with owner and workspace, who may see the session. */
+  readonly scope: string;
+  readonly workspace: string;
   readonly kind: SessionKindName;
   readonly parentSessionId: string | undefined;
   readonly timezone: string;

@@ -81,6 +81,9 @@ export interface StoredObservation {
   readonly workspace: string;
   /** The retention the build asked for ("" = the provider's default). */
   readonly cacheRetention: string;
+  /** Who the session belongs to ("" from builders that did not say). */
+  readonly scope: string;
+  readonly owner: string;
 }
 
 export interface StoredChange extends PrefixChange {
@@ -231,6 +234,8 @@ export function toObservation(row: Row): StoredObservation {
     compactionRequest: bool(row.compaction_request),
     workspace: str(row.workspace),
     cacheRetention: str(row.cache_retention),
+    scope: str(row.scope),
+    owner: str(row.owner),
   };
 }
 

@@ -42,6 +42,8 @@ function observation(
     compactionRequest,
     workspace: "/ws/oc_4fc3",
     cacheRetention: "",
+    scope: "",
+    owner: "",
     eventId,
     sessionId,
     requestId,
@@ -133,6 +135,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0010_cm_collapse_cause_code",
         "0011_cm_observation_workspace",
         "0012_cm_observation_cache_retention",
+        "0013_cm_observation_ownership",
       ]);
       store = new MonitorStore(db);
     });

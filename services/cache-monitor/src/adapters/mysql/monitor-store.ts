@@ -1,3 +1,4 @@
+import type { SessionOwnership } from "@prefix-guard/access";
 import { ensureRowsExist, translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
 import type { AdvisedCall } from "../../domain/retention-advisor";
@@ -106,6 +107,15 @@ export class MonitorStore {
   }
 
   /** The session's last `limit` calls, oldest first, for the retention advisor. */
+  /** Who the session belongs to, from its observed builds (null: none observed). */
+  async sessionOwnership(sessionId: string): Promise<SessionOwnership | null> {
+    try {
+      return await this.observations.sessionOwnership(this.db, sessionId);
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+
   async sessionCalls(sessionId: string, limit: number): Promise<AdvisedCall[]> {
     try {
       return await this.usages.sessionCalls(this.db, sessionId, limit);
@@ -118,9 +128,9 @@ export class MonitorStore {
    * The calls of the sessions built in `workspace` (at most `maxSessions`, most recently built
    * first), each session's last `limit`, grouped by session, oldest first within each.
    */
-  async workspaceCalls(workspace: string, limit: number, maxSessions: number): Promise<AdvisedCall[]> {
+  async workspaceCalls(workspace: string, limit: number, maxSessions: number, scope?: string): Promise<AdvisedCall[]> {
     try {
-      const sessionIds = await this.observations.workspaceSessionIds(this.db, workspace, maxSessions);
+      const sessionIds = await this.observations.workspaceSessionIds(this.db, workspace, maxSessions, scope);
       const calls: AdvisedCall[] = [];
       for (const sessionId of sessionIds) {
         for (const call of await this.usages.sessionCalls(this.db, sessionId, limit))

@@ -1,3 +1,4 @@
+import type { SessionOwnership } from "@prefix-guard/access";
 import type { Knex } from "knex";
 import type { PrefixJoin } from "../../domain/model";
 import {
@@ -6,6 +7,7 @@ import {
   type Row,
   type StoredChange,
   type StoredObservation,
+  str,
   toChange,
   toObservation,
 } from "./monitor-rows";
@@ -85,15 +87,32 @@ export class ObservationStore {
       compaction_request: observation.compactionRequest,
       workspace: observation.workspace,
       cache_retention: observation.cacheRetention,
+      scope: observation.scope,
+      owner: observation.owner,
       received_at_ms: receivedAtMs,
     });
     return true;
   }
 
-  /** Sessions built in `workspace`, the most recently built first. */
-  async workspaceSessionIds(executor: DbExecutor, workspace: string, max: number): Promise<string[]> {
+  /**
+   * Who the session belongs to, as its latest observed build said; null when no build of it was
+   * observed. A session's scope and owner never change, so any build would do; the latest is one row.
+   */
+  async sessionOwnership(executor: DbExecutor, sessionId: string): Promise<SessionOwnership | null> {
+    const row = (await executor("cm_prefix_observation")
+      .where({ session_id: sessionId })
+      .orderBy([
+        { column: "occurred_at_ms", order: "desc" },
+        { column: "event_id", order: "desc" },
+      ])
+      .first("scope", "owner", "workspace")) as Row | undefined;
+    return row === undefined ? null : { scope: str(row.scope), owner: str(row.owner), workspace: str(row.workspace) };
+  }
+
+  /** Sessions built in `workspace`, the most recently built first; with `scope`, only that scope's. */
+  async workspaceSessionIds(executor: DbExecutor, workspace: string, max: number, scope?: string): Promise<string[]> {
     const rows = (await executor("cm_prefix_observation")
-      .where({ workspace })
+      .where(scope === undefined ? { workspace } : { workspace, scope })
       .groupBy("session_id")
       .orderByRaw("MAX(occurred_at_ms) DESC")
       .limit(max)

@@ -1,5 +1,10 @@
 import { requireId } from "@prefix-guard/events/ids";
-import { type ServiceRegistration, trailingStringFieldSerializer, withResponseSerializer } from "@prefix-guard/grpc";
+import {
+  callerOf,
+  type ServiceRegistration,
+  trailingStringFieldSerializer,
+  withResponseSerializer,
+} from "@prefix-guard/grpc";
 import {
   type BuildCompactionRequestRequest,
   BuildCompactionRequestResponse,
@@ -38,6 +43,16 @@ const promptAssemblyDefinition = withResponseSerializer(
   ),
 );
 
+/**
+ * Who may call what (README, "Security"): a harness builds for its own sessions; rebuilding a
+ * projection is an operator's repair.
+ */
+export const PROMPT_ASSEMBLY_ACCESS = {
+  buildRequest: ["harness"],
+  buildCompactionRequest: ["harness"],
+  rebuildProjection: ["operator"],
+} as const satisfies ServiceRegistration["access"];
+
 export function promptAssemblyRegistration(deps: {
   builder: PromptBuilder;
   projection: SessionProjection;
@@ -48,13 +63,15 @@ export function promptAssemblyRegistration(deps: {
   return {
     name: "prefixguard.assembly.v1.PromptAssembly",
     definition: promptAssemblyDefinition,
+    access: PROMPT_ASSEMBLY_ACCESS,
     methods: {
-      buildRequest: async (request: BuildRequestRequest) => {
-        const response = await deps.builder.buildRequest(request);
+      buildRequest: async (request: BuildRequestRequest, call: object) => {
+        const response = await deps.builder.buildRequest(request, callerOf(call));
         deps.afterBuild(request, response);
         return response;
       },
-      buildCompactionRequest: (request: BuildCompactionRequestRequest) => deps.builder.buildCompactionRequest(request),
+      buildCompactionRequest: (request: BuildCompactionRequestRequest, call: object) =>
+        deps.builder.buildCompactionRequest(request, callerOf(call)),
       rebuildProjection: async (request: RebuildProjectionRequest): Promise<RebuildProjectionResponse> => {
         requireId(request.sessionId, "session_id");
         const rebuilt = await deps.projection.rebuildSession(request.sessionId, deps.sessions);

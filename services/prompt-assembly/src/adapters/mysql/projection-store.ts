@@ -26,6 +26,8 @@ interface SessionRow {
   timezone: string;
   workspace: string;
   locale: string;
+  owner: string;
+  scope: string;
   generation: number | string;
   boundary_message_id: string | null;
   summary: string | null;
@@ -55,6 +57,8 @@ function toSession(row: SessionRow, where: string): ProjectedSession {
     timezone: row.timezone,
     workspace: row.workspace,
     locale: row.locale === "en" ? "en" : "zh-CN",
+    owner: row.owner,
+    scope: row.scope,
     generation: Number(row.generation),
     boundaryMessageId: row.boundary_message_id,
     summary: row.summary,
@@ -108,6 +112,8 @@ export class ProjectionStore {
           "s.timezone",
           "s.workspace",
           "s.locale",
+          "s.owner",
+          "s.scope",
           "s.generation",
           "s.boundary_message_id",
           "s.summary",
@@ -200,6 +206,8 @@ async function readSessions(
       "timezone",
       "workspace",
       "locale",
+      "owner",
+      "scope",
       "generation",
       "boundary_message_id",
       "summary",
@@ -243,6 +251,8 @@ async function writeSessions(trx: Knex.Transaction, writes: readonly SessionWrit
     timezone: write.session.timezone,
     workspace: write.session.workspace,
     locale: write.session.locale,
+    owner: write.session.owner,
+    scope: write.session.scope,
     generation: write.session.generation,
     boundary_message_id: write.session.boundaryMessageId,
     summary: write.session.summary,

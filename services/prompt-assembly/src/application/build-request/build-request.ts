@@ -17,6 +17,8 @@
 // without user messages, and the request id is a hash of the body, so the same state always gives
 // the same bytes and the same id.
 
+import { type Caller, canSeeSession, isConfined, workspaceAllowed } from "@prefix-guard/access";
+import { PermissionDeniedError } from "@prefix-guard/errors";
 import { sha256HexOfParts } from "@prefix-guard/events";
 import type {
   BuildCompactionRequestRequest,
@@ -187,10 +189,10 @@ export class PromptBuilder {
     }
   }
 
-  async buildRequest(request: BuildRequestRequest): Promise<BuildRequestResponse> {
+  async buildRequest(request: BuildRequestRequest, caller: Caller): Promise<BuildRequestResponse> {
     const { deps, observe } = this;
     const input = timedSync("validate", observe, () => validateBuildRequest(request));
-    const { prepared, rendered } = await this.prepareAndRender(input, (assembledFor) => ({
+    const { prepared, rendered } = await this.prepareAndRender(input, caller, (assembledFor) => ({
       serialized: timedSync("serialize", observe, () => this.serialize(input, assembledFor)),
       fingerprint: timedSync("fingerprint", observe, () =>
         fingerprintRequest(assembledFor.assembled.chatRequest, deps.sha256),
@@ -245,10 +247,13 @@ export class PromptBuilder {
    * Not a turn: the prefix fingerprint is left alone; the build is published as a compaction
    * request so its usage can be recorded against its request id.
    */
-  async buildCompactionRequest(request: BuildCompactionRequestRequest): Promise<BuildCompactionRequestResponse> {
+  async buildCompactionRequest(
+    request: BuildCompactionRequestRequest,
+    caller: Caller,
+  ): Promise<BuildCompactionRequestResponse> {
     const { deps, observe } = this;
     const { input, keepRecentTurns } = timedSync("validate", observe, () => validateCompactionRequest(request));
-    const { prepared, rendered } = await this.prepareAndRender(input, (assembledFor) => {
+    const { prepared, rendered } = await this.prepareAndRender(input, caller, (assembledFor) => {
       const instruction: ChatMessage = {
         role: "user",
         content: [
@@ -291,9 +296,10 @@ export class PromptBuilder {
    */
   private async prepareAndRender<R>(
     input: ValidatedBuildRequest,
+    caller: Caller,
     render: (assembled: Assembled) => R,
   ): Promise<{ prepared: Prepared; rendered: R }> {
-    const { view, rules, guess } = await this.loadViewAndRules(input);
+    const { view, rules, guess } = await this.loadViewAndRules(input, caller);
     let speculated: { assembled: Assembled; rendered: R } | undefined;
     if (guess !== undefined) {
       // Node's HTTP/2 session writes a request's frames from a setImmediate callback: assembling
@@ -381,6 +387,8 @@ export class PromptBuilder {
       generation: prepared.view.generation,
       rulesDecision: prepared.rules.causeName,
       workspace: input.workspace.length > 0 ? input.workspace : prepared.view.workspace,
+      scope: prepared.view.scope,
+      owner: prepared.view.owner,
       ...(prepared.rules.refreshReason === "" ? {} : { rulesRefreshReason: prepared.rules.refreshReason }),
       droppedTurns: prepared.assembled.window.stats.droppedTurns,
       anchorDate: prepared.anchorDate,
@@ -400,8 +408,16 @@ export class PromptBuilder {
    */
   private async loadViewAndRules(
     input: ValidatedBuildRequest,
+    caller: Caller,
   ): Promise<{ view: ProjectedSessionView; rules: Promise<ResolvedRules>; guess: string | undefined }> {
     const { deps, observe } = this;
+    // The rules source names a workspace the server may read files in: a harness may name only its own.
+    if (input.workspace.length > 0 && isConfined(caller) && !workspaceAllowed(caller.principal, input.workspace)) {
+      throw new PermissionDeniedError(`workspace: principal ${caller.principal.name} may not use this workspace`, {
+        reason: "workspace_not_granted",
+        context: { field: "workspace" },
+      });
+    }
     const lookup = (view: Pick<ProjectedSessionView, "generation" | "kind" | "workspace" | "locale">) => ({
       sessionId: input.sessionId,
       // An empty workspace or locale in the request means the session's own (issue 14 §4).
@@ -413,8 +429,11 @@ export class PromptBuilder {
     });
     const resolveFor = (view: Parameters<typeof lookup>[0]) =>
       timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view)));
-    const known = deps.views.peek(input.sessionId);
-    const loading = timed("load_view", observe, () => deps.views.load(input.sessionId, input.minSeq));
+    // Resolve pins rules into the session: it goes out early only for a session this caller may see,
+    // and otherwise only after the view has shown the session exists and is the caller's.
+    const held = deps.views.peek(input.sessionId);
+    const known = held !== undefined && canSeeSession(caller, held) ? held : undefined;
+    const loading = timed("load_view", observe, () => deps.views.load(input.sessionId, input.minSeq, caller));
     if (known === undefined) {
       const view = await loading;
       return { view, rules: resolveFor(view), guess: undefined };

@@ -47,6 +47,9 @@ export interface PrefixRecord {
   readonly rulesRefreshReason?: string;
   /** The build's effective workspace: the request's, or the session's own. */
   readonly workspace: string;
+  /** Who the session belongs to, for cache-monitor's answers to a harness. */
+  readonly scope: string;
+  readonly owner: string;
   readonly droppedTurns: number;
   readonly anchorDate: string;
   readonly dateNotices: readonly string[];
@@ -137,6 +140,8 @@ export function prefixEvents(
           compactionRequest: false,
           workspace: record.workspace,
           cacheRetention: fingerprint.cacheRetention ?? "",
+          scope: record.scope,
+          owner: record.owner,
         },
       },
     },

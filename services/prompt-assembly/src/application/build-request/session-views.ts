@@ -15,6 +15,7 @@
 // A view is only a cache: bounded in bytes (least recently used views go first), and never the
 // only copy of anything.
 
+import { type Caller, requireVisibleSession } from "@prefix-guard/access";
 import { FailedPreconditionError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import type { ProjectionStore } from "../../adapters/mysql/projection-store";
@@ -81,11 +82,11 @@ export class SessionViews {
    * (session_ended for a promoted side task, min_seq_not_reached when session-events itself has
    * not got that far).
    */
-  async load(sessionId: string, minSeq: number): Promise<ProjectedSessionView> {
+  async load(sessionId: string, minSeq: number, caller: Caller): Promise<ProjectedSessionView> {
     const cached = this.cache.get(sessionId) ?? null;
     if (cached !== null && minSeq > 0 && cached.view.lastSeq >= minSeq) {
       this.remember(sessionId, cached);
-      return requireBuildable(cached.view);
+      return requireBuildable(requireVisibleSession(caller, cached.view, sessionId));
     }
     let entry = cached ?? (await this.readStored(sessionId));
     try {
@@ -103,6 +104,7 @@ export class SessionViews {
       if (freshest === null || freshest.view.lastSeq < minSeq) throw error;
       entry = freshest;
     }
+    requireVisibleSession(caller, entry.view, sessionId);
     if (entry.view.lastSeq < minSeq) {
       throw new FailedPreconditionError(
         `min_seq ${minSeq} is beyond session ${sessionId}'s last event (seq ${entry.view.lastSeq}) in session-events`,
@@ -113,7 +115,9 @@ export class SessionViews {
       );
     }
     this.remember(sessionId, entry);
-    return requireBuildable(entry.view);
+    // Before anything else is said about it (deleted, ended, behind min_seq would each confirm it
+    // exists): another tenant's session is a missing one.
+    return requireBuildable(requireVisibleSession(caller, entry.view, sessionId));
   }
 
   /** The view held in memory, as last read (possibly behind the store); no I/O. */

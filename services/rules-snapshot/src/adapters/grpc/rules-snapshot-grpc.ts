@@ -10,6 +10,18 @@ import {
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { RulesSnapshotService } from "../../application/rules-snapshot-service";
 
+/**
+ * Who may call what (README, "Security"). Only prompt-assembly resolves: it does so for a session it
+ * has loaded and shown to belong to its caller, so a harness can neither pin rules into another
+ * tenant's session nor make rows for sessions that do not exist. Get shows pinned rules text, which
+ * is content: operators, not SREs.
+ */
+export const RULES_SNAPSHOT_ACCESS = {
+  resolve: ["peer"],
+  invalidate: ["operator"],
+  get: ["operator", "peer"],
+} as const satisfies ServiceRegistration["access"];
+
 function requireSessionId(sessionId: string): string {
   return requireId(sessionId, "session_id");
 }
@@ -21,6 +33,7 @@ export function rulesSnapshotRegistration(
   return {
     name: "prefixguard.rules.v1.RulesSnapshot",
     definition: RulesSnapshotDefinition,
+    access: RULES_SNAPSHOT_ACCESS,
     methods: {
       resolve: async (request: ResolveRequest) => {
         const response = await service.resolveWorkspaceRules(request);

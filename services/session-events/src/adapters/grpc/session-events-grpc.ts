@@ -1,29 +1,46 @@
-import type { ServiceRegistration } from "@prefix-guard/grpc";
+import { callerOf, type ServiceRegistration } from "@prefix-guard/grpc";
 import { SessionEventsService } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import type { SessionCommands } from "../../application/session-commands";
 
-/** Thin: each RPC is the command of the same name; `afterWrite` nudges the relay. */
+/**
+ * Who may call what (README, "Security"). A harness works on its own sessions; prompt-assembly (a
+ * peer) reads any session's events to build; no fleet role writes or reads content here.
+ */
+export const SESSION_EVENTS_ACCESS = {
+  createSession: ["harness"],
+  saveMessage: ["harness"],
+  deleteMessage: ["harness"],
+  commitCompaction: ["harness"],
+  deleteSession: ["harness"],
+  promoteSideTask: ["harness"],
+  readEvents: ["harness", "peer"],
+  getSession: ["harness", "peer"],
+  listMessages: ["harness"],
+} as const satisfies ServiceRegistration["access"];
+
+/** Thin: each RPC is the command of the same name, for its caller; `afterWrite` nudges the relay. */
 export function sessionEventsRegistration(commands: SessionCommands, afterWrite: () => void): ServiceRegistration {
   const write =
-    <Req, Res>(run: (request: Req) => Promise<Res>) =>
-    async (request: Req) => {
-      const response = await run(request);
+    <Req, Res>(run: (request: Req, call: object) => Promise<Res>) =>
+    async (request: Req, call: object) => {
+      const response = await run(request, call);
       afterWrite();
       return response;
     };
   return {
     name: "prefixguard.sessionevents.v1.SessionEvents",
     definition: SessionEventsService,
+    access: SESSION_EVENTS_ACCESS,
     methods: {
-      createSession: write((r) => commands.createSession(r)),
-      saveMessage: write((r) => commands.saveMessage(r)),
-      deleteMessage: write((r) => commands.deleteMessage(r)),
-      commitCompaction: write((r) => commands.commitCompaction(r)),
-      deleteSession: write((r) => commands.deleteSession(r)),
-      promoteSideTask: write((r) => commands.promoteSideTask(r)),
-      readEvents: (r) => commands.readEvents(r),
-      getSession: (r) => commands.getSession(r),
-      listMessages: (r) => commands.listMessages(r),
+      createSession: write((r, call) => commands.createSession(r, callerOf(call))),
+      saveMessage: write((r, call) => commands.saveMessage(r, callerOf(call))),
+      deleteMessage: write((r, call) => commands.deleteMessage(r, callerOf(call))),
+      commitCompaction: write((r, call) => commands.commitCompaction(r, callerOf(call))),
+      deleteSession: write((r, call) => commands.deleteSession(r, callerOf(call))),
+      promoteSideTask: write((r, call) => commands.promoteSideTask(r, callerOf(call))),
+      readEvents: (r, call) => commands.readEvents(r, callerOf(call)),
+      getSession: (r, call) => commands.getSession(r, callerOf(call)),
+      listMessages: (r, call) => commands.listMessages(r, callerOf(call)),
     } as ServiceRegistration["methods"],
   };
 }

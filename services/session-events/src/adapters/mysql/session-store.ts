@@ -3,6 +3,7 @@
 // are decoded here, once, into the domain's and the contract's shapes; the application never sees
 // a column name.
 
+import type { SessionOwnership } from "@prefix-guard/access";
 import { withSql } from "@prefix-guard/db";
 import { decodeSessionEvent } from "@prefix-guard/events";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
@@ -37,6 +38,8 @@ interface SessionRow {
   deleted: number | boolean;
   ended: number | boolean;
   locale: string;
+  scope: string;
+  created_by: string;
 }
 
 interface MessageRow {
@@ -86,6 +89,9 @@ export interface NewSession {
   readonly inheritedSummaryFrom: string | undefined;
   readonly createdAtMs: number;
   readonly locale: string;
+  readonly scope: string;
+  /** The principal that created it: its session quota counts its live sessions. */
+  readonly createdBy: string;
 }
 
 /** What a write changes on the session row besides last_seq. */
@@ -157,9 +163,17 @@ export class SessionTransaction {
       deleted: false,
       ended: false,
       locale: session.locale,
+      scope: session.scope,
+      created_by: session.createdBy,
     };
     await this.trx("session").insert(row);
     return toSession(row);
+  }
+
+  /** Live sessions a principal created: what its session quota is checked against. */
+  async countLiveSessionsCreatedBy(principal: string): Promise<number> {
+    const row = await this.trx("session").where({ created_by: principal, deleted: false }).count({ n: "*" }).first();
+    return Number((row as { n?: number | string } | undefined)?.n ?? 0);
   }
 
   async appendEvent(sessionId: string, event: EventRow): Promise<void> {
@@ -236,10 +250,10 @@ export class SessionStore {
     return readSessionState(this.db, sessionId, false);
   }
 
-  /** The session as the contract shows it, deleted ones included. */
-  async getSession(sessionId: string): Promise<Session | undefined> {
+  /** The session as the contract shows it, deleted ones included, with the scope that decides who sees it. */
+  async getSession(sessionId: string): Promise<(Session & { readonly scope: string }) | undefined> {
     const row: SessionRow | undefined = await this.db("session").where({ session_id: sessionId }).first();
-    return row === undefined ? undefined : toSession(row);
+    return row === undefined ? undefined : { ...toSession(row), scope: row.scope };
   }
 
   async listMessages(sessionId: string, includeDeleted: boolean): Promise<StoredMessage[]> {
@@ -257,10 +271,10 @@ export class SessionStore {
     sessionId: string,
     afterSeq: number,
     limit: number,
-  ): Promise<{ events: SessionEvent[]; lastSeq: number } | undefined> {
+  ): Promise<{ events: SessionEvent[]; lastSeq: number; ownership: SessionOwnership } | undefined> {
     const rows = await withSql(this.db, (sql) =>
-      sql.rows<{ last_seq: number | string; payload: unknown }>(
-        `SELECT s.last_seq, e.payload FROM session s
+      sql.rows<{ last_seq: number | string; scope: string; owner: string; workspace: string; payload: unknown }>(
+        `SELECT s.last_seq, s.scope, s.owner, s.workspace, e.payload FROM session s
            LEFT JOIN session_event e ON e.session_id = s.session_id AND e.seq > ? AND e.seq <= s.last_seq
          WHERE s.session_id = ? ORDER BY e.seq LIMIT ?`,
         [afterSeq, sessionId, limit],
@@ -271,7 +285,11 @@ export class SessionStore {
     const events = rows
       .filter((row) => row.payload !== null)
       .map((row) => decodeSessionEvent(payloadBytes(row.payload)));
-    return { events, lastSeq: Number(first.last_seq) };
+    return {
+      events,
+      lastSeq: Number(first.last_seq),
+      ownership: { scope: first.scope, owner: first.owner, workspace: first.workspace },
+    };
   }
 }
 
@@ -295,6 +313,8 @@ function toSessionState(row: SessionRow): SessionState {
   return {
     sessionId: row.session_id,
     owner: row.owner,
+    scope: row.scope,
+    workspace: row.workspace,
     kind: row.kind as SessionKindName,
     parentSessionId: row.parent_session_id ?? undefined,
     timezone: row.timezone,
