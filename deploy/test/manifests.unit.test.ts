@@ -1,11 +1,13 @@
 // Static checks of deploy/docker, deploy/compose and deploy/k8s against the code they deploy: nothing
 // is built or run (no container engine needed). Entrypoints, ports, health service names, env var
-// names and values, topics and retention all come from the services' own sources and schemas.
+// names and values, topics and retention all come from the services' own sources and schemas; the
+// certificates' names from the commands of deploy/DEPLOY.md that issue them.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, posix, resolve } from "node:path";
 import type { z } from "@prefix-guard/config";
 import { parseDatabaseUrl } from "@prefix-guard/db";
 import { dlqTopic, Topics } from "@prefix-guard/events";
+import { parsePrincipals } from "@prefix-guard/grpc";
 import { promptAssemblyConfigSchema } from "@prefix-guard/prompt-assembly";
 import { rulesSnapshotConfigSchema } from "@prefix-guard/rules-snapshot";
 import { defaultTopicSpecs } from "@prefix-guard/runtime";
@@ -14,7 +16,7 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { buildTargets } from "../build/build";
 import { buildOnlyPackages } from "../build/package-service";
-import { defaultHealthProbeTimeoutMs, healthProbeEnvNames } from "../docker/health-probe-config";
+import { defaultHealthProbeTimeoutMs, healthProbeEnvNames, parseHealthProbeEnv } from "../docker/health-probe-config";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const at = (...parts: string[]) => join(repoRoot, ...parts);
@@ -136,6 +138,55 @@ const k8sOf = (kind: string, name: string, namespace?: string) =>
     (o) =>
       o.kind === kind && o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace),
   );
+
+/** Env the probe reads and the service does not: allowed next to the schema's names. */
+const probeOnlyEnvNames = new Set<string>(healthProbeEnvNames.filter((name) => name.startsWith("HEALTH_PROBE_")));
+
+// ---------------------------------------------------------------------------------------------
+// Certificates and principals, as DEPLOY.md issues them and the example principals file lists them
+
+const deployDoc = read("deploy/DEPLOY.md");
+
+interface IssuedCertificate {
+  readonly dns: string[];
+  readonly usages: string[];
+}
+
+function issued(subjectAltNames: string, usages: string): IssuedCertificate {
+  const dns = subjectAltNames
+    .split(",")
+    .filter((name) => name.startsWith("DNS:"))
+    .map((name) => name.slice("DNS:".length));
+  return { dns, usages: usages.split(",") };
+}
+
+/** A service's certificate: DEPLOY.md's `issue "$s" ...` line, run by its loop over the services. */
+function serviceCertificate(service: string): IssuedCertificate {
+  const loop = /for s in ([a-z -]+); do\n\s*issue "\$s" "([^"]+)" (\S+)\n/.exec(deployDoc);
+  if (!loop) throw new Error("DEPLOY.md has no loop issuing the services' certificates");
+  expect((loop[1] as string).trim().split(/\s+/).sort()).toEqual([...serviceNames].sort());
+  return issued((loop[2] as string).replaceAll("$s", service), loop[3] as string);
+}
+
+/** A client certificate DEPLOY.md issues by name (`issue NAME "SANS" USAGES`). */
+function namedCertificate(name: string): IssuedCertificate {
+  const line = new RegExp(`^issue ${name} "([^"]+)" (\\S+)$`, "m").exec(deployDoc);
+  if (!line) throw new Error(`DEPLOY.md issues no certificate ${name}`);
+  return issued(line[1] as string, line[2] as string);
+}
+
+interface Principal {
+  name: string;
+  roles: string[];
+  token_sha256?: string[];
+  certificate_names?: string[];
+}
+
+const principalsExampleFile = "deploy/k8s/examples/prefix-guard-principals.example.yaml";
+const principalsExample = parseYamlFile(principalsExampleFile, "1.1");
+const principalsSecret = principalsExample[0]?.body as unknown as K8sObject & { stringData: Record<string, string> };
+const [principalsKey = "", principalsJson = "{}"] = Object.entries(principalsSecret.stringData ?? {})[0] ?? [];
+const examplePrincipals = (JSON.parse(principalsJson) as { principals: Principal[] }).principals;
 
 interface ComposeService {
   image?: string;
@@ -523,7 +574,10 @@ describe.each(serviceNames)("%s", (service) => {
 
     it("configures only env vars its schema knows, with values it accepts, DATABASE_URL from a Secret", () => {
       const env = containerEnv();
-      expectNamesInSchema(service, Object.keys(env));
+      expectNamesInSchema(
+        service,
+        Object.keys(env).filter((name) => !probeOnlyEnvNames.has(name)),
+      );
       const config = parseEnv(service, env);
       expect(config.TRANSPORT).toBe("kafka");
       expect(config.GRPC_HOST).toBe("0.0.0.0");
@@ -565,6 +619,103 @@ describe.each(serviceNames)("%s", (service) => {
       const entry = kustomizationImages().find((image) => image.name === `prefix-guard/${service}`);
       expect(entry?.newTag ?? entry?.digest).toBeDefined();
       expect(["dev", "latest"]).not.toContain(entry?.newTag);
+    });
+
+    /** The Secret and key a file path is read from, with its mount checked: whole and read-only. */
+    const secretFileOf = (path: unknown): { secretName: string; key: string } => {
+      expect(typeof path, "a file path").toBe("string");
+      const mount = ((container().volumeMounts ?? []) as Free[]).find((m) =>
+        (path as string).startsWith(`${m.mountPath}/`),
+      );
+      expect(mount, `${String(path)} lies in a mounted volume`).toBeDefined();
+      expect(mount.readOnly, `${mount.mountPath} is mounted read-only`).toBe(true);
+      // kubelet never updates a subPath mount: a rotated Secret would not reach the pod.
+      expect(mount.subPath, `${mount.mountPath} has no subPath`).toBeUndefined();
+      const volume = ((deployment().spec.template.spec.volumes ?? []) as Free[]).find((v) => v.name === mount.name);
+      expect(volume?.secret?.secretName, `volume ${mount.name} is a Secret`).toBeDefined();
+      expect(volume.secret.items, "file names are the Secret's keys").toBeUndefined();
+      return { secretName: volume.secret.secretName, key: (path as string).slice(mount.mountPath.length + 1) };
+    };
+    const secretKeyRefOf = (name: string) =>
+      ((container().env ?? []) as Free[]).find((e) => e.name === name)?.valueFrom?.secretKeyRef;
+
+    it("listens off loopback only with TLS, client certificates and the shared principals Secret", () => {
+      const config = parseEnv(service, containerEnv());
+      expect(config.GRPC_HOST).not.toMatch(/^(127\.|localhost$|::1$)/);
+      const tls = { secretName: `${service}-tls` };
+      expect(secretFileOf(config.GRPC_TLS_CERT_FILE)).toEqual({ ...tls, key: "tls.crt" });
+      expect(secretFileOf(config.GRPC_TLS_KEY_FILE)).toEqual({ ...tls, key: "tls.key" });
+      expect(secretFileOf(config.GRPC_TLS_CLIENT_CA_FILE), "mTLS").toEqual({ ...tls, key: "ca.crt" });
+      expect(secretFileOf(config.PRINCIPALS_FILE)).toEqual({
+        secretName: principalsSecret.metadata.name,
+        key: principalsKey,
+      });
+    });
+
+    it("probes its own TLS with its own certificate, checking the name clients dial", () => {
+      const probe = parseHealthProbeEnv(containerEnv());
+      const tls = { secretName: `${service}-tls` };
+      expect(secretFileOf(probe.caFile)).toEqual({ ...tls, key: "ca.crt" });
+      expect(secretFileOf(probe.client?.certFile)).toEqual({ ...tls, key: "tls.crt" });
+      expect(secretFileOf(probe.client?.keyFile)).toEqual({ ...tls, key: "tls.key" });
+      const certificate = serviceCertificate(service);
+      expect(certificate.usages, "serves, and authenticates its probe").toEqual(["serverAuth", "clientAuth"]);
+      expect(certificate.dns).toContain(probe.serverName);
+    });
+
+    it("reaches Kafka over SASL_SSL, verified against the cluster CA, as its own user from a Secret", () => {
+      const config = parseEnv(service, containerEnv());
+      expect(config.KAFKA_SSL).toBe(true);
+      expect(config.KAFKA_SASL_MECHANISM).toBe("scram-sha-512");
+      expect(secretFileOf(config.KAFKA_SSL_CA_FILE)).toEqual({ secretName: "prefix-guard-kafka-ca", key: "ca.crt" });
+      expect(secretKeyRefOf("KAFKA_SASL_USERNAME")).toEqual({ name: `${service}-kafka`, key: "username" });
+      expect(secretKeyRefOf("KAFKA_SASL_PASSWORD")).toEqual({ name: `${service}-kafka`, key: "password" });
+      expect(config.KAFKA_SASL_PASSWORD_FILE, "one password source, not two").toBeUndefined();
+    });
+
+    it("calls its peers with its own client certificate, at names their certificates carry", () => {
+      const env = containerEnv();
+      const config = parseEnv(service, env);
+      const peers = Object.entries(config).filter(([name]) => name.endsWith("_ADDRESS"));
+      if (peers.length === 0) {
+        expect(Object.keys(env).filter((name) => name.startsWith("PEER_"))).toEqual([]);
+        return;
+      }
+      const identity = { secretName: `${service}-peer-tls` };
+      expect(secretFileOf(config.PEER_TLS_CA_FILE)).toEqual({ ...identity, key: "ca.crt" });
+      expect(secretFileOf(config.PEER_TLS_CERT_FILE)).toEqual({ ...identity, key: "tls.crt" });
+      expect(secretFileOf(config.PEER_TLS_KEY_FILE)).toEqual({ ...identity, key: "tls.key" });
+      for (const [name, address] of peers) {
+        const { host } = hostPort(address as string);
+        expect(serviceCertificate(host.split(".")[0] as string).dns, name).toContain(host);
+      }
+      // Its certificate is a client one, and names the peer principal of the example.
+      const certificate = namedCertificate(`${service}-peer`);
+      expect(certificate.usages).toEqual(["clientAuth"]);
+      const principal = examplePrincipals.find((p) =>
+        (p.certificate_names ?? []).some((n) => certificate.dns.includes(n)),
+      );
+      expect(principal?.roles).toEqual(["peer"]);
+    });
+
+    it("uses only Secrets whose creation DEPLOY.md shows", () => {
+      const podSpec = deployment().spec.template.spec;
+      const names = [
+        ...((podSpec.volumes ?? []) as Free[]).flatMap((v) => (v.secret ? [v.secret.secretName as string] : [])),
+        ...((container().env ?? []) as Free[]).flatMap((e) =>
+          e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name as string] : [],
+        ),
+      ];
+      expect(names.length).toBeGreaterThan(0);
+      // By name, or in DEPLOY.md's loops over the services (`"$s-tls"`).
+      const commands = [...deployDoc.matchAll(/create secret generic ("[^"]+"|\S+)/g)].map((m) =>
+        (m[1] as string).replaceAll('"', ""),
+      );
+      for (const name of names) {
+        expect(commands, `DEPLOY.md creates Secret ${name}`).toContainEqual(
+          commands.includes(name) ? name : name.replace(service, "$s"),
+        );
+      }
     });
 
     it("has a PodDisruptionBudget over its pods that lets a drain evict one at a time", () => {
@@ -718,6 +869,101 @@ describe("Kubernetes workloads", () => {
       expect(autoscaler.spec.minReplicas).toBeGreaterThanOrEqual(2);
       expect(autoscaler.spec.maxReplicas).toBeGreaterThan(autoscaler.spec.minReplicas);
       expect(autoscaler.spec.maxReplicas).toBeLessThanOrEqual(partitions);
+    }
+  });
+});
+
+describe("Kubernetes secrets and authentication", () => {
+  const workloads = k8sObjects.filter((o) => o.kind === "Deployment" || o.kind === "Job");
+  const configMaps = k8sObjects.filter((o) => o.kind === "ConfigMap");
+  /** Every name=value a pod gets as a literal: ConfigMap data and containers' `value:` entries. */
+  const literals = (): Array<[string, string, string]> => [
+    ...configMaps.flatMap((c) =>
+      Object.entries(c.data ?? {}).map(([name, value]): [string, string, string] => [
+        `ConfigMap/${c.metadata.name}`,
+        name,
+        String(value),
+      ]),
+    ),
+    ...workloads.flatMap((w) =>
+      (w.spec.template.spec.containers as Free[]).flatMap((c) =>
+        ((c.env ?? []) as Free[])
+          .filter((e) => e.value !== undefined)
+          .map((e): [string, string, string] => [`${w.kind}/${w.metadata.name}`, e.name, String(e.value)]),
+      ),
+    ),
+  ];
+
+  it("never runs a service unauthenticated or with the removed token list", () => {
+    const refused = ["INSECURE_ALLOW_UNAUTHENTICATED", "GRPC_AUTH_TOKENS", "PEER_AUTH_TOKEN"];
+    expect(literals().filter(([, name]) => refused.includes(name))).toEqual([]);
+    const fromSecrets = workloads.flatMap((w) =>
+      (w.spec.template.spec.containers as Free[]).flatMap((c) => ((c.env ?? []) as Free[]).map((e) => e.name)),
+    );
+    expect(fromSecrets.filter((name) => refused.includes(name))).toEqual([]);
+  });
+
+  it("carry no secret as a literal: secrets come from secretKeyRef or mounted files, and no Secret is applied", () => {
+    const secretName = /PASSWORD|TOKEN|SECRET|CREDENTIAL|PRIVATE|DATABASE_URL|(^|_)KEY$/;
+    const secretValue = [/:\/\/[^/@\s:]+:[^/@\s]+@/, /-----BEGIN/, /^[0-9a-f]{64}$/i, /^Bearer\s/i];
+    const all = literals();
+    expect(all.length).toBeGreaterThan(0);
+    for (const [where, name, value] of all) {
+      if (!name.endsWith("_FILE")) expect(secretName.test(name), `${where} ${name}`).toBe(false);
+      for (const pattern of secretValue) expect(pattern.test(value), `${where} ${name}`).toBe(false);
+    }
+    // Secret objects in the kustomization would put their data in the repository and overwrite the
+    // live ones on every apply.
+    expect(k8sObjects.filter((o) => o.kind === "Secret").map((o) => o.metadata.name)).toEqual([]);
+  });
+
+  it("ship principals only as an example: placeholder hashes, not applied by the kustomization", () => {
+    expect(principalsSecret).toMatchObject({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "prefix-guard-principals", namespace: "prefix-guard" },
+    });
+    expect(principalsExample).toHaveLength(1);
+    expect(Object.keys(principalsSecret.stringData)).toEqual([principalsKey]);
+    // The services would load it as it stands: the format is the one they parse.
+    expect(parsePrincipals(principalsJson).principals.map((p) => p.name)).toEqual(examplePrincipals.map((p) => p.name));
+    expect(read(principalsExampleFile)).toMatch(/EXAMPLE ONLY[\s\S]*replace/);
+    const resources = (k8s.find((m) => m.body.kind === "Kustomization")?.body.resources as string[]) ?? [];
+    expect(resources.filter((r) => r.includes("example") || r.includes("principals"))).toEqual([]);
+    const names = examplePrincipals.map((p) => p.name);
+    expect(new Set(names).size).toBe(names.length);
+    const serviceNamesOnCertificates = new Set(serviceNames.flatMap((s) => serviceCertificate(s).dns));
+    for (const principal of examplePrincipals) {
+      expect(principal.roles.length, principal.name).toBeGreaterThan(0);
+      for (const role of principal.roles) expect(["harness", "peer", "operator", "sre"]).toContain(role);
+      const hashes = principal.token_sha256 ?? [];
+      expect(hashes.length + (principal.certificate_names ?? []).length, principal.name).toBeGreaterThan(0);
+      // One hex digit repeated: the format is right, and no token anyone holds hashes to it.
+      for (const hash of hashes) expect(hash, principal.name).toMatch(/^([0-9a-f])\1{63}$/);
+      // Every service certificate carries its Service's names: such a principal would be every service.
+      for (const name of principal.certificate_names ?? [])
+        expect(serviceNamesOnCertificates.has(name), `${principal.name}: ${name}`).toBe(false);
+    }
+  });
+});
+
+describe("compose authentication", () => {
+  const loopback = /^(127\.|localhost$|::1$)/;
+
+  it("each service bound off loopback runs with principals or, explicitly, unauthenticated", () => {
+    for (const service of serviceNames) {
+      const env = composeEnv(compose.services[service] ?? {});
+      if (loopback.test(env.GRPC_HOST ?? "127.0.0.1")) continue;
+      expect(
+        env.PRINCIPALS_FILE !== undefined || env.INSECURE_ALLOW_UNAUTHENTICATED === "true",
+        `${service} would refuse to start`,
+      ).toBe(true);
+    }
+  });
+
+  it("publishes nothing beyond the host's loopback, since nothing in it authenticates", () => {
+    for (const [name, definition] of Object.entries(compose.services)) {
+      for (const published of definition.ports ?? []) expect(published, name).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
     }
   });
 });
