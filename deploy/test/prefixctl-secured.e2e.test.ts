@@ -1,20 +1,28 @@
 import { silentLogger } from "@prefix-guard/logging";
 import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type PrincipalsFixture, testToken, writePrincipalsFile } from "./principals-fixture";
 import { openMemoryBus, runPrefixctl } from "./support";
 import { makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
 
-const SRE_TOKEN = "sre-token-abcdefghijklmn";
+// Reading a pinned snapshot (rules text, which is content) is an operator's, not an SRE's.
+const OPERATOR_TOKEN = testToken("operator");
+const SRE_TOKEN = testToken("sre");
 
 const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
 describe("prefixctl with --ca, --cert/--key and --token", () => {
   let tls: TlsFixture;
+  let principals: PrincipalsFixture;
   let address: string;
   let stop: () => Promise<void>;
 
   beforeAll(async () => {
     tls = makeTlsFixture();
+    principals = writePrincipalsFile([
+      { name: "operator", roles: ["operator"], tokens: [OPERATOR_TOKEN] },
+      { name: "sre", roles: ["sre"], tokens: [SRE_TOKEN] },
+    ]);
     const memory = await openMemoryBus();
     const bus = memory.bus;
     const service = await startRulesSnapshot(
@@ -22,7 +30,7 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
         GRPC_PORT: "0",
         DATABASE_URL: "sqlite::memory:",
         ...serverTlsEnv(tls),
-        GRPC_AUTH_TOKENS: `sre:${SRE_TOKEN}`,
+        ...principals.env(),
       }),
       { bus, logger: silentLogger() },
     );
@@ -39,6 +47,7 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
     stop = async () => {
       await service.stop();
       await memory.close();
+      principals.remove();
     };
   });
   afterAll(async () => stop?.());
@@ -47,7 +56,16 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
   const mtls = () => ["--ca", tls.caCert, "--cert", tls.clientCert, "--key", tls.clientKey];
 
   it("reads the snapshot over mTLS with the token", async () => {
-    const result = await prefixctl(["snapshot", "get", "811", "--json", ...target(), ...mtls(), "--token", SRE_TOKEN]);
+    const result = await prefixctl([
+      "snapshot",
+      "get",
+      "811",
+      "--json",
+      ...target(),
+      ...mtls(),
+      "--token",
+      OPERATOR_TOKEN,
+    ]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ session_id: "811", found: true });
@@ -59,7 +77,7 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
       PREFIXCTL_CA: tls.caCert,
       PREFIXCTL_CERT: tls.clientCert,
       PREFIXCTL_KEY: tls.clientKey,
-      PREFIXCTL_TOKEN: SRE_TOKEN,
+      PREFIXCTL_TOKEN: OPERATOR_TOKEN,
     });
     expect(stderr).toBe("");
     expect(code).toBe(0);
@@ -71,7 +89,16 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
     expect(noToken.code).toBe(1);
     expect(noToken.stderr).toMatch(/UNAUTHENTICATED/);
 
-    const plaintext = await prefixctl(["snapshot", "get", "811", ...target(), "--token", SRE_TOKEN, "--timeout", "2s"]);
+    const plaintext = await prefixctl([
+      "snapshot",
+      "get",
+      "811",
+      ...target(),
+      "--token",
+      OPERATOR_TOKEN,
+      "--timeout",
+      "2s",
+    ]);
     expect(plaintext.code).toBe(1);
     expect(plaintext.stderr).toMatch(/rules-snapshot/);
 
@@ -89,5 +116,12 @@ describe("prefixctl with --ca, --cert/--key and --token", () => {
     ]);
     expect(missingKey.code).toBe(2);
     expect(missingKey.stderr).toMatch(/--key \/nonexistent\/client\.key: .*ENOENT/);
+  });
+
+  it("is refused with a valid token of a principal whose role may not read snapshots", async () => {
+    const sre = await prefixctl(["snapshot", "get", "811", "--json", ...target(), ...mtls(), "--token", SRE_TOKEN]);
+    expect(sre.code).toBe(1);
+    expect(sre.stderr).toMatch(/PERMISSION_DENIED/);
+    expect(sre.stdout).not.toContain("/srv/ws/oc_4fc3");
   });
 });

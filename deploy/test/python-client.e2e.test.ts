@@ -12,6 +12,7 @@ import { bearerMetadata } from "@prefix-guard/grpc";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type PrincipalsFixture, testToken, writePrincipalsFile } from "./principals-fixture";
 import { type Stack, startStack } from "./stack";
 import { type DebianTooling, installPythonTooling, repoRoot } from "./support";
 
@@ -22,9 +23,9 @@ const fixedNow = Date.UTC(2026, 9, 12, 7, 50);
 const turns = 8;
 const contextWindow = 16_000;
 const workspace = "/srv/workspaces/demo";
-// Every service requires a bearer token, so both clients' token options are exercised too.
-const HARNESS_TOKEN = "harness-token-0123456789";
-const ASSEMBLY_TOKEN = "assembly-token-abcdefghij";
+// Every service reads a principals file, so both clients' token options are exercised too.
+const HARNESS_TOKEN = testToken("harness");
+const ASSEMBLY_TOKEN = testToken("prompt-assembly");
 
 interface LoopLine {
   kind: "turn" | "compaction";
@@ -149,6 +150,7 @@ describe("the Python client, built offline and installed in a venv outside the r
   let work: string | undefined;
   let venvPython = "";
   let stack: Stack | undefined;
+  let principals: PrincipalsFixture | undefined;
 
   beforeAll(async () => {
     tooling = installPythonTooling();
@@ -162,15 +164,19 @@ describe("the Python client, built offline and installed in a venv outside the r
     venvPython = join(work, "venv/bin/python");
     const wheels = spawnSync("bash", ["-c", `ls ${join(work, "dist")}/prefix_guard-*.whl`], { encoding: "utf8" });
     await mustRun(venvPython, ["-m", "pip", "install", "--quiet", "--no-index", wheels.stdout.trim()], work);
+    principals = writePrincipalsFile([
+      { name: "harness", roles: ["harness"], tokens: [HARNESS_TOKEN] },
+      { name: "prompt-assembly", roles: ["peer"], tokens: [ASSEMBLY_TOKEN] },
+    ]);
     stack = await startStack({
       cacheMonitor: true,
       now: () => fixedNow,
-      env: { GRPC_AUTH_TOKENS: `harness:${HARNESS_TOKEN},prompt-assembly:${ASSEMBLY_TOKEN}` },
-      serviceEnv: { "prompt-assembly": { PEER_AUTH_TOKEN: ASSEMBLY_TOKEN } },
+      auth: { principalsFile: principals.path, peerToken: ASSEMBLY_TOKEN },
     });
   }, 600_000);
   afterAll(async () => {
     await stack?.stop();
+    principals?.remove();
     if (work) rmSync(work, { recursive: true, force: true });
   });
 

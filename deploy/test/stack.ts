@@ -34,8 +34,14 @@ export interface StackOptions {
   readonly transport?: "embedded" | "kafka";
   readonly now?: () => number;
   readonly cacheMonitor?: boolean;
-  /** Extra environment for every service (e.g. PEER_AUTH_TOKEN). */
+  /** Extra environment for every service. */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Authentication: every service reads this principals file (polled every `reloadMs`, default
+   * 200 ms so a rotation shows within a test), and prompt-assembly presents `peerToken` to its
+   * peers. Without it the services serve the local principal (loopback).
+   */
+  readonly auth?: { readonly principalsFile: string; readonly peerToken?: string; readonly reloadMs?: number };
   /** Extra environment per service. */
   readonly serviceEnv?: Partial<Record<ServiceName, Readonly<Record<string, string>>>>;
   readonly assemblyPorts?: AssemblyPortOverrides;
@@ -90,10 +96,17 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     options.transport === "kafka"
       ? { TRANSPORT: "kafka", KAFKA_BROKERS: testKafkaBrokers.join(",") }
       : { TRANSPORT: "embedded", BUS_DATABASE_URL: await databaseUrl("bus") };
-  const env = { ...transportEnv, GRPC_PORT: "0", LOG_LEVEL: "silent", ...options.env };
+  const auth = options.auth;
+  const authEnv: Record<string, string> =
+    auth === undefined
+      ? {}
+      : { PRINCIPALS_FILE: auth.principalsFile, PRINCIPALS_RELOAD_MS: String(auth.reloadMs ?? 200) };
+  const peerAuthEnv: Record<string, string> = auth?.peerToken === undefined ? {} : { PEER_AUTH_TOKEN: auth.peerToken };
+  const env = { ...transportEnv, GRPC_PORT: "0", LOG_LEVEL: "silent", ...authEnv, ...options.env };
   const envFor = (service: ServiceName, extra: Record<string, string>) => ({
     ...env,
     ...(options.transport === "kafka" ? { CONSUMER_GROUP: `${runId}-${service}` } : {}),
+    ...(service === "prompt-assembly" ? peerAuthEnv : {}),
     ...extra,
     ...options.serviceEnv?.[service],
   });

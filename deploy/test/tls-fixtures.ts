@@ -10,10 +10,23 @@ export interface TlsFixture {
   readonly serverKey: string;
   readonly clientCert: string;
   readonly clientKey: string;
+  /** A second client certificate, whose SANs a principals file may name (CLIENT_CERTIFICATE_NAMES.peer). */
+  readonly peerCert: string;
+  readonly peerKey: string;
   readonly otherCaCert: string;
 }
 
-/** A throwaway CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
+/**
+ * The SANs of the fixture's client certificates, as a principals file's certificate_names lists
+ * them: mTLS alone names a principal when one of these is listed.
+ */
+export const CLIENT_CERTIFICATE_NAMES = {
+  client: "spiffe://prefix-guard.test/client",
+  peer: "spiffe://prefix-guard.test/prompt-assembly",
+  peerDns: "prompt-assembly.prefix-guard.test",
+} as const;
+
+/** A throwaway CA, a server certificate for 127.0.0.1 and two client certificates, made with openssl. */
 export function makeTlsFixture(): TlsFixture {
   const dir = mkdtempSync(join(tmpdir(), "pg-tls-"));
   const p = (name: string) => join(dir, name);
@@ -49,10 +62,18 @@ export function makeTlsFixture(): TlsFixture {
     "/CN=some other CA",
   );
   writeFileSync(p("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
-  writeFileSync(p("client.ext"), "extendedKeyUsage=clientAuth\n");
+  writeFileSync(
+    p("client.ext"),
+    `subjectAltName=URI:${CLIENT_CERTIFICATE_NAMES.client}\nextendedKeyUsage=clientAuth\n`,
+  );
+  writeFileSync(
+    p("peer.ext"),
+    `subjectAltName=DNS:${CLIENT_CERTIFICATE_NAMES.peerDns},URI:${CLIENT_CERTIFICATE_NAMES.peer}\nextendedKeyUsage=clientAuth\n`,
+  );
   for (const [name, ext] of [
     ["server", "server.ext"],
     ["client", "client.ext"],
+    ["peer", "peer.ext"],
   ] as const) {
     ssl(
       "req",
@@ -91,6 +112,8 @@ export function makeTlsFixture(): TlsFixture {
     serverKey: p("server.key"),
     clientCert: p("client.crt"),
     clientKey: p("client.key"),
+    peerCert: p("peer.crt"),
+    peerKey: p("peer.key"),
     otherCaCert: p("other-ca.crt"),
   };
 }

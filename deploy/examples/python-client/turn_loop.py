@@ -64,7 +64,9 @@ def main() -> None:
     parser.add_argument("--session-events", default=os.environ.get("PG_SESSION_EVENTS", "127.0.0.1:50051"))
     parser.add_argument("--prompt-assembly", default=os.environ.get("PG_PROMPT_ASSEMBLY", "127.0.0.1:50053"))
     parser.add_argument("--cache-monitor", default=os.environ.get("PG_CACHE_MONITOR", "127.0.0.1:50054"))
-    parser.add_argument("--token", default=os.environ.get("PG_TOKEN"), help="bearer token (GRPC_AUTH_TOKENS)")
+    parser.add_argument(
+        "--token", default=os.environ.get("PG_TOKEN"), help="bearer token of a harness principal (PRINCIPALS_FILE)"
+    )
     parser.add_argument("--session-id", default="", help="default: a new uuid")
     parser.add_argument("--workspace", default="/srv/workspaces/demo")
     parser.add_argument("--turns", type=int, default=3)

@@ -56,7 +56,13 @@ export function parsePrincipals(text: string, source = "PRINCIPALS_FILE"): Princ
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const [, index, ...rest] = issue?.path ?? [];
-    const where = index === undefined ? "" : `principals[${String(index)}]${rest.length ? `.${rest.join(".")}` : ""}: `;
+    const path = issue?.path ?? [];
+    const where =
+      index === undefined
+        ? path.length > 0
+          ? `${path.join(".")}: `
+          : ""
+        : `principals[${String(index)}]${rest.length ? `.${rest.join(".")}` : ""}: `;
     // zod names unknown keys verbatim; a key can be a pasted secret, so only field-like names are shown.
     const message =
       issue?.code === "unrecognized_keys"

@@ -2,10 +2,17 @@ import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LOCAL_HARNESS } from "@prefix-guard/access";
+import { type Caller, LOCAL_PRINCIPAL } from "@prefix-guard/access";
 import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
-import { AlreadyExistsError, ConflictError, FailedPreconditionError, ValidationError } from "@prefix-guard/errors";
+import {
+  AlreadyExistsError,
+  ConflictError,
+  FailedPreconditionError,
+  NotFoundError,
+  type PermissionDeniedError,
+  ValidationError,
+} from "@prefix-guard/errors";
 import { Topics } from "@prefix-guard/events";
 import { silentLogger } from "@prefix-guard/logging";
 import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
@@ -19,6 +26,9 @@ import { DEFAULT_PRICE_BOOK } from "../domain/pricing";
 import { BuildArrivals } from "./build-arrivals";
 import { BUILD_POLL_MS, type BuildWait, CacheMonitor } from "./cache-monitor";
 import type { ValidPrefixEvent } from "./monitor-events";
+
+/** The local principal as gRPC admits it here: as a peer (RecordUsage) or an SRE (reads), never confined. */
+const LOCAL_FLEET: Caller = { principal: LOCAL_PRINCIPAL, role: "peer" };
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 const T0 = Date.UTC(2026, 9, 14, 4, 0, 0);
@@ -124,7 +134,7 @@ async function normalHistory(monitor: CacheMonitor, sessionId: string, cacheRete
     await monitor.applyPrefixEvent(observed(sessionId, `r${i}`, i === 1, cacheRetention));
     await monitor.recordUsage(
       { sessionId, usage: usage(`r${i}`, { cachedTokens: i === 1 ? 0 : 449_100 }) },
-      LOCAL_HARNESS,
+      LOCAL_FLEET,
     );
   }
   clock += 300_000;
@@ -171,7 +181,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await monitor.applyPrefixEvent(rulesChanged("s-prefix-first", "r6"));
       const prefixFirst = await monitor.recordUsage(
         { sessionId: "s-prefix-first", usage: collapseUsage("r6") },
-        LOCAL_HARNESS,
+        LOCAL_FLEET,
       );
       expect(prefixFirst.collapse).toMatchObject({
         changedSections: ["workspace-rules"],
@@ -202,7 +212,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         reexplainedCollapses: 1,
       });
 
-      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: "s-usage-first", limit: 0 }, LOCAL_HARNESS);
+      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: "s-usage-first", limit: 0 }, LOCAL_FLEET);
       expect(listed.totalCollapses).toBe(1);
       expect(essence(listed.collapses[0]?.collapse)).toEqual(essence(prefixFirst.collapse));
       expect(listed.totals).toEqual([{ section: "workspace-rules", collapses: 1, extraCost: listed.totalExtraCost }]);
@@ -220,7 +230,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await Promise.all(
         sessions.flatMap((session, i) => {
           const work = [
-            () => monitor.recordUsage({ sessionId: session, usage: collapseUsage("r6") }, LOCAL_HARNESS),
+            () => monitor.recordUsage({ sessionId: session, usage: collapseUsage("r6") }, LOCAL_FLEET),
             () => monitor.applyPrefixEvent(observed(session, "r6")),
             () => monitor.applyPrefixEvent(rulesChanged(session, "r6")),
           ];
@@ -231,7 +241,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       for (const session of sessions) {
         const { collapses, totals } = await monitor.listCollapses(
           { sinceMs: 0, sessionId: session, limit: 10 },
-          LOCAL_HARNESS,
+          LOCAL_FLEET,
         );
         expect(collapses.map((c) => [c.collapse?.attribution, c.collapse?.changedSections])).toEqual([
           ["none", ["workspace-rules"]],
@@ -243,7 +253,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     it("prices the miss against the session's norm: 0.8953 paid, ≈ 0.872 extra", async () => {
       const { collapses } = await monitor.listCollapses(
         { sinceMs: 0, sessionId: "s-prefix-first", limit: 10 },
-        LOCAL_HARNESS,
+        LOCAL_FLEET,
       );
       const collapse = collapses[0]?.collapse;
       expect(collapse?.baselineRatio).toBeCloseTo(449_100 / 450_000, 6);
@@ -273,11 +283,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         usage: usage("rr1", { calledAtMs }),
         unbuilt: true,
       });
-      const first = await monitor.recordUsage(unbuiltCall(clock + 1), LOCAL_HARNESS);
-      const again = await monitor.recordUsage(unbuiltCall(clock + 1), LOCAL_HARNESS);
+      const first = await monitor.recordUsage(unbuiltCall(clock + 1), LOCAL_FLEET);
+      const again = await monitor.recordUsage(unbuiltCall(clock + 1), LOCAL_FLEET);
       expect(again).toEqual({ ...first, duplicate: true });
       // A second call that sent the same body is a new call.
-      expect((await monitor.recordUsage(unbuiltCall(clock + 2), LOCAL_HARNESS)).duplicate).toBe(false);
+      expect((await monitor.recordUsage(unbuiltCall(clock + 2), LOCAL_FLEET)).duplicate).toBe(false);
       expect(await count(db, "cm_usage", { session_id: session })).toBe(3);
 
       const usageRows = await db("outbox_message").where({ topic: Topics.llmUsage, message_key: session });
@@ -314,10 +324,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       // Default key: request id + provider response id. The retry sets another called_at_ms (0 = now),
       // as a harness retrying later might not — content is what must match, so it sends the same.
       const call = { sessionId: session, usage: collapseUsage("r6"), providerResponseId: "msg_01ABC" };
-      const first = await monitor.recordUsage(call, LOCAL_HARNESS);
+      const first = await monitor.recordUsage(call, LOCAL_FLEET);
       expect(first).toMatchObject({ duplicate: false, idempotencyKey: "r6:msg_01ABC" });
       expect(first.collapse?.changedSections).toEqual(["workspace-rules"]);
-      const retry = await monitor.recordUsage(call, LOCAL_HARNESS);
+      const retry = await monitor.recordUsage(call, LOCAL_FLEET);
       expect(retry).toEqual({ ...first, duplicate: true });
       expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 1);
       expect(await usagesPublished()).toBe(publishedBefore + 1);
@@ -325,7 +335,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 
       // Same key, other content: refused naming the key, nothing stored.
       const reused = await monitor
-        .recordUsage({ ...call, usage: { ...collapseUsage("r6"), completionTokens: 622 } }, LOCAL_HARNESS)
+        .recordUsage({ ...call, usage: { ...collapseUsage("r6"), completionTokens: 622 } }, LOCAL_FLEET)
         .catch((e: unknown) => e);
       expect(reused).toBeInstanceOf(AlreadyExistsError);
       expect((reused as AlreadyExistsError).reason).toBe("idempotency_key_reused");
@@ -335,11 +345,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       clock += 60_000;
       await monitor.applyPrefixEvent(observed(session, "r7"));
       const keyed = { sessionId: session, usage: usage("r7"), idempotencyKey: "harness-call-7" };
-      expect(await monitor.recordUsage(keyed, LOCAL_HARNESS)).toMatchObject({
+      expect(await monitor.recordUsage(keyed, LOCAL_FLEET)).toMatchObject({
         duplicate: false,
         idempotencyKey: "harness-call-7",
       });
-      expect(await monitor.recordUsage(keyed, LOCAL_HARNESS)).toMatchObject({
+      expect(await monitor.recordUsage(keyed, LOCAL_FLEET)).toMatchObject({
         duplicate: true,
         idempotencyKey: "harness-call-7",
       });
@@ -349,11 +359,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 
       // A bad key is INVALID_ARGUMENT naming it.
       const bad = await monitor
-        .recordUsage({ ...keyed, idempotencyKey: "has space" }, LOCAL_HARNESS)
+        .recordUsage({ ...keyed, idempotencyKey: "has space" }, LOCAL_FLEET)
         .catch((e: unknown) => e);
       expect((bad as ValidationError).field).toBe("idempotency_key");
       const badResponse = await monitor
-        .recordUsage({ ...keyed, providerResponseId: "x".repeat(201) }, LOCAL_HARNESS)
+        .recordUsage({ ...keyed, providerResponseId: "x".repeat(201) }, LOCAL_FLEET)
         .catch((e: unknown) => e);
       expect((badResponse as ValidationError).field).toBe("provider_response_id");
       expect(await count(db, "cm_usage", { session_id: session })).toBe(rowsBefore + 2);
@@ -364,7 +374,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const tables = ["cm_usage", "cm_collapse", "outbox_message"];
       const before = await Promise.all(tables.map((t) => count(db, t)));
       const refused = await monitor
-        .recordUsage({ sessionId: session, usage: usage("never-built") }, LOCAL_HARNESS)
+        .recordUsage({ sessionId: session, usage: usage("never-built") }, LOCAL_FLEET)
         .catch((e) => e);
       expect(refused).toBeInstanceOf(FailedPreconditionError);
       expect((refused as FailedPreconditionError).reason).toBe("request_not_built");
@@ -374,7 +384,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 
       const accepted = await monitor.recordUsage(
         { sessionId: session, usage: usage("never-built"), unbuilt: true },
-        LOCAL_HARNESS,
+        LOCAL_FLEET,
       );
       expect(accepted.duplicate).toBe(false);
       expect(await db("cm_usage").where({ session_id: session }).select("request_id", "unbuilt")).toEqual([
@@ -389,7 +399,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const patient = monitorOn(db, { arrivals, timeoutMs: 10_000, pollMs: 10_000 });
       const session = "s-overtaken";
       const started = performance.now();
-      const recording = patient.recordUsage({ sessionId: session, usage: usage("b1") }, LOCAL_HARNESS);
+      const recording = patient.recordUsage({ sessionId: session, usage: usage("b1") }, LOCAL_FLEET);
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(arrivals.pending).toBe(1);
       expect(await count(db, "cm_usage", { session_id: session })).toBe(0);
@@ -397,7 +407,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect((await recording).duplicate).toBe(false);
       expect(performance.now() - started).toBeLessThan(2_000);
       expect(arrivals.pending).toBe(0);
-      expect((await patient.traceSession(session, 0, LOCAL_HARNESS)).map((b) => [b.requestId, b.hasUsage])).toEqual([
+      expect((await patient.traceSession(session, 0, LOCAL_FLEET)).map((b) => [b.requestId, b.hasUsage])).toEqual([
         ["b1", true],
       ]);
 
@@ -405,7 +415,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const replica = monitorOn(db, { timeoutMs: 10_000, pollMs: 50 });
       const polled = replica.recordUsage(
         { sessionId: session, usage: usage("b2", { calledAtMs: clock + 1 }) },
-        LOCAL_HARNESS,
+        LOCAL_FLEET,
       );
       await new Promise((resolve) => setTimeout(resolve, 100));
       await patient.applyPrefixEvent(observed(session, "b2"));
@@ -424,7 +434,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         ["usage.cached_tokens", { sessionId: "s-bad", usage: usage("x", { cachedTokens: 450_001 }) }],
       ];
       for (const [field, request] of cases) {
-        const error = await monitor.recordUsage(request, LOCAL_HARNESS).catch((e: unknown) => e);
+        const error = await monitor.recordUsage(request, LOCAL_FLEET).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(ValidationError);
         expect((error as ValidationError).field).toBe(field);
       }
@@ -449,7 +459,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
             },
           },
         },
-        LOCAL_HARNESS,
+        LOCAL_FLEET,
       );
       expect(result.collapse).toMatchObject({
         attribution: "provider_only",
@@ -457,7 +467,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         providerCacheMissReason: "cache TTL expired",
         cause: "provider-side cache miss with our prefix unchanged: cache TTL expired",
       });
-      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 }, LOCAL_HARNESS);
+      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 }, LOCAL_FLEET);
       expect(listed.totals.map((t) => t.section)).toEqual(["(none)"]);
     });
 
@@ -467,24 +477,21 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       await normalHistory(monitor, defaultSession);
       clock += 300_000;
       await monitor.applyPrefixEvent(observed(defaultSession, "r6"));
-      const expired = await monitor.recordUsage(
-        { sessionId: defaultSession, usage: collapseUsage("r6") },
-        LOCAL_HARNESS,
-      );
+      const expired = await monitor.recordUsage({ sessionId: defaultSession, usage: collapseUsage("r6") }, LOCAL_FLEET);
       expect(expired.collapse?.causeCode).toBe("ttl_expired");
 
       const optedSession = "s-retention-1h";
       await normalHistory(monitor, optedSession, "1h");
       clock += 300_000;
       await monitor.applyPrefixEvent(observed(optedSession, "r6", false, "1h"));
-      const kept = await monitor.recordUsage({ sessionId: optedSession, usage: collapseUsage("r6") }, LOCAL_HARNESS);
+      const kept = await monitor.recordUsage({ sessionId: optedSession, usage: collapseUsage("r6") }, LOCAL_FLEET);
       // Under a 1-hour retention the entry outlived the 10-minute gap: not an expiry.
       expect(kept.collapse?.causeCode).toBeDefined();
       expect(kept.collapse?.causeCode).not.toBe("ttl_expired");
     });
 
     it("traces every build of a session with its usage, cost, collapse and attribution", async () => {
-      const builds = await monitor.traceSession("s-usage-first", 0, LOCAL_HARNESS);
+      const builds = await monitor.traceSession("s-usage-first", 0, LOCAL_FLEET);
       expect(builds.map((b) => b.requestId)).toEqual(["r1", "r2", "r3", "r4", "r5", "r6"]);
       const [first, , , , normal, collapsed] = builds;
       expect(first).toMatchObject({
@@ -514,11 +521,67 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         attribution: "agree",
       });
       expect(collapsed?.cost).toBeCloseTo(0.8953, 4);
-      expect((await monitor.traceSession("s-usage-first", 2, LOCAL_HARNESS)).map((b) => b.requestId)).toEqual([
+      expect((await monitor.traceSession("s-usage-first", 2, LOCAL_FLEET)).map((b) => b.requestId)).toEqual([
         "r5",
         "r6",
       ]);
-      expect(await monitor.traceSession("s-never-seen", 10, LOCAL_HARNESS)).toEqual([]);
+      expect(await monitor.traceSession("s-never-seen", 10, LOCAL_FLEET)).toEqual([]);
+    });
+
+    it("answers a harness only about its own tenant's sessions, as a missing one otherwise", async () => {
+      const teamA = (requestId: string): ValidPrefixEvent => {
+        const event = observed("s-team-a", requestId);
+        if (event.payload.$case !== "observed") throw new Error("not an observation");
+        return {
+          ...event,
+          payload: { $case: "observed", value: { ...event.payload.value, scope: "team-a", owner: "u1" } },
+        };
+      };
+      const harness = (scope: string, workspaces = ["*"]): Caller => ({
+        role: "harness",
+        principal: { name: `h-${scope}`, roles: new Set(["harness"]), scope, owners: ["*"], workspaces, limits: {} },
+      });
+      const sre: Caller = { role: "sre", principal: { ...harness("ops").principal, roles: new Set(["sre"]) } };
+      clock += 60_000;
+      await monitor.applyPrefixEvent(teamA("a1"));
+      const usages = () => count(db, "cm_usage", { session_id: "s-team-a" });
+      const before = await usages();
+      const intruder = harness("team-b");
+      const refused = await monitor
+        .recordUsage({ sessionId: "s-team-a", usage: usage("a1") }, intruder)
+        .catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(NotFoundError);
+      expect((refused as NotFoundError).reason).toBe("session_not_found");
+      expect(await usages()).toBe(before);
+      for (const read of [
+        () => monitor.traceSession("s-team-a", 10, intruder),
+        () => monitor.listCollapses({ sinceMs: 0, sessionId: "s-team-a", limit: 0 }, intruder),
+        () => monitor.adviseRetention("s-team-a", 0, "", intruder),
+      ])
+        expect(((await read().catch((e: unknown) => e)) as NotFoundError).reason).toBe("session_not_found");
+      // Fleet-wide listing is the SRE's; a harness names its session.
+      const fleet = await monitor
+        .listCollapses({ sinceMs: 0, sessionId: "", limit: 0 }, intruder)
+        .catch((e: unknown) => e);
+      expect((fleet as PermissionDeniedError).reason).toBe("role_required");
+      expect((await monitor.listCollapses({ sinceMs: 0, sessionId: "", limit: 0 }, sre)).collapses).toBeDefined();
+      // Advice for a workspace the harness was not granted is refused; a granted one sees only its tenant.
+      const narrow = harness("team-b", ["/ws/b/"]);
+      const denied = await monitor.adviseRetention("", 0, "/ws/a", narrow).catch((e: unknown) => e);
+      expect((denied as PermissionDeniedError).reason).toBe("workspace_not_granted");
+      // An id no build was observed for is as missing to a harness as another tenant's session.
+      const unknown = await monitor
+        .recordUsage({ sessionId: "s-unknown", usage: usage("u1"), unbuilt: true }, intruder)
+        .catch((e: unknown) => e);
+      expect((unknown as NotFoundError).reason).toBe("session_not_found");
+      expect(
+        ((await monitor.traceSession("s-unknown", 10, intruder).catch((e: unknown) => e)) as NotFoundError).message,
+      ).toBe((refused as NotFoundError).message.replace("s-team-a", "s-unknown"));
+      // The owner's own harness records and reads as before.
+      const own = harness("team-a");
+      expect((await monitor.recordUsage({ sessionId: "s-team-a", usage: usage("a1") }, own)).duplicate).toBe(false);
+      expect((await monitor.traceSession("s-team-a", 10, own)).map((b) => b.requestId)).toEqual(["a1"]);
+      expect((await monitor.traceSession("s-team-a", 10, sre)).map((b) => b.requestId)).toEqual(["a1"]);
     });
   });
 }

@@ -390,13 +390,15 @@ export class CacheMonitor {
    * The build's observation may still be on its way through Kafka, so wait for it (BuildWait).
    */
   /**
-   * A harness is answered only about sessions of its own (scope, owner, workspace), as their observed
-   * builds say; another tenant's session reads as missing. Fleet roles see every session.
+   * A harness is answered only about sessions its own (scope, owner, workspace), as their observed
+   * builds say. A session no build of was observed has no owner here, so it is as missing to a
+   * harness as another tenant's: otherwise an unknown id would answer differently from a foreign one,
+   * and anyone could write usage into a session before its first build arrived. Fleet roles (the
+   * gateway records as a peer) see every session.
    */
   private async requireVisible(caller: Caller, sessionId: string): Promise<void> {
     if (!isConfined(caller)) return;
-    const ownership = await this.deps.store.sessionOwnership(sessionId);
-    if (ownership !== null) requireVisibleSession(caller, ownership, sessionId);
+    requireVisibleSession(caller, (await this.deps.store.sessionOwnership(sessionId)) ?? undefined, sessionId);
   }
 
   private async requireBuilt(sessionId: string, requestId: string): Promise<void> {

@@ -15,7 +15,7 @@
 // A view is only a cache: bounded in bytes (least recently used views go first), and never the
 // only copy of anything.
 
-import { type Caller, requireVisibleSession } from "@prefix-guard/access";
+import { type Caller, requireVisibleSession, sessionNotFound } from "@prefix-guard/access";
 import { FailedPreconditionError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import type { ProjectionStore } from "../../adapters/mysql/projection-store";
@@ -170,10 +170,9 @@ export class SessionViews {
       if (page.events.length === 0 || reached >= page.lastSeq || reached === position) break;
     }
     if (view === null) {
-      throw new NotFoundError(`session ${sessionId} is not known to prompt-assembly`, {
-        reason: "session_not_found",
-        context: { session_id: sessionId },
-      });
+      // Worded as session-events words it, and as another tenant's session is answered: one
+      // "not found" for every reason a caller cannot build this session.
+      throw sessionNotFound(sessionId);
     }
     return view === from?.view ? from : this.entry(view);
   }
