@@ -8,6 +8,7 @@
 // 2^53, truncated frames) is appended by hand. Protobuf is last-wins for a scalar field, so an
 // appended field overrides the baseline's value of the same number.
 
+import { MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from "@prefix-guard/events/json-limits";
 import {
   BuildRequestRequest,
   RebuildProjectionRequest,
@@ -32,6 +33,10 @@ import {
   ReadEventsRequest,
   SaveMessageRequest,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+// The services' own limits, so a row breaks exactly the one the service enforces, and the scrubber's
+// worst shapes (accepted, so not rows: see acceptedHostileSummaries).
+import { MAX_SECTIONS, MAX_TOOLS } from "../../services/prompt-assembly/src/domain/validation";
+import { hostileSummaries } from "../../services/session-events/test/hostile-summaries";
 
 // ---------------------------------------------------------------------------------------------
 // Protobuf wire format by hand.
@@ -144,12 +149,29 @@ const wrongType = (field: string): Expected => ({
   fields: field.includes(".") ? [field, field.slice(0, field.lastIndexOf(".")), "request"] : [field, "request"],
 });
 const tooLarge = (field: string): Expected => ({ code: "TOO_LARGE", field });
+/** A JSON field nested past MAX_JSON_DEPTH, or with more than MAX_JSON_ELEMENTS (pg-reason json_too_deep / json_too_many_elements). */
+const jsonTooDeep = (field: string): Expected => ({
+  code: "INVALID_ARGUMENT",
+  fields: [field],
+  details: new RegExp(`deeper than ${MAX_JSON_DEPTH} levels`),
+});
+const jsonTooManyElements = (field: string): Expected => ({
+  code: "INVALID_ARGUMENT",
+  fields: [field],
+  details: new RegExp(`more than ${MAX_JSON_ELEMENTS} elements`),
+});
 
 // ---------------------------------------------------------------------------------------------
 // Hostile values.
 
 export const TEN_MB = 10 * 1024 * 1024;
 const tenMegabytes = () => "x".repeat(TEN_MB);
+
+/** JSON arrays (or objects with key "a") nested `depth` levels deep. */
+const nestedArrays = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+const nestedObjects = (depth: number) => `${'{"a":'.repeat(depth)}{}${"}".repeat(depth)}`;
+/** A JSON array of `count` zeros: count + 1 elements (the array and each value). */
+const zeros = (count: number) => `[${Array.from({ length: count }, () => "0").join(",")}]`;
 
 /** SQL metacharacters and friends; none of them is a valid id, a zone, a locale or a path. */
 export const SQL_METACHARACTERS: ReadonlyArray<readonly [label: string, value: string]> = [
@@ -625,6 +647,34 @@ const sessionEventsTables = [
         "content[0].tool_call.arguments_json \"{'a':1}\" (not JSON)",
         (b) => asAssistant((v) => toolCall("c1", "shell", v))(b, "{'a':1}"),
       ],
+      [
+        "oversized",
+        `content[0].tool_call.arguments_json nested ${MAX_JSON_DEPTH + 1} objects deep`,
+        (b) => asAssistant((v) => toolCall("c1", "shell", v))(b, nestedObjects(MAX_JSON_DEPTH + 1)),
+        jsonTooDeep("content[0].tool_call.arguments_json"),
+      ],
+      [
+        "oversized",
+        "content[0].tool_call.arguments_json of 500,000 open brackets",
+        (b) => asAssistant((v) => toolCall("c1", "shell", v))(b, "[".repeat(500_000)),
+        jsonTooDeep("content[0].tool_call.arguments_json"),
+      ],
+      [
+        "oversized",
+        `content[0].tool_call.arguments_json of ${MAX_JSON_ELEMENTS + 1} elements`,
+        (b) => asAssistant((v) => toolCall("c1", "shell", v))(b, zeros(MAX_JSON_ELEMENTS)),
+        jsonTooManyElements("content[0].tool_call.arguments_json"),
+      ],
+      [
+        "oversized",
+        `content[1].tool_call.arguments_json nested ${MAX_JSON_DEPTH + 1} arrays deep, after a valid part`,
+        (b) => ({
+          ...b,
+          role: Role.ROLE_ASSISTANT,
+          content: [toolCall("c1", "shell", "{}"), toolCall("c2", "shell", nestedArrays(MAX_JSON_DEPTH + 1))],
+        }),
+        jsonTooDeep("content[1].tool_call.arguments_json"),
+      ],
     ],
   }),
   expand(deleteMessage, {
@@ -789,6 +839,30 @@ const promptAssemblyTables = [
       ["negative-or-overflow", "context_window = 0", set("context_window", 0)],
       ["negative-or-overflow", "max_output_tokens = 0", set("max_output_tokens", 0)],
       ["oversized", "model of 100 KB", set("model", "m".repeat(100_000)), tooLarge("model")],
+      [
+        "oversized",
+        `sections: ${MAX_SECTIONS + 1} (at most ${MAX_SECTIONS})`,
+        withSections(...Array.from({ length: MAX_SECTIONS + 1 }, (_, i) => section(`s${i}`, "x"))),
+        invalid("sections"),
+      ],
+      [
+        "oversized",
+        `tools: ${MAX_TOOLS + 1} (at most ${MAX_TOOLS})`,
+        withTools(...Array.from({ length: MAX_TOOLS + 1 }, (_, i) => tool(`t${i}`, "", '{"type":"object"}'))),
+        invalid("tools"),
+      ],
+      [
+        "oversized",
+        `tools[0].input_schema_json nested ${MAX_JSON_DEPTH + 1} objects deep`,
+        withTools(tool("shell", "", nestedObjects(MAX_JSON_DEPTH + 1))),
+        jsonTooDeep("tools[0].input_schema_json"),
+      ],
+      [
+        "oversized",
+        "tools[1].input_schema_json of 60,000 open brackets, after a valid tool",
+        withTools(tool("shell", "", '{"type":"object"}'), tool("grep", "", `{"a":${"[".repeat(60_000)}`)),
+        jsonTooDeep("tools[1].input_schema_json"),
+      ],
     ],
   }),
 ];
@@ -897,9 +971,58 @@ const cacheMonitorTables = [
       ],
       ["oversized", "usage.model of 201 characters", withUsage({ model: "m".repeat(201) })],
       ["unknown-field", "usage carrying unknown field 99", inUsage(varintField(99, 1)), unknownField(99, "usage")],
+      [
+        "oversized",
+        `raw.usage_json nested ${MAX_JSON_DEPTH + 1} objects deep`,
+        rawUsage({ usageJson: `{"input_tokens":1000,"output_tokens":1,"x":${nestedObjects(MAX_JSON_DEPTH)}}` }),
+        jsonTooDeep("raw.usage_json"),
+      ],
+      [
+        "oversized",
+        `usage.provider_report.raw_json nested ${MAX_JSON_DEPTH + 1} arrays deep`,
+        withUsage({
+          providerReport: {
+            cacheMissReason: "",
+            cacheReadInputTokens: 0,
+            cacheCreationInputTokens: 0,
+            openaiCachedTokens: 0,
+            rawJson: nestedArrays(MAX_JSON_DEPTH + 1),
+          },
+        }),
+        jsonTooDeep("usage.provider_report.raw_json"),
+      ],
     ],
   }),
 ];
+
+// ---------------------------------------------------------------------------------------------
+// Hostile but valid: summaries shaped to make a scrubber backtrack (issue 25 part 4), and the
+// personal terms that go with them. They are not bad input, so they are no rows of the table:
+// hostile-summaries.e2e.test.ts commits each through the running service and expects OK, and
+// commit-compaction-scrub.int.test.ts bounds the scrubber's steps on the same shapes.
+
+/** The most personal_terms CommitCompaction takes; more come from the user's own messages. */
+const MAX_HARNESS_TERMS = 100;
+
+export interface AcceptedCompaction {
+  readonly input: string;
+  readonly summary: string;
+  /** CommitCompaction's personal_terms. */
+  readonly personalTerms: readonly string[];
+  /** User messages to save first, whose self-statements ("我叫…") give the session its own terms. */
+  readonly userMessages: readonly string[];
+}
+
+export function acceptedHostileSummaries(): AcceptedCompaction[] {
+  return hostileSummaries().map(({ name, summary, personalTerms }) => {
+    if (personalTerms.length <= MAX_HARNESS_TERMS) return { input: name, summary, personalTerms, userMessages: [] };
+    const statements = personalTerms.map((term) => `我叫${term}。`);
+    const userMessages = Array.from({ length: Math.ceil(statements.length / 500) }, (_, i) =>
+      statements.slice(i * 500, (i + 1) * 500).join(""),
+    );
+    return { input: name, summary, personalTerms: [], userMessages };
+  });
+}
 
 /** The whole table. Batches run in this order; the DB checksums are compared after each. */
 export const BATCH_ORDER: readonly Batch[] = [

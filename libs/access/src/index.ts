@@ -4,7 +4,7 @@
 
 import { NotFoundError, PermissionDeniedError } from "@prefix-guard/errors";
 
-export const ROLES = ["harness", "peer", "operator", "sre"] as const;
+export const ROLES = ["harness", "peer", "operator", "sre", "subscriber"] as const;
 export type Role = (typeof ROLES)[number];
 
 import type { PrincipalLimits } from "./rate-limiter";
@@ -54,7 +54,7 @@ export const LOCAL_PRINCIPAL: Principal = Object.freeze({
  * Fleet roles come first: a principal that is both an operator and a harness is admitted to
  * RebuildProjection as the operator, and to a session RPC that allows both under the wider role.
  */
-const ADMISSION_ORDER: readonly Role[] = ["peer", "operator", "sre", "harness"];
+const ADMISSION_ORDER: readonly Role[] = ["peer", "operator", "sre", "subscriber", "harness"];
 
 /**
  * The role under which `principal` may make a call allowed to `allowed`; PERMISSION_DENIED naming

@@ -2,6 +2,14 @@ export { decodeEnvelope, type EnvelopeCodec, encodeEnvelope } from "./codec";
 export { newEventId } from "./event-id";
 export { sha256Hex, sha256HexOfParts } from "./hash";
 export {
+  checkJsonLimits,
+  DEFAULT_JSON_LIMITS,
+  type JsonLimits,
+  MAX_JSON_DEPTH,
+  MAX_JSON_ELEMENTS,
+} from "./json-limits";
+export { DATA_KEY_BYTES, type DataKey, newDataKey, openFields, sealedAad, sealFields } from "./sealed-content";
+export {
   decodeSessionEvent,
   encodeSessionEvent,
   SESSION_EVENT_SCHEMA_VERSION,

@@ -3,6 +3,7 @@
 
 import { ValidationError } from "@prefix-guard/errors";
 import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/events/ids";
+import { checkJsonLimits } from "@prefix-guard/events/json-limits";
 import type { ProviderCacheReport, UsageFacts } from "./model";
 
 export const MAX_MODEL_CHARS = 200;
@@ -102,6 +103,8 @@ export function validateUsage(usage: UsageInput | undefined, receivedAtMs: numbe
         `${path}.provider_report.raw_json`,
         `must be at most ${MAX_RAW_REPORT_CHARS} characters`,
       );
+    // Kept as text for operators, whose tools parse it: held to the same shape as every JSON field.
+    checkJsonLimits(report.rawJson, `${path}.provider_report.raw_json`);
   }
   return {
     requestId,

@@ -181,6 +181,13 @@ function writeFast(value: unknown, depth: number, sink: JsonSink): void {
   sink.text += "}";
 }
 
+// Both writers recurse once per level of nesting. That stays shallow because every JSON text a
+// harness sends is held to MAX_JSON_DEPTH (64, @prefix-guard/events/json-limits) before it is parsed:
+// tool arguments when session-events stores them, tool schemas in BuildRequest's validation. What
+// the wire formats build around them adds a handful of levels, so a body stays far below
+// MAX_FAST_DEPTH and the stack. Kept recursive: an explicit stack would slow the hot fast path for
+// no gain at these depths.
+
 /** Thrown by the fast path for anything it will not write; the checking path then names the field. */
 const NOT_PLAIN_JSON: unique symbol = Symbol("not plain JSON");
 /** Deeper than any request body; past it the checking path (which detects cycles) takes over. */

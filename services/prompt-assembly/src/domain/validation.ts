@@ -4,6 +4,7 @@
 
 import { ValidationError } from "@prefix-guard/errors";
 import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/events/ids";
+import { checkJsonLimits } from "@prefix-guard/events/json-limits";
 import type {
   BuildCompactionRequestRequest,
   BuildRequestRequest,
@@ -53,12 +54,26 @@ const MAX_TOOL_SCHEMA_CHARS = 64 * 1024;
 const MAX_MODEL_CHARS = 200;
 const MAX_WORKSPACE_CHARS = 1024;
 const MAX_RULES_CONTENT_CHARS = 1024 * 1024;
+/**
+ * Sections and tools per build. Each section and each tool is hashed, fingerprinted and compared with
+ * the previous build's on every turn, so their number multiplies that work; real harnesses send about
+ * ten sections and a few dozen tools.
+ */
+export const MAX_SECTIONS = 64;
+export const MAX_TOOLS = 256;
 
 /** Checks every field before any I/O. @throws ValidationError naming the first bad field. */
 export function validateBuildRequest(request: BuildRequestRequest): ValidatedBuildRequest {
   requireId(request.sessionId, "session_id", MAX_ID_CHARS);
   if (!Number.isSafeInteger(request.minSeq) || request.minSeq < 0) {
     throw new ValidationError("min_seq", `must be an integer >= 0, got ${String(request.minSeq)}`);
+  }
+
+  if (request.sections.length > MAX_SECTIONS) {
+    throw new ValidationError("sections", `must hold at most ${MAX_SECTIONS} sections, got ${request.sections.length}`);
+  }
+  if (request.tools.length > MAX_TOOLS) {
+    throw new ValidationError("tools", `must hold at most ${MAX_TOOLS} tools, got ${request.tools.length}`);
   }
 
   const keys = new Set<string>();
@@ -103,6 +118,8 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
     }
     names.add(tool.name);
     const field = `tools[${index}].input_schema_json`;
+    // Before parsing: the schema is written back canonically, by a writer that recurses per level.
+    checkJsonLimits(tool.inputSchemaJson, field);
     const schema = parseJsonStrict(tool.inputSchemaJson, field);
     if (!isPlainObject(schema)) throw new ValidationError(field, "must be a JSON object");
     return { name: tool.name, description: tool.description, inputSchema: schema };
@@ -183,7 +200,9 @@ export function validateCompactionRequest(request: BuildCompactionRequestRequest
     const message = error.message.startsWith(`${error.field}: `)
       ? error.message.slice(error.field.length + 2)
       : error.message;
-    throw new ValidationError(`request.${error.field}`, message, { cause: error });
+    // The reason (json_too_deep …) is part of the answer a harness reads, so it moves with the field.
+    const reason = error.reason === undefined ? {} : { reason: error.reason };
+    throw new ValidationError(`request.${error.field}`, message, { ...reason, cause: error });
   }
   const keepRecentTurns = request.keepRecentTurns ?? 0;
   if (!Number.isInteger(keepRecentTurns) || keepRecentTurns < 0 || keepRecentTurns > MAX_KEEP_RECENT_TURNS) {

@@ -248,6 +248,24 @@ export class SessionCommands {
   async commitCompaction(request: CommitCompactionRequest, caller: Caller): Promise<CommitCompactionResponse> {
     const command = validateCommitCompaction(request);
     const { sessionId } = command;
+    const scrub = (userContents: Awaited<ReturnType<SessionTransaction["userMessageContents"]>>) => {
+      const userMessages = userContents.map((content) => ({ role: Role.ROLE_USER, content }));
+      return scrubSummary(command.summary, [...extractPersonalTerms(userMessages), ...command.personalTerms]);
+    };
+    // Scrubbing reads up to 20,000 characters and every user message: it runs before the row lock,
+    // on a read that takes none, so writers of this session never wait for it. The session's terms
+    // change only with a write, and every write moves last_seq: the locked write below keeps this
+    // scrub when last_seq is still the one read here, and scrubs again (under the lock) otherwise.
+    const snapshot = await this.read(sessionId, () =>
+      this.store.transaction(async (tx) => {
+        const session = visible(caller, await tx.readSession(sessionId, false));
+        return session === undefined
+          ? undefined
+          : { lastSeq: session.lastSeq, contents: await tx.userMessageContents(sessionId) };
+      }),
+    );
+    let scrubbed =
+      snapshot === undefined ? undefined : { lastSeq: snapshot.lastSeq, summary: scrub(snapshot.contents) };
     return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
       const session = requireWritableSession(visible(caller, await tx.readSession(sessionId, true)), sessionId);
       const boundary = await tx.readMessage(command.boundaryMessageId);
@@ -262,10 +280,10 @@ export class SessionCommands {
         boundary,
         currentBoundary,
       });
-      const personalTerms = extractPersonalTerms(
-        (await tx.userMessageContents(sessionId)).map((content) => ({ role: Role.ROLE_USER, content })),
-      );
-      const summary = scrubSummary(command.summary, [...personalTerms, ...command.personalTerms]);
+      if (scrubbed?.lastSeq !== session.lastSeq) {
+        scrubbed = { lastSeq: session.lastSeq, summary: scrub(await tx.userMessageContents(sessionId)) };
+      }
+      const { summary } = scrubbed;
       const now = this.deps.now();
       const seq = session.lastSeq + 1;
       await tx.appendEvent(

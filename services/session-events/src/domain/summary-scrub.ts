@@ -2,6 +2,7 @@ import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { COMPOUND_SURNAMES, FUNCTION_SURNAMES, NON_NAME_WORDS, SINGLE_SURNAMES } from "./chinese-surnames";
 import { SUMMARY_MAX_CHARS } from "./limits";
+import { replaceTerms, type ScanWork } from "./term-matcher";
 import { truncateCodePoints } from "./text";
 
 /**
@@ -71,15 +72,30 @@ import { truncateCodePoints } from "./text";
  *    + ( ) . -) matches its digits with any separators, and a CN mobile with or without +86/0086.
  *    Multi-word terms are not split: "Alice Chen" does not scrub a lone "Alice", because parts of names
  *    are ordinary words too often (Will, May, Grace); the harness passes each form it wants removed.
+ *    A term written without a space between Han characters also matches the text with one (王伟, 王 伟).
  * Finally the text is capped at SUMMARY_MAX_CHARS code points, without leaving half a marker.
+ *
+ * Cost (issue 25 part 4): a summary is up to MAX_SUMMARY_INPUT_CHARS of text a model wrote from what a
+ * user said, so every step is linear in its length. Where a regular expression would backtrack over
+ * a run of the same characters (the e-mail local part, the digit groups of an international number, a
+ * lead word followed by spaces) a scanner does the work; the personal terms are found in one pass
+ * (term-matcher.ts). Every regular expression left here is linear by construction: each unbounded
+ * repetition is followed by something it cannot match (\s* then a digit, a letter run then a space),
+ * or by an optional group that has to end in such a thing, so a failed attempt reads a run once and
+ * never tries to split it. ScrubWork counts the scanners' steps, one step per position of the name
+ * scan (each of its look-ups reads a few characters of a fixed word list) and one step per character
+ * for each pass of such a regular expression.
  */
 export const SCRUB_MARKER = "[已移除]";
 
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+/** Work done by scrubSummary, for tests that bound it (see "Cost" above). */
+export type ScrubWork = ScanWork;
 
-const PHONES: readonly RegExp[] = [
+const PHONES_BEFORE_INTERNATIONAL: readonly RegExp[] = [
   /(?<![\d+])(?:(?:\+|00)86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)/g,
-  /(?<![\w+])\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,6}(?!\d)/g,
+];
+// International numbers ("+<country> …", 7–15 digits) are found by scanInternationalPhones.
+const PHONES_AFTER_INTERNATIONAL: readonly RegExp[] = [
   /(?<!\d)(?:\(0\d{2,3}\)\s?|0\d{2,3}[\s-])\d{7,8}(?!\d)/g,
   /(?<!\d)[48]00[\s-]?\d{3}[\s-]?\d{4}(?!\d)/g,
   /(?<!\d)\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)/g,
@@ -111,7 +127,8 @@ const FULL_DATES = [
   String.raw`(?<!\d)${DAY}\s*[-/.]\s*${DAY}\s*[-/.]\s*${YEAR}(?!\d)`,
   String.raw`(?<!\d)${YEAR}\s*年\s*${MONTH}\s*月\s*${DAY}\s*[日号]`,
   `[${CN_DIGIT}]{4}年${CN_MONTH}${CN_DAY}`,
-  `(?:农历|阴历)\\s*(?:[${CN_DIGIT}]{4}年|${YEAR}年)?\\s*(?:闰)?${CN_MONTH}${CN_DAY}`,
+  // The optional year carries its own spaces: "\s*(year)?\s*" would retry every split of a long run of spaces.
+  `(?:农历|阴历)(?:\\s*(?:[${CN_DIGIT}]{4}年|${YEAR}年))?\\s*(?:闰)?${CN_MONTH}${CN_DAY}`,
   String.raw`\b${EN_MONTH}\.?\s+${DAY}(?:st|nd|rd|th)?,?\s+${YEAR}\b`,
   String.raw`\b${DAY}(?:st|nd|rd|th)?\s+(?:of\s+)?${EN_MONTH}\.?,?\s+${YEAR}\b`,
 ].join("|");
@@ -134,11 +151,6 @@ const BIRTH_CLAUSE_FRAGMENTS = new RegExp(
 );
 const SENTENCE = /[^。！？!?；;\n]+[。！？!?；;\n]*/g;
 
-const TERM_RUN = "[\\p{Script=Han}\\p{L}·]{1,40}";
-const ZH_SUMMARY_PHRASE = new RegExp(
-  `(出生于|出生在|出生地\\s*[:：是为]?|生于|籍贯\\s*[:：是为]?|姓名\\s*[:：是为]?|名字(?:是|叫)|名叫|用户叫|我叫|住在|居住在|现居)\\s*(${TERM_RUN})`,
-  "gu",
-);
 const EN_SUMMARY_PHRASE =
   /(\b(?:born in|birthplace(?:\s*:|\s+is)?|name is|named|lives? in))\s+([A-Za-z][A-Za-z'’-]*(?:\s+[A-Za-z][A-Za-z'’-]*){0,3})/giu;
 
@@ -149,39 +161,53 @@ const ZH_NAME_LEAD = /^(?:姓名|名字|名叫|用户叫|我叫)/;
 /**
  * Removes personal data from a summary and caps it; see the heuristics above. `personalTerms` are the
  * names, places and contact data known to belong to the user: what they stated about themselves in this
- * session and what the harness knows from its own account data.
+ * session and what the harness knows from its own account data. `work`, when given, is increased by the
+ * steps taken (see "Cost" above).
  */
-export function scrubSummary(summary: string, personalTerms: readonly string[]): string {
-  let text = summary.replace(EMAIL, SCRUB_MARKER);
-  for (const phone of PHONES) text = text.replace(phone, (match) => (isPhoneDigitCount(match) ? SCRUB_MARKER : match));
-  text = text.replace(DATE_WITH_TIME, SCRUB_MARKER);
-  text = text.replace(SENTENCE, (sentence) =>
-    BIRTH_CONTEXT.test(sentence) ? sentence.replace(BIRTH_CLAUSE_FRAGMENTS, SCRUB_MARKER) : sentence,
+export function scrubSummary(
+  summary: string,
+  personalTerms: readonly string[],
+  work: ScrubWork = { steps: 0 },
+): string {
+  // One step per character for a pass of a regular expression that is linear by construction.
+  const pass = (text: string) => {
+    work.steps += text.length;
+    return text;
+  };
+  let text = scrubEmails(summary, work);
+  for (const phone of PHONES_BEFORE_INTERNATIONAL) text = pass(text).replace(phone, phoneOrKeep);
+  text = scanInternationalPhones(text, work);
+  for (const phone of PHONES_AFTER_INTERNATIONAL) text = pass(text).replace(phone, phoneOrKeep);
+  text = pass(text).replace(DATE_WITH_TIME, SCRUB_MARKER);
+  text = pass(text).replace(SENTENCE, (sentence) =>
+    BIRTH_CONTEXT.test(pass(sentence)) ? pass(sentence).replace(BIRTH_CLAUSE_FRAGMENTS, SCRUB_MARKER) : sentence,
   );
-  text = text.replace(ZH_SUMMARY_PHRASE, (_match, lead: string, run: string) => {
-    const term = ZH_NAME_LEAD.test(lead) ? cutAtName(run) : cutAtStopWords(run);
-    return `${lead}${SCRUB_MARKER}${run.slice(term.length)}`;
-  });
-  text = text.replace(EN_SUMMARY_PHRASE, (match, lead: string, run: string) => {
+  text = scrubZhSummaryPhrases(text, work);
+  text = pass(text).replace(EN_SUMMARY_PHRASE, (match, lead: string, run: string) => {
     const term = englishTerm(run);
     return term === undefined ? match : `${lead} ${SCRUB_MARKER}${run.slice(term.length)}`;
   });
   const terms = [...new Set(personalTerms.map((t) => t.trim()).filter((t) => t.length > 0))];
   // A lone surname as a substring would blank every 王 in 王者荣耀; it is only looked for where names are.
   const extraSurnames = new Set(terms.filter((t) => /^\p{Script=Han}$/u.test(t)));
-  text = outsideMarkers(text, (segment) => scrubChineseNames(segment, extraSurnames));
+  text = outsideMarkers(pass(text), (segment) => scrubChineseNames(segment, extraSurnames, work));
+  // Four passes: honorifics, introductions, "this is … speaking", relationship words.
+  work.steps += 4 * text.length;
   text = outsideMarkers(text, scrubEnglishNames);
-  for (const term of terms.filter((t) => !extraSurnames.has(t)).sort((a, b) => b.length - a.length)) {
-    const pattern = termPattern(term);
-    text = outsideMarkers(text, (segment) => segment.replace(pattern, SCRUB_MARKER));
-  }
-  text = text.replace(/\[已移除\](?:\s*\[已移除\])+/g, SCRUB_MARKER);
-  return capSummary(text);
+  const ordered = terms.filter((t) => !extraSurnames.has(t)).sort((a, b) => b.length - a.length);
+  text = replaceTerms(text, ordered, SCRUB_MARKER, work);
+  text = pass(text).replace(/\[已移除\](?:\s*\[已移除\])+/g, SCRUB_MARKER);
+  return capSummary(pass(text));
 }
 
 /** Applies `scrub` to the text between markers, so a term or a name rule never rewrites a marker's own 已移除. */
 function outsideMarkers(text: string, scrub: (segment: string) => string): string {
   return text.split(SCRUB_MARKER).map(scrub).join(SCRUB_MARKER);
+}
+
+/** A phone pattern's match becomes a marker when it holds 7–15 digits; otherwise it stays as written. */
+function phoneOrKeep(match: string): string {
+  return isPhoneDigitCount(match) ? SCRUB_MARKER : match;
 }
 
 function isPhoneDigitCount(match: string): boolean {
@@ -193,36 +219,231 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-const PHONE_TERM = /^[+\d\s().-]+$/;
-const LATIN_OR_DIGIT_START = /^[\p{Script=Latin}\p{N}]/u;
-const LATIN_OR_DIGIT_END = /[\p{Script=Latin}\p{N}]$/u;
-const HAN_START = /^\p{Script=Han}/u;
-const HAN_END = /\p{Script=Han}$/u;
+const isAsciiDigit = (code: number): boolean => code >= 0x30 && code <= 0x39;
+const isAsciiLetter = (code: number): boolean => (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
+const isAsciiAlnum = (code: number): boolean => isAsciiDigit(code) || isAsciiLetter(code);
+/** [A-Za-z0-9._%+-] */
+const isEmailLocal = (code: number): boolean =>
+  isAsciiAlnum(code) || code === 0x2e || code === 0x5f || code === 0x25 || code === 0x2b || code === 0x2d;
+/** [A-Za-z0-9-] */
+const isDomainLabel = (code: number): boolean => isAsciiAlnum(code) || code === 0x2d;
+const AT = 0x40;
+const DOT = 0x2e;
 
-function termPattern(term: string): RegExp {
-  const digits = term.replace(/\D/g, "");
-  if (PHONE_TERM.test(term) && digits.length >= 5 && digits.length <= 15) return phoneTermPattern(digits);
-  const words = term.split(/\s+/);
-  let body = escapeRegExp(words[0] ?? "");
-  for (let i = 1; i < words.length; i++) {
-    const word = words[i] ?? "";
-    // Chinese is written without spaces, so a space the term has between Han characters is optional.
-    const gap = HAN_END.test(words[i - 1] ?? "") && HAN_START.test(word) ? "\\s*" : "\\s+";
-    body += `${gap}${escapeRegExp(word)}`;
+/**
+ * E-mail addresses, as /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g found
+ * them, in one pass. That pattern tried every start in a run of local-part characters and scanned the
+ * whole domain from each, n²/2 steps on "1…1@a…a.1". Its answer only depends on the "@": the local
+ * part is the run of local-part characters before it (not reaching back into the previous address),
+ * and the domain is its first label plus the following ".label"s up to the last one that starts with
+ * two ASCII letters, where it ends after those letters (a@b.cc1 → a@b.cc).
+ */
+function scrubEmails(text: string, work: ScrubWork): string {
+  let out = "";
+  let copied = 0;
+  let runStart = 0;
+  for (let i = 0; i < text.length; i++) {
+    work.steps++;
+    const code = text.charCodeAt(i);
+    if (isEmailLocal(code)) continue;
+    if (code === AT) {
+      const localStart = Math.max(runStart, copied);
+      const end = localStart < i ? emailDomainEnd(text, i + 1, work) : -1;
+      if (end > 0) {
+        out += text.slice(copied, localStart) + SCRUB_MARKER;
+        copied = end;
+        runStart = end;
+        i = end - 1;
+        continue;
+      }
+    }
+    runStart = i + 1;
   }
-  // Latin names must not eat parts of other words ("Ann" in "Annual"); CJK has no word boundaries, and a
-  // Han character right after a Latin name ("Ann说") is no continuation of it.
-  const before = LATIN_OR_DIGIT_START.test(term) ? "(?<![\\p{Script=Latin}\\p{N}_])" : "";
-  const after = LATIN_OR_DIGIT_END.test(term) ? "(?![\\p{Script=Latin}\\p{N}_])" : "";
-  return new RegExp(`${before}${body}${after}`, "giu");
+  return copied === 0 ? text : out + text.slice(copied);
 }
 
-/** The harness stores a number one way and the model writes it another: 13812345678, 138-1234-5678, +86 138…. */
-function phoneTermPattern(digits: string): RegExp {
-  const national = /^(?:0086|86)1[3-9]\d{9}$/.test(digits) ? digits.replace(/^(?:00)?86/, "") : digits;
-  const separators = String.raw`[\s().-]*`;
-  const countryCode = /^1[3-9]\d{9}$/.test(national) ? String.raw`(?:(?:\+|00)?86${separators})?` : "";
-  return new RegExp(String.raw`(?<!\d)${countryCode}${[...national].join(separators)}(?!\d)`, "g");
+/** Where the domain starting at `from` ends, or -1 when there is none (see scrubEmails). */
+function emailDomainEnd(text: string, from: number, work: ScrubWork): number {
+  const labelEnd = (start: number) => {
+    let at = start;
+    while (at < text.length && isDomainLabel(text.charCodeAt(at))) at++;
+    work.steps += at - start + 1;
+    return at;
+  };
+  let at = labelEnd(from);
+  if (at === from) return -1;
+  let end = -1;
+  while (text.charCodeAt(at) === DOT) {
+    const start = at + 1;
+    const stop = labelEnd(start);
+    if (stop === start) break;
+    let letters = start;
+    while (letters < stop && isAsciiLetter(text.charCodeAt(letters))) letters++;
+    if (letters - start >= 2) end = letters;
+    at = stop;
+  }
+  return end;
+}
+
+const PLUS = 0x2b;
+const OPEN_PAREN = 0x28;
+const CLOSE_PAREN = 0x29;
+/** [\s.-] */
+const isGroupSeparator = (code: number): boolean => code === 0x2e || code === 0x2d || isRegExpSpace(code);
+/** \w */
+const isWordChar = (code: number): boolean => isAsciiAlnum(code) || code === 0x5f;
+const REGEXP_SPACE = /^\s$/;
+const isRegExpSpace = (code: number): boolean => !Number.isNaN(code) && REGEXP_SPACE.test(String.fromCharCode(code));
+
+/**
+ * International numbers, as /(?<![\w+])\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,6}(?!\d)/g found them: the
+ * first match in that pattern's own order of trying, replaced when it holds 7–15 digits. The pattern
+ * tried every way of cutting a long digit run into groups (thousands per "+"); here each (position,
+ * groups so far) is tried once and its answer remembered, which gives the same match in at most
+ * 46 × 7 tries per "+".
+ */
+function scanInternationalPhones(text: string, work: ScrubWork): string {
+  let out = "";
+  let copied = 0;
+  let searched = 0;
+  for (let plus = text.indexOf("+"); plus >= 0; plus = text.indexOf("+", plus + 1)) {
+    work.steps += plus + 1 - searched;
+    searched = plus + 1;
+    const before = text.charCodeAt(plus - 1);
+    if (plus > 0 && (isWordChar(before) || before === PLUS)) continue;
+    const end = internationalPhoneEnd(text, plus, work);
+    if (end < 0) continue;
+    // A match with too few or too many digits stays as written, and the search goes on after it.
+    if (isPhoneDigitCount(text.slice(plus, end))) out += text.slice(copied, plus) + SCRUB_MARKER;
+    else out += text.slice(copied, end);
+    copied = end;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+function internationalPhoneEnd(text: string, plus: number, work: ScrubWork): number {
+  const digitsAt = (at: number, max: number) => {
+    let count = 0;
+    while (count < max && isAsciiDigit(text.charCodeAt(at + count))) count++;
+    return count;
+  };
+  const memo = new Map<number, number>();
+  // The {2,6} repetition from `at` with `done` groups matched: its end, or -1.
+  const groups = (at: number, done: number): number => {
+    const key = at * 8 + done;
+    const known = memo.get(key);
+    if (known !== undefined) return known;
+    work.steps++;
+    let end = done < 6 ? oneMoreGroup(at, done) : -1;
+    if (end < 0 && done >= 2 && !isAsciiDigit(text.charCodeAt(at))) end = at;
+    memo.set(key, end);
+    return end;
+  };
+  // [\s.-]? \(? \d{1,4} \)? — each optional part first taken, then left out, as the pattern tried them.
+  const oneMoreGroup = (at: number, done: number): number => {
+    for (const separator of isGroupSeparator(text.charCodeAt(at)) ? [1, 0] : [0]) {
+      const afterSeparator = at + separator;
+      for (const open of text.charCodeAt(afterSeparator) === OPEN_PAREN ? [1, 0] : [0]) {
+        const digitsStart = afterSeparator + open;
+        for (let count = digitsAt(digitsStart, 4); count >= 1; count--) {
+          const digitsEnd = digitsStart + count;
+          for (const close of text.charCodeAt(digitsEnd) === CLOSE_PAREN ? [1, 0] : [0]) {
+            work.steps++;
+            const end = groups(digitsEnd + close, done + 1);
+            if (end >= 0) return end;
+          }
+        }
+      }
+    }
+    return -1;
+  };
+  for (let country = digitsAt(plus + 1, 3); country >= 1; country--) {
+    const end = groups(plus + 1 + country, 0);
+    if (end >= 0) return end;
+  }
+  return -1;
+}
+
+const TERM_RUN_CHAR = /^[\p{Script=Han}\p{L}·]$/u;
+const MAX_TERM_RUN = 40;
+
+interface ZhPhraseLead {
+  readonly word: string;
+  /** 出生地, 籍贯 and 姓名 may be followed by ：, : , 是 or 为 before the run. */
+  readonly colon: boolean;
+}
+
+const ZH_PHRASE_LEADS: ReadonlyMap<string, readonly ZhPhraseLead[]> = (() => {
+  const leads = "出生于 出生在 出生地 生于 籍贯 姓名 名字是 名字叫 名叫 用户叫 我叫 住在 居住在 现居".split(" ");
+  const withColon = new Set(["出生地", "籍贯", "姓名"]);
+  const index = new Map<string, ZhPhraseLead[]>();
+  for (const word of leads) {
+    const first = word[0] ?? "";
+    index.set(first, [...(index.get(first) ?? []), { word, colon: withColon.has(word) }]);
+  }
+  return index;
+})();
+const ZH_PHRASE_COLONS = new Set([..."：:是为"]);
+
+/**
+ * The place or name after a birth-place / name phrase (heuristic 5), in one pass. It is what
+ * /(出生于|…|姓名\s*[:：是为]?|…)\s*([\p{Script=Han}\p{L}·]{1,40})/gu replaced, keeping what that
+ * pattern kept of the lead: after 出生地, 籍贯 and 姓名 the spaces (and the colon) stay with the lead,
+ * after the other leads the spaces go with the run. The pattern's two \s* around the optional colon
+ * tried every split of a run of spaces, (n²) on "姓名" and 20,000 spaces.
+ */
+function scrubZhSummaryPhrases(text: string, work: ScrubWork): string {
+  let out = "";
+  let copied = 0;
+  let i = 0;
+  while (i < text.length) {
+    work.steps++;
+    const lead = ZH_PHRASE_LEADS.get(text[i] ?? "")?.find((candidate) => text.startsWith(candidate.word, i));
+    if (lead === undefined) {
+      i++;
+      continue;
+    }
+    const afterWord = i + lead.word.length;
+    const afterSpaces = skipRegExpSpaces(text, afterWord, work);
+    let leadEnd = -1;
+    let runStart = -1;
+    if (lead.colon) {
+      if (ZH_PHRASE_COLONS.has(text[afterSpaces] ?? "")) {
+        const afterColon = skipRegExpSpaces(text, afterSpaces + 1, work);
+        if (isTermRunChar(text, afterColon)) [leadEnd, runStart] = [afterSpaces + 1, afterColon];
+      }
+      // 是 and 为 are Han: without a run after them, they start the run themselves.
+      if (runStart < 0 && isTermRunChar(text, afterSpaces)) [leadEnd, runStart] = [afterSpaces, afterSpaces];
+    } else if (isTermRunChar(text, afterSpaces)) [leadEnd, runStart] = [afterWord, afterSpaces];
+    if (runStart < 0) {
+      i++;
+      continue;
+    }
+    let runEnd = runStart;
+    for (let count = 0; count < MAX_TERM_RUN && isTermRunChar(text, runEnd); count++) {
+      runEnd += (text.codePointAt(runEnd) ?? 0) > 0xffff ? 2 : 1;
+      work.steps++;
+    }
+    const leadText = text.slice(i, leadEnd);
+    const run = text.slice(runStart, runEnd);
+    const term = ZH_NAME_LEAD.test(leadText) ? cutAtName(run) : cutAtStopWords(run);
+    out += `${text.slice(copied, i)}${leadText}${SCRUB_MARKER}${run.slice(term.length)}`;
+    copied = runEnd;
+    i = runEnd;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+function skipRegExpSpaces(text: string, from: number, work: ScrubWork): number {
+  let at = from;
+  while (at < text.length && isRegExpSpace(text.charCodeAt(at))) at++;
+  work.steps += at - from;
+  return at;
+}
+
+function isTermRunChar(text: string, at: number): boolean {
+  const cp = text.codePointAt(at);
+  return cp !== undefined && TERM_RUN_CHAR.test(String.fromCodePoint(cp));
 }
 
 /** Caps at SUMMARY_MAX_CHARS code points; a marker cut in half is dropped rather than left as "[已移". */
@@ -464,12 +685,17 @@ function nameBeforeTitleAt(
   return undefined;
 }
 
-/** Chinese names after a lead, before a title, and in 姓X / X姓 (heuristic 6 of the header). */
-function scrubChineseNames(text: string, extraSurnames: ReadonlySet<string>): string {
+/**
+ * Chinese names after a lead, before a title, and in 姓X / X姓 (heuristic 6 of the header). One step
+ * per position: every look-up there reads a few characters of a fixed word list.
+ */
+function scrubChineseNames(text: string, extraSurnames: ReadonlySet<string>, work: ScrubWork): string {
   const mask = lexiconMask(text);
+  work.steps += text.length;
   let out = "";
   let i = 0;
   while (i < text.length) {
+    work.steps++;
     const lead = wordAt(text, i, LEAD_INDEX);
     if (lead !== undefined) {
       let at = i + lead.length;
@@ -589,7 +815,7 @@ const ZH_SELF_STATEMENTS =
   /(我叫|我的名字是|我的名字叫|姓名\s*[:：]|出生(?:于|在)|出生地\s*[:：]|我住在)\s*([\p{Script=Han}\p{L}·]{1,40})/gu;
 const ZH_SELF_NAME_LEAD = /^(?:我叫|我的名字|姓名)/;
 const EN_SELF_STATEMENTS =
-  /\b(?:my name is|i was born in|birthplace\s*:?|i live in)\s+([A-Za-z][A-Za-z'’-]*(?:\s+[A-Za-z][A-Za-z'’-]*){0,3})/giu;
+  /\b(?:my name is|i was born in|birthplace(?:\s*:)?|i live in)\s+([A-Za-z][A-Za-z'’-]*(?:\s+[A-Za-z][A-Za-z'’-]*){0,3})/giu;
 
 export interface MessageForTerms {
   readonly role: Role;

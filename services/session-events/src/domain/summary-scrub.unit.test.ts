@@ -1,7 +1,8 @@
 import { Role } from "@prefix-guard/proto/common/v1/common";
 import { describe, expect, it } from "vitest";
+import { hostileSummaries, selfStatedName } from "../../test/hostile-summaries";
 import { text } from "../../test/messages";
-import { SUMMARY_MAX_CHARS } from "./limits";
+import { MAX_SUMMARY_INPUT_CHARS, SUMMARY_MAX_CHARS } from "./limits";
 import { extractPersonalTerms, SCRUB_MARKER, scrubSummary } from "./summary-scrub";
 import { codePointLength } from "./text";
 
@@ -272,5 +273,123 @@ describe("extractPersonalTerms", () => {
     expect(scrubbed).not.toContain("欧阳娜娜");
     expect(scrubbed).not.toContain("哈尔滨");
     expect(scrubbed).toContain("关心事业");
+  });
+});
+
+describe("scrubSummary: hostile input costs work linear in its length (issue 25 part 4)", () => {
+  const M = SCRUB_MARKER;
+  const termChars = (terms: readonly string[]) => terms.reduce((sum, term) => sum + term.length, 0);
+  /** Term lengths that differ: at most that many terms can end at one position of the text. */
+  const distinctLengths = (terms: readonly string[]) => new Set(terms.map((term) => term.length)).size;
+  // About twenty passes over the text (each regular expression once, the scanners a few steps per
+  // character); the old e-mail pattern alone took ~10,000 steps per character on the issue's shape.
+  const STEPS_PER_CHAR = 40;
+  // Each position can end one occurrence per term length, and each costs a few steps to choose.
+  const STEPS_PER_OCCURRENCE = 4;
+  const stepsOf = (summary: string, terms: readonly string[]) => {
+    const work = { steps: 0 };
+    const scrubbed = scrubSummary(summary, terms, work);
+    return { scrubbed, steps: work.steps };
+  };
+
+  it("scrubs the issue's summary in steps proportional to its length", () => {
+    const summary = `${"1".repeat(10000)}@${"a".repeat(9990)}.1`;
+    const { scrubbed, steps } = stepsOf(summary, []);
+    expect(steps).toBeLessThanOrEqual(STEPS_PER_CHAR * summary.length);
+    expect(codePointLength(scrubbed)).toBeLessThanOrEqual(SUMMARY_MAX_CHARS);
+  });
+
+  const shapes = hostileSummaries();
+  it("has the worst-shape table the issue asks for", () => {
+    expect(shapes.length).toBeGreaterThanOrEqual(30);
+    for (const shape of shapes) expect(codePointLength(shape.summary), shape.name).toBe(MAX_SUMMARY_INPUT_CHARS);
+  });
+
+  for (const { name, summary, personalTerms } of shapes) {
+    it(`bounds the work on ${name}`, () => {
+      const { scrubbed, steps } = stepsOf(summary, personalTerms);
+      const budget =
+        STEPS_PER_CHAR * (summary.length + termChars(personalTerms)) +
+        STEPS_PER_OCCURRENCE * summary.length * distinctLengths(personalTerms);
+      // Every character is looked at (so the count is real), and no more than a fixed number of times.
+      expect(steps).toBeGreaterThanOrEqual(summary.length);
+      expect(steps).toBeLessThanOrEqual(budget);
+      expect(codePointLength(scrubbed)).toBeLessThanOrEqual(SUMMARY_MAX_CHARS);
+    });
+  }
+
+  it("takes at most twice the work for twice the text, on every shape", () => {
+    const twice = new Map(hostileSummaries(2 * MAX_SUMMARY_INPUT_CHARS).map((shape) => [shape.name, shape]));
+    for (const { name, summary, personalTerms } of shapes) {
+      const double = twice.get(name);
+      if (double === undefined) throw new Error(`no double-size ${name}`);
+      const once = stepsOf(summary, personalTerms).steps;
+      // The terms are the same at both sizes: their own cost does not double. 2% for a shape's last,
+      // cut repetition; a quadratic step would show as 4×.
+      const slack = STEPS_PER_CHAR * termChars(personalTerms);
+      expect(stepsOf(double.summary, double.personalTerms).steps, name).toBeLessThanOrEqual(2.02 * once + slack);
+    }
+  });
+
+  it("finds e-mail addresses as the old pattern did", () => {
+    const cases: [string, string][] = [
+      ["a@b.cc1 end", `${M}1 end`],
+      ["x@y@b.com", `x@${M}`],
+      ["a@b.c", "a@b.c"],
+      ["a@b.co.1x", `${M}.1x`],
+      ["1@a..cc", "1@a..cc"],
+      ["a@b.cc,c@d.ee", `${M},${M}`],
+      ["mail:a.b-c_d%e+f@x-y.example.com.", `mail:${M}.`],
+    ];
+    for (const [summary, expected] of cases) expect(scrubSummary(summary, []), summary).toBe(expected);
+  });
+
+  it("finds international numbers as the old pattern did, replacing those of 7–15 digits", () => {
+    const cases: [string, string][] = [
+      ["call +1 2345678 now", `call ${M} now`],
+      ["+12 345", "+12 345"],
+      [`+${"1".repeat(27)} x`, `+${"1".repeat(27)} x`],
+      [`+${"1".repeat(28)} x`, `+${"1".repeat(28)} x`],
+      ["a+44 20 7946 0958", "a+44 20 7946 0958"],
+      ["++44 20 7946 0958", "++44 20 7946 0958"],
+      ["(+44 (20) 7946-0958)", `(${M}`],
+    ];
+    for (const [summary, expected] of cases) expect(scrubSummary(summary, []), summary).toBe(expected);
+  });
+
+  it("keeps what the lead phrases kept: the spaces and colon after 姓名/籍贯/出生地, not after the others", () => {
+    const cases: [string, string][] = [
+      ["姓名 王伟，", `姓名 ${M}，`],
+      ["出生于 成都的", `出生于${M}的`],
+      ["姓名是王伟", `姓名是${M}`],
+      ["姓名是 。", `姓名${M} 。`],
+      ["籍贯 ： 四川", `籍贯 ：${M}`],
+      ["出生地为 。", `出生地${M} 。`],
+      ["我叫  李雷。", `我叫${M}。`],
+      [`姓名${" ".repeat(700)}`, `姓名${" ".repeat(700)}`],
+    ];
+    for (const [summary, expected] of cases) expect(scrubSummary(summary, []), summary.slice(0, 20)).toBe(expected);
+  });
+
+  it("applies personal terms longest first, each one's occurrences as if the longer ones were already markers", () => {
+    expect(scrubSummary("甲乙丙丁", ["乙丙丁", "甲乙"])).toBe(`甲${M}`);
+    expect(scrubSummary("x1x1 x1", ["x1"])).toBe(`x1x1 ${M}`);
+    expect(scrubSummary("Ann-Ann", ["Ann"])).toBe(`${M}-${M}`);
+    // A Latin term next to another term's occurrence is next to a marker, not to a letter.
+    expect(scrubSummary("Bobx1", ["Bob", "x1"])).toBe("Bobx1");
+    expect(scrubSummary("Bobbyx1 Bobby", ["Bobby", "x1"])).toBe(`Bobbyx1 ${M}`);
+  });
+
+  it("matches a term without a space between Han characters where the text has one", () => {
+    expect(scrubSummary("项目由王 伟牵头，王伟也在", ["王伟"])).toBe(`项目由${M}牵头，${M}也在`);
+  });
+
+  it("scrubs thousands of session terms in one pass", () => {
+    const terms = Array.from({ length: 5_000 }, (_, i) => selfStatedName(i));
+    const summary = `用户说${selfStatedName(4_321)}想换工作，${selfStatedName(7)}也同意`;
+    const { scrubbed, steps } = stepsOf(summary, terms);
+    expect(scrubbed).toBe(`用户说${M}想换工作，${M}也同意`);
+    // Linear in the terms' own length, not their count times the text's.
+    expect(steps).toBeLessThanOrEqual(STEPS_PER_CHAR * (summary.length + termChars(terms)));
   });
 });

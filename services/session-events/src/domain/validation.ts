@@ -1,5 +1,6 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { checkId as checkSharedId, MAX_ID_CHARS, requireId as requireSharedId } from "@prefix-guard/events/ids";
+import { checkJsonLimits } from "@prefix-guard/events/json-limits";
 import { isValidTimeZone } from "@prefix-guard/events/local-date";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import { SessionKind } from "@prefix-guard/proto/common/v1/common";
@@ -232,6 +233,8 @@ function validateContentPart(part: ContentPart, path: string): ContentPart {
         );
       }
       requireText(argumentsJson, `${field}.arguments_json`);
+      // Before JSON.parse: prompt-assembly walks the parsed arguments recursively on every build.
+      checkJsonLimits(argumentsJson, `${field}.arguments_json`);
       if (argumentsJson.length > 0 && !isJson(argumentsJson))
         throw new ValidationError(`${field}.arguments_json`, "is not valid JSON");
       return { part: { $case: "toolCall", value: { callId, name, argumentsJson } } };

@@ -2,6 +2,7 @@
 // (`raw.usage_json.prompt_tokens_details.cached_tokens`), so the harness sees which field was wrong.
 
 import { ValidationError } from "@prefix-guard/errors";
+import { checkJsonLimits } from "@prefix-guard/events/json-limits";
 
 export type JsonObject = Readonly<Record<string, unknown>>;
 
@@ -13,6 +14,8 @@ export function isObject(value: unknown): value is JsonObject {
 
 /** The JSON text as an object; anything else (invalid JSON, an array, a number) is refused. */
 export function parseUsageObject(json: string): JsonObject {
+  // A usage object is a few levels deep; the diagnostics beside it are stored re-serialized.
+  checkJsonLimits(json, USAGE_JSON_FIELD);
   let parsed: unknown;
   try {
     parsed = JSON.parse(json);
