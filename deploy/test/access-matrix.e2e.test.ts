@@ -7,10 +7,9 @@
 // create into A's session or workspace, a principal over its rate gets RESOURCE_EXHAUSTED with
 // retry trailers, and a rotated token takes effect without a restart.
 
-import { createHash } from "node:crypto";
 import { type ServiceError, status } from "@grpc/grpc-js";
 import { eventually } from "@prefix-guard/bus/testing";
-import { createDatabase, type Database } from "@prefix-guard/db";
+import { createDatabase } from "@prefix-guard/db";
 import { bearerMetadata, callUnary, type UnaryCallOptions } from "@prefix-guard/grpc";
 import {
   type BuildRequestRequest,
@@ -26,6 +25,7 @@ import {
   SessionEventsService,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DatabaseState, databaseState, diffStates, type ServiceDatabase, tableNames } from "./db-state";
 import { type PrincipalsFixture, type TestPrincipal, testToken, writePrincipalsFile } from "./principals-fixture";
 import { type ServiceName, type Stack, startStack } from "./stack";
 import { userTextMessage } from "./support";
@@ -290,71 +290,6 @@ function judge(expected: Expected, outcome: Outcome): string {
 // "Nothing changed": row count and sha256 of every row (in primary-key order) of every table of
 // every service database.
 
-type TableState = { readonly rows: number; readonly sha256: string };
-type DatabaseState = Record<string, Record<string, TableState>>;
-
-interface ServiceDatabase {
-  readonly name: string;
-  readonly db: Database;
-  readonly order: Map<string, string[]>;
-}
-
-function canonicalRows(rows: unknown[]): string {
-  return JSON.stringify(rows, (_key, value: unknown) => {
-    if (typeof value === "bigint") return value.toString();
-    if (value !== null && typeof value === "object" && (value as { type?: unknown }).type === "Buffer") {
-      return `hex:${Buffer.from((value as { data: number[] }).data).toString("hex")}`;
-    }
-    return value;
-  });
-}
-
-async function tableNames(db: ServiceDatabase): Promise<string[]> {
-  const rows: Array<{ name: string }> = await db.db
-    .select({ name: "TABLE_NAME" })
-    .from("information_schema.TABLES")
-    .where({ TABLE_SCHEMA: db.name, TABLE_TYPE: "BASE TABLE" })
-    .orderBy("TABLE_NAME");
-  return rows.map((r) => r.name);
-}
-
-async function orderColumns(db: ServiceDatabase, table: string): Promise<string[]> {
-  const cached = db.order.get(table);
-  if (cached !== undefined) return cached;
-  const primary: Array<{ name: string }> = await db.db
-    .select({ name: "COLUMN_NAME" })
-    .from("information_schema.KEY_COLUMN_USAGE")
-    .where({ TABLE_SCHEMA: db.name, TABLE_NAME: table, CONSTRAINT_NAME: "PRIMARY" })
-    .orderBy("ORDINAL_POSITION");
-  let columns = primary.map((r) => r.name);
-  if (columns.length === 0) {
-    const all: Array<{ name: string }> = await db.db
-      .select({ name: "COLUMN_NAME" })
-      .from("information_schema.COLUMNS")
-      .where({ TABLE_SCHEMA: db.name, TABLE_NAME: table })
-      .orderBy("ORDINAL_POSITION");
-    columns = all.map((r) => r.name);
-  }
-  db.order.set(table, columns);
-  return columns;
-}
-
-function diffStates(before: DatabaseState, after: DatabaseState): string[] {
-  const changes: string[] = [];
-  for (const database of new Set([...Object.keys(before), ...Object.keys(after)])) {
-    const b = before[database] ?? {};
-    const a = after[database] ?? {};
-    for (const table of new Set([...Object.keys(b), ...Object.keys(a)])) {
-      const x = b[table];
-      const y = a[table];
-      if (x === undefined) changes.push(`${database}.${table} appeared`);
-      else if (y === undefined) changes.push(`${database}.${table} disappeared`);
-      else if (x.sha256 !== y.sha256) changes.push(`${database}.${table} rows ${x.rows}→${y.rows}, checksum changed`);
-    }
-  }
-  return changes;
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
@@ -373,23 +308,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
     return String(callCount);
   };
 
-  async function databaseState(): Promise<DatabaseState> {
-    const state: DatabaseState = {};
-    await Promise.all(
-      Object.entries(databases).map(async ([label, db]) => {
-        const tables: Record<string, TableState> = {};
-        for (const table of await tableNames(db)) {
-          const rows: unknown[] = await db
-            .db(table)
-            .select("*")
-            .orderBy(await orderColumns(db, table));
-          tables[table] = { rows: rows.length, sha256: createHash("sha256").update(canonicalRows(rows)).digest("hex") };
-        }
-        state[label] = tables;
-      }),
-    );
-    return state;
-  }
+  const databaseStateNow = () => databaseState(databases);
 
   /** Outbox rows not yet on Kafka, in any service database (session_event is session-events' outbox). */
   async function unpublished(): Promise<number> {
@@ -408,12 +327,12 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
   /** Waits until everything is published and consumed: no table changed for three polls in a row. */
   async function settledState(timeoutMs = 30_000): Promise<DatabaseState> {
     const deadline = Date.now() + timeoutMs;
-    let previous = await databaseState();
+    let previous = await databaseStateNow();
     let stableRounds = 0;
     let changing: string[] = [];
     while (Date.now() < deadline) {
       await sleep(200);
-      const current = await databaseState();
+      const current = await databaseStateNow();
       changing = diffStates(previous, current);
       const quiet = changing.length === 0 && (await unpublished()) === 0;
       stableRounds = quiet ? stableRounds + 1 : 0;
@@ -550,7 +469,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
       const outcome = await outcomeOf(createMain("B", `${runId}-b-in-a-${unique()}`, { workspace }));
       expect(describeOutcome(outcome), workspace).toMatch(/^PERMISSION_DENIED\(workspace_not_granted\)/);
       expect(outcome.field).toBe("workspace");
-      expect(diffStates(before, await databaseState()), workspace).toEqual([]);
+      expect(diffStates(before, await databaseStateNow()), workspace).toEqual([]);
     }
   });
 
@@ -608,7 +527,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
         as("B"),
       ),
     );
-    const changes = diffStates(before, await databaseState());
+    const changes = diffStates(before, await databaseStateNow());
     expect({ trace: describeOutcome(trace), recorded: describeOutcome(recorded), changes }).toEqual({
       trace: expect.stringMatching(/^NOT_FOUND/),
       recorded: expect.stringMatching(/^NOT_FOUND/),
@@ -629,7 +548,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
       const outcome = await outcomeOf(cell.rpc.send(stack, { ...ids, unique: unique() }, cell.who, as(cell.who)));
       const verdict = judge(cell.expected, outcome);
       if (verdict !== "") problems.push(`${name(cell)}: ${verdict}`);
-      const changes = diffStates(baseline, await databaseState());
+      const changes = diffStates(baseline, await databaseStateNow());
       if (changes.length > 0) {
         problems.push(`${name(cell)}: the refusal CHANGED THE DATABASE: ${changes.join("; ")}`);
         baseline = await settledState();
@@ -650,7 +569,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
         );
       }
       // An accepted twin is already reported above; a refused one must not have written either.
-      const afterMissing = missing.code === status.OK ? [] : diffStates(baseline, await databaseState());
+      const afterMissing = missing.code === status.OK ? [] : diffStates(baseline, await databaseStateNow());
       if (missing.code === status.OK) baseline = await settledState();
       if (afterMissing.length > 0) {
         problems.push(`${name(cell)} (missing id): CHANGED THE DATABASE: ${afterMissing.join("; ")}`);

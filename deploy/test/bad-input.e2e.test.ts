@@ -3,7 +3,7 @@
 // naming the field, or RESOURCE_EXHAUSTED for size; never OK, never INTERNAL, never a hang) and
 // must leave every table of every service database byte-identical. Free text is the exception
 // that proves the SQL is parameterised: hostile text in a valid request is stored verbatim.
-import { createHash } from "node:crypto";
+
 import {
   type Client,
   credentials,
@@ -13,7 +13,7 @@ import {
   type ServiceError,
   status,
 } from "@grpc/grpc-js";
-import { createDatabase, type Database } from "@prefix-guard/db";
+import { createDatabase } from "@prefix-guard/db";
 import { callUnary } from "@prefix-guard/grpc";
 import {
   type PromptAssemblyClient,
@@ -42,6 +42,7 @@ import {
   type Fixture,
   type ServiceName,
 } from "./bad-input-cases";
+import { type DatabaseState, databaseState, diffStates, type ServiceDatabase, tableNames } from "./db-state";
 import { type Stack, type ServiceName as StackService, startStack } from "./stack";
 import { mainSessionRequest, userTextMessage } from "./support";
 
@@ -133,96 +134,17 @@ function judge(expected: Expected, outcome: Outcome): string {
 // ---------------------------------------------------------------------------------------------
 // "Nothing changed": row count + sha256 of every row (ordered by primary key) of every table.
 
-type TableState = { readonly rows: number; readonly sha256: string };
-type DatabaseState = Record<string, Record<string, TableState>>;
-
-function canonicalRows(rows: unknown[]): string {
-  return JSON.stringify(rows, (_key, value: unknown) => {
-    if (typeof value === "bigint") return value.toString();
-    if (value !== null && typeof value === "object" && (value as { type?: unknown }).type === "Buffer") {
-      return `hex:${Buffer.from((value as { data: number[] }).data).toString("hex")}`;
-    }
-    return value;
-  });
-}
-
-/** A connection of the test's own to one service database (the stack's services hold theirs). */
-interface ServiceDatabase {
-  readonly name: string;
-  readonly db: Database;
-}
-
-async function tableNames(db: ServiceDatabase): Promise<string[]> {
-  const rows: Array<{ name: string }> = await db.db
-    .select({ name: "TABLE_NAME" })
-    .from("information_schema.TABLES")
-    .where({ TABLE_SCHEMA: db.name, TABLE_TYPE: "BASE TABLE" })
-    .orderBy("TABLE_NAME");
-  return rows.map((r) => r.name);
-}
-
-async function orderColumns(db: ServiceDatabase, table: string): Promise<string[]> {
-  const primary: Array<{ name: string }> = await db.db
-    .select({ name: "COLUMN_NAME" })
-    .from("information_schema.KEY_COLUMN_USAGE")
-    .where({ TABLE_SCHEMA: db.name, TABLE_NAME: table, CONSTRAINT_NAME: "PRIMARY" })
-    .orderBy("ORDINAL_POSITION");
-  if (primary.length > 0) return primary.map((r) => r.name);
-  const all: Array<{ name: string }> = await db.db
-    .select({ name: "COLUMN_NAME" })
-    .from("information_schema.COLUMNS")
-    .where({ TABLE_SCHEMA: db.name, TABLE_NAME: table })
-    .orderBy("ORDINAL_POSITION");
-  return all.map((r) => r.name);
-}
-
-function diffStates(before: DatabaseState, after: DatabaseState): string[] {
-  const changes: string[] = [];
-  for (const database of new Set([...Object.keys(before), ...Object.keys(after)])) {
-    const b = before[database] ?? {};
-    const a = after[database] ?? {};
-    for (const table of new Set([...Object.keys(b), ...Object.keys(a)])) {
-      const x = b[table];
-      const y = a[table];
-      if (x === undefined) changes.push(`${database}.${table} appeared`);
-      else if (y === undefined) changes.push(`${database}.${table} DISAPPEARED`);
-      else if (x.sha256 !== y.sha256) changes.push(`${database}.${table} rows ${x.rows}→${y.rows}, checksum changed`);
-    }
-  }
-  return changes;
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
   const databases: Record<string, ServiceDatabase> = {};
-  const orderBy = new Map<string, string[]>();
   let stack: Stack | undefined;
   let sessions: SessionEventsClient;
   let rules: RulesSnapshotClient;
   let assembly: PromptAssemblyClient;
   let raw: Record<ServiceName, RawClient>;
 
-  async function databaseState(): Promise<DatabaseState> {
-    const state: DatabaseState = {};
-    await Promise.all(
-      Object.entries(databases).map(async ([label, db]) => {
-        const tables: Record<string, TableState> = {};
-        for (const table of await tableNames(db)) {
-          const cacheKey = `${label}.${table}`;
-          let columns = orderBy.get(cacheKey);
-          if (columns === undefined) {
-            columns = await orderColumns(db, table);
-            orderBy.set(cacheKey, columns);
-          }
-          const rows: unknown[] = await db.db(table).select("*").orderBy(columns);
-          tables[table] = { rows: rows.length, sha256: createHash("sha256").update(canonicalRows(rows)).digest("hex") };
-        }
-        state[label] = tables;
-      }),
-    );
-    return state;
-  }
+  const databaseStateNow = () => databaseState(databases);
 
   /**
    * Service databases whose outbox relay is blocked by a process outside this test: the relays take
@@ -272,13 +194,13 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
    */
   async function settledState(timeoutMs = 20_000): Promise<DatabaseState> {
     const deadline = Date.now() + timeoutMs;
-    let previous = await databaseState();
+    let previous = await databaseStateNow();
     let stableRounds = 0;
     let changing: string[] = [];
     let pending = new Map<string, number>();
     while (Date.now() < deadline) {
       await sleep(200);
-      const current = await databaseState();
+      const current = await databaseStateNow();
       changing = diffStates(previous, current);
       pending = await unpublishedRows();
       const blocked = pending.size > 0 ? await relaysBlockedElsewhere() : new Set<string>();
@@ -456,7 +378,7 @@ describe("bad input on every RPC (real MariaDB, embedded bus)", () => {
           problems.push(`${describeCase(badCase)}: HUNG for ${outcome.ms} ms`);
         // Writes commit before the response, so the called service's change is visible now; what its
         // events cause downstream is absorbed by settling, so the next input starts from a quiet state.
-        const after = await databaseState();
+        const after = await databaseStateNow();
         const changes = diffStates(current, after);
         if (changes.length > 0) {
           if (await backlogDraining()) {

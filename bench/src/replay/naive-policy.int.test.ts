@@ -1,10 +1,11 @@
 // The benchmark baseline (naive-policy.ts, the seeds' "before") next to the product on the same
 // data: today's date in the system prompt, AGENTS.md reread every build, a monitor that forgets on
 // restart. The replay benchmark relies on exactly these differences and on nothing else changing.
-import { LOCAL_HARNESS } from "@prefix-guard/access";
+
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import {
   assemblyCore,
   FakeRulesSnapshot,
@@ -72,7 +73,8 @@ describe("PromptBuilder policy naive (benchmark baseline) on MariaDB", () => {
       events,
       rules,
       reads,
-      build: (sessionId: string, minSeq: number) => builder.buildRequest(harnessRequest(sessionId, { minSeq }), LOCAL_HARNESS),
+      build: (sessionId: string, minSeq: number) =>
+        builder.buildRequest(harnessRequest(sessionId, { minSeq }), LOCAL_HARNESS),
       restart: () => {
         builder = make();
       },

@@ -1,4 +1,3 @@
-import { localTestAuthenticator, openToEveryRole } from "@prefix-guard/grpc/testing";
 // The harness client against real gRPC servers on loopback with fake handlers: what reaches the
 // server (min_seq, attempts, metadata, connections) is counted on the server side.
 import type { ServerUnaryCall } from "@grpc/grpc-js";
@@ -19,6 +18,7 @@ import {
   type ServiceRegistration,
   startGrpcServer,
 } from "@prefix-guard/grpc";
+import { localTestAuthenticator, openToEveryRole } from "@prefix-guard/grpc/testing";
 import {
   type BuildCompactionRequestRequest,
   type BuildCompactionRequestResponse,
@@ -247,7 +247,15 @@ describe("harness client over real gRPC (three servers)", () => {
 
   beforeAll(async () => {
     for (const service of [fakes.sessionEvents(), fakes.promptAssembly(), fakes.cacheMonitor()]) {
-      servers.push(await startGrpcServer({ host: "127.0.0.1", port: 0, logger: silentLogger(), services: [service], authenticator: localTestAuthenticator() }));
+      servers.push(
+        await startGrpcServer({
+          host: "127.0.0.1",
+          port: 0,
+          logger: silentLogger(),
+          services: [service],
+          authenticator: localTestAuthenticator(),
+        }),
+      );
     }
     const [sessionEvents, promptAssembly, cacheMonitor] = servers.map((s) => s.address) as [string, string, string];
     client = createHarnessClient({

@@ -25,7 +25,12 @@ export function sealedAad(sessionId: string, seq: number): Buffer {
   return Buffer.from(`prefixguard.sealed.v1\n${sessionId}\n${seq}`, "utf8");
 }
 
-export function sealFields(dataKey: DataKey, sessionId: string, seq: number, fields: Partial<SealedFields>): SealedContent {
+export function sealFields(
+  dataKey: DataKey,
+  sessionId: string,
+  seq: number,
+  fields: Partial<SealedFields>,
+): SealedContent {
   const nonce = randomBytes(NONCE_BYTES);
   const cipher = createCipheriv("aes-256-gcm", dataKey.key, nonce);
   cipher.setAAD(sealedAad(sessionId, seq));

@@ -1,5 +1,5 @@
-import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { randomUUID } from "node:crypto";
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { newEventId } from "@prefix-guard/events";
 import type { Knex } from "knex";
 import { SessionStore } from "../src/adapters/mysql/session-store";
@@ -26,17 +26,20 @@ export async function writeSessions(
   const ids = Array.from({ length: sessions }, (_, i) => `${prefix}-${i}`);
   await Promise.all(
     ids.map(async (sessionId) => {
-      await commands.createSession({
-        sessionId,
-        owner: "u1",
-        workspace: "/w",
-        timezone: "Asia/Shanghai",
-        kind: 1,
-        parentSessionId: "",
-        continuedFromSessionId: "",
-        personalTerms: [],
-        locale: "",
-      }, LOCAL_HARNESS);
+      await commands.createSession(
+        {
+          sessionId,
+          owner: "u1",
+          workspace: "/w",
+          timezone: "Asia/Shanghai",
+          kind: 1,
+          parentSessionId: "",
+          continuedFromSessionId: "",
+          personalTerms: [],
+          locale: "",
+        },
+        LOCAL_HARNESS,
+      );
       for (let m = 0; m < messages; m++) {
         await commands.saveMessage(saveMessageRequest(sessionId, `message ${m}`), LOCAL_HARNESS);
       }

@@ -1,5 +1,5 @@
-import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { randomUUID } from "node:crypto";
+import { LOCAL_HARNESS } from "@prefix-guard/access";
 import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
 import { createMemoryDatabase, createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import {
@@ -74,7 +74,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
 
     const createSession = async (fields: Partial<CreateSessionRequest> = {}) => {
       const response = await commands.createSession(
-        CreateSessionRequest.fromPartial({ owner: "u1", workspace: "/w", ...fields }), LOCAL_HARNESS,
+        CreateSessionRequest.fromPartial({ owner: "u1", workspace: "/w", ...fields }),
+        LOCAL_HARNESS,
       );
       if (response.session === undefined) throw new Error("no session in response");
       return response.session.sessionId;
@@ -127,12 +128,14 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const suffix = randomUUID().slice(0, 8);
       await createSession({ sessionId: `Case-${suffix}` });
       await createSession({ sessionId: `case-${suffix}`, owner: "u2" });
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `Case-${suffix}` }), LOCAL_HARNESS)).owner).toBe(
-        "u1",
-      );
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `case-${suffix}` }), LOCAL_HARNESS)).owner).toBe(
-        "u2",
-      );
+      expect(
+        (await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `Case-${suffix}` }), LOCAL_HARNESS))
+          .owner,
+      ).toBe("u1");
+      expect(
+        (await commands.getSession(GetSessionRequest.fromPartial({ sessionId: `case-${suffix}` }), LOCAL_HARNESS))
+          .owner,
+      ).toBe("u2");
     });
 
     it("keeps seq gap-free under 20 concurrent saveMessage calls", async () => {
@@ -144,9 +147,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(page.lastSeq).toBe(21);
       const listed = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS);
       expect(listed.messages).toHaveLength(20);
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).contentChars).toBe(
-        results.reduce((sum, _r, i) => sum + `message ${i}`.length, 0),
-      );
+      expect(
+        (await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).contentChars,
+      ).toBe(results.reduce((sum, _r, i) => sum + `message ${i}`.length, 0));
     });
 
     describe("messages saved at the same time (group commit)", () => {
@@ -231,7 +234,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const shanghai = await createSession();
       expect((await say(shanghai, "你好")).localDate).toBe("2026-10-13");
 
-      const [message] = (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).messages;
+      const [message] = (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS))
+        .messages;
       expect(message).toMatchObject({
         messageId: saved.messageId,
         seq: 2,
@@ -298,7 +302,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const m2 = await say(sessionId, "two");
       const compact = (boundaryMessageId: string, summary: string) =>
         commands.commitCompaction(
-          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary }), LOCAL_HARNESS,
+          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary }),
+          LOCAL_HARNESS,
         );
       const outcomes = await Promise.allSettled([compact(m1.messageId, "摘要一"), compact(m2.messageId, "摘要二")]);
       const won = outcomes.filter((o) => o.status === "fulfilled");
@@ -318,7 +323,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     it("scrubs the compaction summary with the session's personal terms and returns the stored text", async () => {
       const sessionId = await createSession();
       await say(sessionId, "我叫林晓梅，出生于青岛，邮箱 lxm@example.com");
-      await commands.saveMessage(saveMessageRequest(sessionId, "好的，我叫助手", { role: Role.ROLE_ASSISTANT }), LOCAL_HARNESS);
+      await commands.saveMessage(
+        saveMessageRequest(sessionId, "好的，我叫助手", { role: Role.ROLE_ASSISTANT }),
+        LOCAL_HARNESS,
+      );
       const boundary = await say(sessionId, "想问工作");
       const response = await commands.commitCompaction(
         CommitCompactionRequest.fromPartial({
@@ -326,7 +334,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           expectedGeneration: 0,
           boundaryMessageId: boundary.messageId,
           summary: "林晓梅（lxm@example.com，1991-03-08 生）来自青岛，关心工作；助手建议先梳理目标。",
-        }), LOCAL_HARNESS,
+        }),
+        LOCAL_HARNESS,
       );
       expect(response).toMatchObject({ seq: 5, generation: 1 });
       for (const secret of ["林晓梅", "lxm@example.com", "1991-03-08", "青岛"])
@@ -354,10 +363,14 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const other = await createSession();
       const foreign = await say(other, "elsewhere");
       const own = await say(sessionId, "mine");
-      await commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: own.messageId }), LOCAL_HARNESS);
+      await commands.deleteMessage(
+        DeleteMessageRequest.fromPartial({ sessionId, messageId: own.messageId }),
+        LOCAL_HARNESS,
+      );
       const compact = (boundaryMessageId: string) =>
         commands.commitCompaction(
-          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary: "s" }), LOCAL_HARNESS,
+          CommitCompactionRequest.fromPartial({ sessionId, expectedGeneration: 0, boundaryMessageId, summary: "s" }),
+          LOCAL_HARNESS,
         );
       expect(await rejection(compact(foreign.messageId))).toBeInstanceOf(NotFoundError);
       expect(await rejection(compact(own.messageId))).toBeInstanceOf(FailedPreconditionError);
@@ -373,7 +386,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(error).toBeInstanceOf(ResourceExhaustedError);
       expect((error as ResourceExhaustedError).reason).toBe("session_full");
       expect([await count("session_event", sessionId), await count("message", sessionId)]).toEqual(rowsBefore);
-      expect(await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).toEqual(sessionBefore);
+      expect(await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).toEqual(
+        sessionBefore,
+      );
       // Exactly filling the quota is still allowed.
       expect((await say(sessionId, "字".repeat(CHARACTER_QUOTA - 150_000))).seq).toBe(3);
     });
@@ -394,12 +409,14 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const response = await small.createSession(CreateSessionRequest.fromPartial({ owner: "u1" }), LOCAL_HARNESS);
       const sessionId = response.session?.sessionId ?? "";
       await small.saveMessage(
-        saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }), LOCAL_HARNESS,
+        saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }),
+        LOCAL_HARNESS,
       );
       const before = await count("message", sessionId);
       const error = await rejection(
         small.saveMessage(
-          saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }), LOCAL_HARNESS,
+          saveMessageRequest(sessionId, "ok", { role: Role.ROLE_ASSISTANT, thinkingText: "t".repeat(30_000) }),
+          LOCAL_HARNESS,
         ),
       );
       expect(error).toBeInstanceOf(ResourceExhaustedError);
@@ -413,21 +430,30 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const big = await say(sessionId, "x".repeat(150_000));
       expect(await rejection(say(sessionId, "y".repeat(60_000)))).toBeInstanceOf(ResourceExhaustedError);
       const deleted = await commands.deleteMessage(
-        DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId, expectedSeq: 2 }), LOCAL_HARNESS,
+        DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId, expectedSeq: 2 }),
+        LOCAL_HARNESS,
       );
       expect(deleted.seq).toBe(3);
       expect((await say(sessionId, "y".repeat(60_000))).seq).toBe(4);
       expect(
-        (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).messages.map((m) => m.seq),
+        (await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).messages.map(
+          (m) => m.seq,
+        ),
       ).toEqual([4]);
-      const all = await commands.listMessages(ListMessagesRequest.fromPartial({ sessionId, includeDeleted: true }), LOCAL_HARNESS);
+      const all = await commands.listMessages(
+        ListMessagesRequest.fromPartial({ sessionId, includeDeleted: true }),
+        LOCAL_HARNESS,
+      );
       expect(all.messages.map((m) => [m.seq, m.deleted])).toEqual([
         [2, true],
         [4, false],
       ]);
       expect(
         await rejection(
-          commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId }), LOCAL_HARNESS),
+          commands.deleteMessage(
+            DeleteMessageRequest.fromPartial({ sessionId, messageId: big.messageId }),
+            LOCAL_HARNESS,
+          ),
         ),
       ).toBeInstanceOf(NotFoundError);
     });
@@ -441,7 +467,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
           expectedGeneration: 0,
           boundaryMessageId: boundary.messageId,
           summary: "用户关心跳槽时机。",
-        }), LOCAL_HARNESS,
+        }),
+        LOCAL_HARNESS,
       );
 
       const continued = await createSession({ owner: "alice", continuedFromSessionId: source });
@@ -467,14 +494,21 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     it("refuses every write to a deleted session with NotFoundError but keeps its events readable", async () => {
       const sessionId = await createSession();
       const kept = await say(sessionId, "before delete");
-      expect((await commands.deleteSession(DeleteSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).seq).toBe(3);
+      expect((await commands.deleteSession(DeleteSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).seq).toBe(
+        3,
+      );
       const eventsBefore = await count("session_event", sessionId);
       const writes: (() => Promise<unknown>)[] = [
         () => say(sessionId, "after"),
-        () => commands.deleteMessage(DeleteMessageRequest.fromPartial({ sessionId, messageId: kept.messageId }), LOCAL_HARNESS),
+        () =>
+          commands.deleteMessage(
+            DeleteMessageRequest.fromPartial({ sessionId, messageId: kept.messageId }),
+            LOCAL_HARNESS,
+          ),
         () =>
           commands.commitCompaction(
-            CommitCompactionRequest.fromPartial({ sessionId, boundaryMessageId: kept.messageId, summary: "s" }), LOCAL_HARNESS,
+            CommitCompactionRequest.fromPartial({ sessionId, boundaryMessageId: kept.messageId, summary: "s" }),
+            LOCAL_HARNESS,
           ),
         () => commands.deleteSession(DeleteSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS),
         () => commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId }), LOCAL_HARNESS),
@@ -482,7 +516,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       ];
       for (const write of writes) expect(await rejection(write())).toBeInstanceOf(NotFoundError);
       expect(await count("session_event", sessionId)).toBe(eventsBefore);
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).deleted).toBe(true);
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId }), LOCAL_HARNESS)).deleted).toBe(
+        true,
+      );
       expect((await events(sessionId)).events.map((e) => e.type)).toEqual([
         "SessionCreated",
         "MessageSaved",
@@ -490,7 +526,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       ]);
       expect(await rejection(say("never-created", "hi"))).toBeInstanceOf(NotFoundError);
       expect(
-        await rejection(commands.getSession(GetSessionRequest.fromPartial({ sessionId: "never-created" }), LOCAL_HARNESS)),
+        await rejection(
+          commands.getSession(GetSessionRequest.fromPartial({ sessionId: "never-created" }), LOCAL_HARNESS),
+        ),
       ).toBeInstanceOf(NotFoundError);
     });
 
@@ -498,17 +536,25 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       const parent = await createSession();
       const side = await createSession({ kind: SessionKind.SESSION_KIND_SIDE, parentSessionId: parent });
       await say(side, "side work");
-      expect((await commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)).seq).toBe(3);
+      expect(
+        (await commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)).seq,
+      ).toBe(3);
       const promoted = (await events(side)).events.at(-1);
       if (promoted?.payload?.$case !== "sideTaskPromoted") throw new Error("expected SideTaskPromoted");
       expect(promoted.payload.value.parentSessionId).toBe(parent);
-      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)).ended).toBe(true);
+      expect((await commands.getSession(GetSessionRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)).ended).toBe(
+        true,
+      );
       expect(await rejection(say(side, "late"))).toBeInstanceOf(FailedPreconditionError);
       expect(
-        await rejection(commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS)),
+        await rejection(
+          commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: side }), LOCAL_HARNESS),
+        ),
       ).toBeInstanceOf(FailedPreconditionError);
       expect(
-        await rejection(commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: parent }), LOCAL_HARNESS)),
+        await rejection(
+          commands.promoteSideTask(PromoteSideTaskRequest.fromPartial({ sessionId: parent }), LOCAL_HARNESS),
+        ),
       ).toBeInstanceOf(FailedPreconditionError);
       expect(
         await rejection(createSession({ kind: SessionKind.SESSION_KIND_SIDE, parentSessionId: parent, owner: "u2" })),
