@@ -52,7 +52,9 @@ describe("prefix fingerprints survive SIGKILL of prompt-assembly for every answe
     workspace = mkdtempSync(join(tmpdir(), "pg-kill-"));
     agentsMd = join(workspace, "AGENTS.md");
     writeFileSync(agentsMd, "# Rules\n- use pnpm\n");
-  });
+    // Three processes compile with tsx at once: on a busy 2-core machine that alone can take
+    // minutes, and serviceProcess already waits up to 180 s for each to serve.
+  }, 300_000);
 
   afterAll(async () => {
     for (const proc of Object.values(procs)) await proc.kill("SIGKILL");
