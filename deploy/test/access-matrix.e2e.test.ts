@@ -206,6 +206,9 @@ const MATRIX: readonly MatrixRpc[] = [
     callUnary(s.sessions, s.sessions.getSession, { sessionId: x.sa }, o)),
   row(SE.listMessages, "session-events",                [OK, NF, PD, PD, PD], 1, (s, x, _w, o) =>
     callUnary(s.sessions, s.sessions.listMessages, { sessionId: x.sa, includeDeleted: false }, o)),
+  // The key opens every sealed event of the session: peers and subscribers only, never a harness.
+  row(SE.getDataKeys, "session-events",                 [PD, PD, PD, PD, OK], 1, (s, x, _w, o) =>
+    callUnary(s.sessions, s.sessions.getDataKeys, { sessionIds: [x.sa] }, o)),
   row(RS.resolve, "rules-snapshot",                     [PD, PD, PD, PD, OK], 2, (s, x, _w, o) =>
     callUnary(s.rules, s.rules.resolve, {
       sessionId: x.sa, workspace: WORKSPACE_A, source: { $case: "content", value: { text: RULES_TEXT } },
@@ -459,7 +462,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
     const all = [SessionEventsService, RulesSnapshotService, PromptAssemblyService, CacheMonitorService].flatMap(
       (definition) => Object.values(definition).map((method) => method.path),
     );
-    expect(all).toHaveLength(19);
+    expect(all).toHaveLength(20);
     expect(MATRIX.map((r) => r.path).sort()).toEqual([...all].sort());
   });
 
@@ -538,7 +541,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
   it("answers every RPC × principal as the table says; no refusal changes any database", async () => {
     const problems: string[] = [];
     const cells = MATRIX.flatMap((rpc) => WHO.map((who) => ({ rpc, who, expected: rpc.expected[who] })));
-    expect(cells).toHaveLength(19 * WHO.length);
+    expect(cells).toHaveLength(20 * WHO.length);
     const name = (cell: (typeof cells)[number]) => `${cell.rpc.path.slice(1)} as ${cell.who}`;
 
     // Refusals first, each on the session as the fixture left it, each checked against the databases.

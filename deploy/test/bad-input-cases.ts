@@ -27,6 +27,7 @@ import {
   CreateSessionRequest,
   DeleteMessageRequest,
   DeleteSessionRequest,
+  GetDataKeysRequest,
   GetSessionRequest,
   ListMessagesRequest,
   PromoteSideTaskRequest,
@@ -333,6 +334,11 @@ interface ErasedSpec {
   readonly method: string;
   readonly baselineBytes: (f: Fixture) => Uint8Array;
   readonly withSessionId: (f: Fixture, sessionId: string) => Uint8Array;
+  /**
+   * The fields named when the session id is missing (an empty request) or bad; "session_id" for
+   * both unless the RPC takes its ids otherwise (GetDataKeys: a list, "session_ids" / "session_ids[0]").
+   */
+  readonly idFields?: { readonly missing: string; readonly bad: string; readonly appended: string };
 }
 
 function erase<T extends { sessionId: string }>(spec: RpcSpec<T>): ErasedSpec {
@@ -344,8 +350,18 @@ function erase<T extends { sessionId: string }>(spec: RpcSpec<T>): ErasedSpec {
   };
 }
 
+/** GetDataKeys takes its ids as a list (field 1, repeated): the baseline asks for the fixture's key. */
+const getDataKeys: ErasedSpec = {
+  service: "sessionEvents",
+  method: "GetDataKeys",
+  baselineBytes: (f) => GetDataKeysRequest.encode({ sessionIds: [f.sessionId] }).finish(),
+  withSessionId: (_f, sessionId) => GetDataKeysRequest.encode({ sessionIds: [sessionId] }).finish(),
+  // Field 1 appended after the baseline adds a second id rather than replacing the first.
+  idFields: { missing: "session_ids", bad: "session_ids[0]", appended: "session_ids[1]" },
+};
+
 /**
- * Every RPC that takes a required session_id as field 1, in the order the suite exercises them.
+ * Every RPC that takes a required session id as field 1, in the order the suite exercises them.
  * CacheMonitor.ListCollapses is not here: its session_id is an optional filter ("" = all sessions).
  */
 export const ALL_RPCS: readonly ErasedSpec[] = [
@@ -358,6 +374,7 @@ export const ALL_RPCS: readonly ErasedSpec[] = [
   erase(readEvents),
   erase(getSession),
   erase(listMessages),
+  getDataKeys,
   erase(resolve),
   erase(invalidate),
   erase(getSnapshot),
@@ -380,36 +397,41 @@ export function baselineRequest(method: string, f: Fixture): Uint8Array {
 function sessionIdCases(spec: ErasedSpec): BadInputCase[] {
   const after = (raw: Uint8Array) => (f: Fixture) => concatBytes(spec.baselineBytes(f), raw);
   const withId = (value: string) => (f: Fixture) => spec.withSessionId(f, value);
+  const { missing, bad, appended } = spec.idFields ?? {
+    missing: "session_id",
+    bad: "session_id",
+    appended: "session_id",
+  };
   const rows: ReadonlyArray<readonly [Batch, string, (f: Fixture) => Uint8Array, Expected]> = [
     // CreateSession generates an id when none is given, so its first required field is the owner.
     [
       "empty",
       "empty request (0 bytes)",
       () => new Uint8Array(0),
-      invalid(spec.method === "CreateSession" ? "owner" : "session_id"),
+      invalid(spec.method === "CreateSession" ? "owner" : missing),
     ],
     ...BAD_IDS.map(
       ([label, value, batch]) =>
-        [batch, `session_id ${label}: ${JSON.stringify(value)}`, withId(value), invalid("session_id")] as const,
+        [batch, `${bad} ${label}: ${JSON.stringify(value)}`, withId(value), invalid(bad)] as const,
     ),
-    ["oversized", "session_id of 10 MB", withId(tenMegabytes()), tooLarge("session_id")],
+    ["oversized", `${bad} of 10 MB`, withId(tenMegabytes()), tooLarge(bad)],
     [
       "invalid-utf8",
-      "session_id bytes 6f 6b ff fe (invalid UTF-8)",
+      `${appended} bytes 6f 6b ff fe (invalid UTF-8)`,
       after(lenField(1, INVALID_UTF8)),
-      invalidOrRequest("session_id"),
+      invalidOrRequest(appended),
     ],
     [
       "invalid-utf8",
-      "session_id bytes 6f 6b ed a0 80 (UTF-8-encoded lone surrogate U+D800)",
+      `${appended} bytes 6f 6b ed a0 80 (UTF-8-encoded lone surrogate U+D800)`,
       after(lenField(1, SURROGATE_UTF8)),
-      invalidOrRequest("session_id"),
+      invalidOrRequest(appended),
     ],
     [
       "wrong-type",
-      "session_id (field 1) sent as varint 7 instead of a string",
+      `${appended} (field 1) sent as varint 7 instead of a string`,
       after(varintField(1, 7)),
-      wrongType("session_id"),
+      wrongType(appended),
     ],
     ["unknown-field", "unknown field 99 (varint 1) after a valid request", after(varintField(99, 1)), unknownField(99)],
     [
@@ -831,6 +853,21 @@ const promptAssemblyTables = [
         set("rules_source", rulesFile("AGENTS.md")),
         invalid("source.file.path", "rules_file.path"),
       ],
+      // Files outside the session's workspace are refused before anything is opened, and the answer
+      // carries no OS error text (README "Files the servers read").
+      ...["/etc/passwd", "/proc/self/environ", "/srv/ws/bad-input/../other/AGENTS.md", "/dev/zero"].map(
+        (path): Row<BuildRequestRequest> => [
+          "bad-value",
+          `rules_file.path ${JSON.stringify(path)} (outside the workspace)`,
+          set("rules_source", rulesFile(path)),
+          // No errno names (ENOENT, EACCES ...) in the answer: it must not tell what exists on the host.
+          {
+            code: "INVALID_ARGUMENT",
+            fields: ["source.file.path", "rules_file.path"],
+            details: /^(?![\s\S]*\bE[A-Z]{3,}\b)/,
+          },
+        ],
+      ),
       [
         "unknown-enum",
         "wire_format = WIRE_FORMAT_UNSPECIFIED (0)",
@@ -1038,9 +1075,42 @@ export const BATCH_ORDER: readonly Batch[] = [
   "malformed-frame",
 ];
 
+/** GetDataKeys' list itself: its bounds, and a bad id after a good one (named by its index). */
+function getDataKeysCases(): BadInputCase[] {
+  const ids = (list: (f: Fixture) => string[]) => (f: Fixture) =>
+    GetDataKeysRequest.encode({ sessionIds: list(f) }).finish();
+  const rows: ReadonlyArray<readonly [Batch, string, (f: Fixture) => Uint8Array, Expected]> = [
+    ["empty", "session_ids[1] empty (after a valid id)", ids((f) => [f.sessionId, ""]), invalid("session_ids[1]")],
+    [
+      "oversized",
+      "session_ids with 101 ids (the most is 100)",
+      ids((f) => Array.from({ length: 101 }, (_, i) => `${f.sessionId}-${i}`)),
+      invalid("session_ids"),
+    ],
+    ...SQL_METACHARACTERS.map(
+      ([label, value]) =>
+        [
+          "sql-metacharacters",
+          `session_ids[1] ${label}: ${JSON.stringify(value)} (after a valid id)`,
+          ids((f) => [f.sessionId, value]),
+          invalid("session_ids[1]"),
+        ] as const,
+    ),
+  ];
+  return rows.map(([batch, input, request, expected]) => ({
+    batch,
+    service: "sessionEvents",
+    method: "GetDataKeys",
+    input,
+    request,
+    expected,
+  }));
+}
+
 export function badInputCases(): BadInputCase[] {
   return [
     ...ALL_RPCS.flatMap(sessionIdCases),
+    ...getDataKeysCases(),
     ...sessionEventsTables.flat(),
     ...rulesSnapshotTables.flat(),
     ...promptAssemblyTables.flat(),

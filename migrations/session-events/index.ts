@@ -141,9 +141,60 @@ const sessionScope: Migration = {
   },
 };
 
+/**
+ * One AES-256 data key per session (crypto-shredding, libs/events sealed-content.ts): every content
+ * field of the session's events is sealed with it. Erasing the session empties `key` and stamps
+ * erased_at_ms; the row stays so GetDataKeys can tell an erased session from an unknown one.
+ */
+const sessionDataKey: Migration = {
+  name: "0005_session_data_key",
+  async up(db) {
+    await db.schema.createTable("session_data_key", (t) => {
+      binaryCollation(db, t);
+      t.string("session_id", 128).notNullable().primary();
+      t.string("key_id", 36).notNullable();
+      // VARBINARY(32) on MySQL: empty once erased, never zero-padded ("key" is reserved in MySQL).
+      t.binary("key_bytes", 32).notNullable();
+      t.bigInteger("created_at_ms").notNullable();
+      t.bigInteger("erased_at_ms").nullable();
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists("session_data_key");
+  },
+};
+
+/**
+ * The session's last activity (its newest event's occurred_at_ms), kept on every write so the
+ * retention sweep finds idle sessions by index instead of aggregating the event log. Existing
+ * sessions take their newest event's time: a long-lived, still active session must not look idle.
+ */
+const sessionLastEventAt: Migration = {
+  name: "0006_session_last_event_at",
+  async up(db) {
+    await db.schema.alterTable("session", (t) => {
+      t.bigInteger("last_event_at_ms").notNullable().defaultTo(0);
+      t.index(["deleted", "last_event_at_ms"], "session_idle_idx");
+    });
+    await db.raw(
+      `UPDATE session SET last_event_at_ms = COALESCE(
+         (SELECT MAX(e.occurred_at_ms) FROM session_event e WHERE e.session_id = session.session_id),
+         created_at_ms)`,
+    );
+  },
+  async down(db) {
+    await db.schema.alterTable("session", (t) => {
+      t.dropIndex(["deleted", "last_event_at_ms"], "session_idle_idx");
+      t.dropColumn("last_event_at_ms");
+    });
+  },
+};
+
 export const sessionEventsMigrations: Migration[] = [
   sessionEventTable,
   sessionProjectionTables,
   sessionLocale,
   sessionScope,
+  sessionDataKey,
+  sessionLastEventAt,
 ];

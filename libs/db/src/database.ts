@@ -24,6 +24,12 @@ export interface DatabaseOptions {
    * trips (Sql.batch). Only ever used with bound values, never with text built from input.
    */
   readonly multipleStatements?: boolean;
+  /**
+   * SQLite: `PRAGMA secure_delete = ON`, so deleted and overwritten content is zeroed in the file
+   * instead of lingering in free pages and cells (erasure must leave no readable bytes). On unless
+   * set to false. Ignored on MySQL.
+   */
+  readonly secureDelete?: boolean;
 }
 
 /**
@@ -84,6 +90,9 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
           conn.pragma("journal_mode = WAL");
           conn.pragma("foreign_keys = ON");
           conn.pragma("busy_timeout = 5000");
+          // Erasure: deleted rows are zeroed, not left in free pages (the embedded default's files hold
+          // user content). Off only where a caller says so.
+          if (options.secureDelete !== false) conn.pragma("secure_delete = ON");
           done(null, conn);
         },
       },

@@ -2,7 +2,17 @@ import { ValidationError } from "@prefix-guard/errors";
 import { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { decodeEnvelope, encodeEnvelope } from "./codec";
 
-export const SESSION_EVENT_SCHEMA_VERSION = 1;
+/**
+ * The version session-events writes. 2: the content of MessageSaved, CompactionCommitted and
+ * SessionCreated travels in `sealed` (the session's data key), its plaintext fields left empty.
+ */
+export const SESSION_EVENT_SCHEMA_VERSION = 2;
+
+/**
+ * Versions a reader accepts: 1 (content in plaintext fields) and 2 (content sealed with the
+ * session's data key). Old events stay in topics, DLQs and the event store, so 1 is never dropped.
+ */
+export const READABLE_SESSION_EVENT_SCHEMA_VERSIONS: ReadonlySet<number> = new Set([1, 2]);
 
 export type SessionEventPayload = NonNullable<SessionEvent["payload"]>;
 export type SessionEventType = SessionEventPayload["$case"];
@@ -30,7 +40,7 @@ export function encodeSessionEvent(event: SessionEvent): Uint8Array {
  */
 export function decodeSessionEvent(bytes: Uint8Array): SessionEvent & { payload: SessionEventPayload } {
   const event = decodeEnvelope(SessionEvent, bytes, "session_event");
-  if (event.schemaVersion !== SESSION_EVENT_SCHEMA_VERSION) {
+  if (!READABLE_SESSION_EVENT_SCHEMA_VERSIONS.has(event.schemaVersion)) {
     throw new ValidationError("schema_version", `unsupported schema version ${event.schemaVersion}`, {
       reason: "unknown_version",
     });

@@ -10,6 +10,15 @@ export const sessionEventsConfigSchema = z.object({
   SAVE_GROUP_MAX: z.coerce.number().int().min(1).max(1_000).default(128),
   SESSION_CHARACTER_QUOTA: z.coerce.number().int().min(1_000).max(10_000_000).default(200_000),
   SESSION_MAX_SERIALIZED_BYTES: z.coerce.number().int().min(10_000).max(1_073_741_824).optional(),
+  /**
+   * Sessions with no activity for this many days are erased like a DeleteSession (issue 26); 0 (the
+   * default) keeps them forever. Fractions are allowed (0.5 = 12 hours).
+   */
+  SESSION_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(0),
+  /** How often the retention sweep looks for idle sessions. */
+  SESSION_RETENTION_SWEEP_MS: z.coerce.number().int().min(100).max(86_400_000).default(600_000),
+  /** Sessions' data keys held in memory for sealing writes (least recently used out). */
+  SESSION_DATA_KEY_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
 });
 
 export type SessionEventsConfig = z.infer<typeof sessionEventsConfigSchema>;

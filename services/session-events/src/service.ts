@@ -8,6 +8,7 @@ import type { Registry } from "prom-client";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
 import { SessionStore } from "./adapters/mysql/session-store";
+import { RetentionSweep } from "./application/retention-sweep";
 import { SessionCommands } from "./application/session-commands";
 import type { SessionEventsConfig } from "./config";
 import { MAX_REQUEST_BYTES } from "./domain/limits";
@@ -17,6 +18,8 @@ export interface RunningSessionEvents {
   readonly relay: OutboxRelay;
   /** Its Prometheus registry (served on METRICS_PORT when > 0). */
   readonly metrics: Registry;
+  /** Erases idle sessions (SESSION_RETENTION_DAYS) on its timer; runOnce for tests and tools. */
+  readonly retention: RetentionSweep;
   stop(): Promise<void>;
 }
 
@@ -28,20 +31,23 @@ export async function startSessionEvents(
   const now = deps.now ?? Date.now;
   const kit = await ServiceKit.open("session-events", config, {
     migrations: sessionEventsMigrations,
-    // Several statements per query: SaveMessage commits in two round trips.
-    database: { multipleStatements: true },
+    // Several statements per query: SaveMessage commits in two round trips. On SQLite, erased rows
+    // are zeroed in the file rather than left in free pages (issue 26).
+    database: { multipleStatements: true, secureDelete: true },
     bus: deps.bus,
     logger: deps.logger,
     now,
   });
   return kit.starting(async () => {
+    const store = new SessionStore(kit.db);
     const commands = new SessionCommands({
-      store: new SessionStore(kit.db),
+      store,
       now,
       newEventId: () => newEventId(now()),
       newId: () => randomUUID(),
       traceparent: () => traceHeaders().traceparent,
       saveGroupMax: config.SAVE_GROUP_MAX,
+      dataKeyCacheSize: config.SESSION_DATA_KEY_CACHE_SIZE,
       limits: {
         characterQuota: config.SESSION_CHARACTER_QUOTA,
         ...(config.SESSION_MAX_SERIALIZED_BYTES !== undefined
@@ -54,6 +60,23 @@ export async function startSessionEvents(
       // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
       maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,
     });
-    return { address: server.address, relay, metrics: kit.metrics.registry, stop: () => kit.stop() };
+    const retention = new RetentionSweep({
+      commands,
+      store,
+      logger: kit.logger,
+      now,
+      retentionDays: config.SESSION_RETENTION_DAYS,
+      intervalMs: config.SESSION_RETENTION_SWEEP_MS,
+      afterErase: () => relay.notify(),
+    });
+    retention.start();
+    kit.onStop(() => retention.stop());
+    return {
+      address: server.address,
+      relay,
+      metrics: kit.metrics.registry,
+      retention,
+      stop: () => kit.stop(),
+    };
   });
 }

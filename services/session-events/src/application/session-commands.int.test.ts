@@ -10,14 +10,16 @@ import {
   ResourceExhaustedError,
   ValidationError,
 } from "@prefix-guard/errors";
-import { decodeSessionEvent, newEventId } from "@prefix-guard/events";
+import { decodeSessionEvent, newEventId, openFields } from "@prefix-guard/events";
 import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
+import type { SealedContent } from "@prefix-guard/proto/events/v1/session_events";
 import {
   CommitCompactionRequest,
   CreateSessionRequest,
   DeleteMessageRequest,
   DeleteSessionRequest,
+  GetDataKeysRequest,
   GetSessionRequest,
   ListMessagesRequest,
   PromoteSideTaskRequest,
@@ -66,6 +68,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0002_session_projections",
         "0003_session_locale",
         "0004_session_scope",
+        "0005_session_data_key",
+        "0006_session_last_event_at",
       ]);
       expect(await runMigrations(db, sessionEventsMigrations)).toEqual([]);
       commands = new SessionCommands(deps());
@@ -88,6 +92,14 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     };
     const events = async (sessionId: string, afterSeq = 0, limit = 0) =>
       commands.readEvents(ReadEventsRequest.fromPartial({ sessionId, afterSeq, limit }), LOCAL_HARNESS);
+    /** An event's sealed content, opened with the key GetDataKeys gives for its session. */
+    const unseal = async (event: { sessionId: string; seq: number }, sealed: SealedContent | undefined) => {
+      if (sealed === undefined) throw new Error(`event ${event.seq} carries no sealed content`);
+      const { keys } = await commands.getDataKeys(GetDataKeysRequest.fromPartial({ sessionIds: [event.sessionId] }));
+      const key = keys[0];
+      if (key === undefined || key.erased) throw new Error("no data key");
+      return openFields({ keyId: key.keyId, key: key.key }, event.sessionId, event.seq, sealed);
+    };
 
     it("creates a session with defaults, appends SessionCreated at seq 1 into the outbox", async () => {
       const sessionId = await createSession();
@@ -158,9 +170,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         const store = new SessionStore(db);
         const groupSizes: number[] = [];
         const appendMessages = store.appendMessages.bind(store);
-        store.appendMessages = (group) => {
+        store.appendMessages = (group, keys, nowMs) => {
           groupSizes.push(group.length);
-          return appendMessages(group);
+          return appendMessages(group, keys, nowMs);
         };
         return { commands: new SessionCommands(deps({ store })), groupSizes };
       }
@@ -256,7 +268,11 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         thinkingChars: 16,
         localDate: "2026-10-12",
       });
-      expect(savedEvent.payload.value.content[0]?.part).toEqual({
+      // Schema 2: the content travels sealed with the session's key, the plaintext field left empty.
+      expect(savedEvent.schemaVersion).toBe(2);
+      expect(savedEvent.payload.value.content).toEqual([]);
+      const opened = await unseal(savedEvent, savedEvent.payload.value.sealed);
+      expect(opened.content[0]?.part).toEqual({
         $case: "text",
         value: expect.objectContaining({ text: "hello" }),
       });
@@ -354,8 +370,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(last.payload.value).toMatchObject({
         generation: 1,
         boundaryMessageId: boundary.messageId,
-        summary: response.summary,
+        summary: "",
       });
+      expect((await unseal(last, last.payload.value.sealed)).summary).toBe(response.summary);
     });
 
     it("rejects a boundary from another session or a deleted one", async () => {
@@ -476,7 +493,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(session).toMatchObject({ summary, inheritedSummaryFrom: source, compactionGeneration: 0, lastSeq: 1 });
       const [created] = (await events(continued)).events;
       if (created?.payload?.$case !== "sessionCreated") throw new Error("expected SessionCreated");
-      expect(created.payload.value).toMatchObject({ inheritedSummaryFrom: source, inheritedSummary: summary });
+      expect(created.payload.value).toMatchObject({ inheritedSummaryFrom: source, inheritedSummary: "" });
+      expect((await unseal(created, created.payload.value.sealed)).inheritedSummary).toBe(summary);
 
       for (const [owner, from] of [
         ["mallory", source],
@@ -488,6 +506,8 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         const [plainCreated] = (await events(normal)).events;
         if (plainCreated?.payload?.$case !== "sessionCreated") throw new Error("expected SessionCreated");
         expect(plainCreated.payload.value).toMatchObject({ inheritedSummaryFrom: "", inheritedSummary: "" });
+        // Nothing to seal: no seal, so a consumer needs no key for it.
+        expect(plainCreated.payload.value.sealed).toBeUndefined();
       }
     });
 

@@ -8,9 +8,13 @@ import {
 import { isUniqueViolation, translateDbError } from "@prefix-guard/db";
 import { AlreadyExistsError, ConflictError, ResourceExhaustedError } from "@prefix-guard/errors";
 import {
+  type DataKey,
+  decodeSessionEvent,
   encodeSessionEvent,
+  newDataKey,
   SESSION_EVENT_SCHEMA_VERSION,
   type SessionEventPayload,
+  sealFields,
   sessionEventType,
 } from "@prefix-guard/events";
 import { localDateOf } from "@prefix-guard/events/local-date";
@@ -23,6 +27,8 @@ import type {
   CreateSessionResponse,
   DeleteMessageRequest,
   DeleteSessionRequest,
+  GetDataKeysRequest,
+  GetDataKeysResponse,
   GetSessionRequest,
   ListMessagesRequest,
   ListMessagesResponse,
@@ -52,6 +58,7 @@ import {
   requirePromotableSideTask,
   requireWritableSession,
 } from "../domain/decisions";
+import { ERASE_EVENT_BATCH, withoutContent } from "../domain/erasure";
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from "../domain/limits";
 import { kindFromName, roleFromName, type SessionState } from "../domain/model";
 import { storedContentJson } from "../domain/stored-content";
@@ -61,12 +68,14 @@ import {
   validateCreateSession,
   validateDeleteMessage,
   validateDeleteSession,
+  validateGetDataKeys,
   validateGetSession,
   validateListMessages,
   validatePromoteSideTask,
   validateReadEvents,
   validateSaveMessage,
 } from "../domain/validation";
+import { DataKeyCache } from "./data-key-cache";
 import { MessageAppendGroups } from "./message-append-groups";
 
 export interface SessionCommandsDeps {
@@ -81,6 +90,10 @@ export interface SessionCommandsDeps {
   readonly limits?: Partial<SessionLimits>;
   /** Messages appended in one transaction at most (group commit of SaveMessage). */
   readonly saveGroupMax?: number;
+  /** Sessions' data keys held in memory at most (least recently used out); 100,000 by default. */
+  readonly dataKeyCacheSize?: number;
+  /** A new session's data key (libs/events newDataKey by default). */
+  readonly newDataKey?: () => DataKey;
 }
 
 /**
@@ -92,11 +105,23 @@ export class SessionCommands {
   private readonly store: SessionStore;
   private readonly limits: SessionLimits;
   private readonly appendGroups: MessageAppendGroups;
+  private readonly keys: DataKeyCache;
+  private readonly newDataKey: () => DataKey;
 
   constructor(private readonly deps: SessionCommandsDeps) {
     this.store = deps.store;
     this.limits = { ...DEFAULT_SESSION_LIMITS, ...deps.limits };
-    this.appendGroups = new MessageAppendGroups(deps.store, deps.saveGroupMax ?? 128);
+    this.keys = new DataKeyCache(deps.dataKeyCacheSize ?? 100_000);
+    this.newDataKey = deps.newDataKey ?? newDataKey;
+    const keys = {
+      cached: (sessionId: string) => this.keys.get(sessionId),
+      create: () => this.newDataKey(),
+      remember: (sessionId: string, key: DataKey) => this.keys.set(sessionId, key),
+    };
+    this.appendGroups = new MessageAppendGroups(
+      { appendMessages: (group) => deps.store.appendMessages(group, keys, deps.now()) },
+      deps.saveGroupMax ?? 128,
+    );
   }
 
   async createSession(request: CreateSessionRequest, caller: Caller): Promise<CreateSessionResponse> {
@@ -109,7 +134,9 @@ export class SessionCommands {
         reason: "session_exists",
         context: { session_id: sessionId },
       });
-    return this.write({ sessionId, retryOnSeqConflict: false, onUniqueViolation: alreadyExists }, async (tx) => {
+    const dataKey = this.newDataKey();
+    const options = { sessionId, retryOnSeqConflict: false, onUniqueViolation: alreadyExists };
+    const created = await this.write(options, async (tx) => {
       if ((await tx.readSession(sessionId, false)) !== undefined) throw alreadyExists();
       const owner = { owner: command.owner, scope };
       if (command.parentSessionId !== undefined) {
@@ -148,6 +175,8 @@ export class SessionCommands {
         scope,
         createdBy,
       });
+      await tx.insertDataKey(sessionId, dataKey, now);
+      const inheritedSummary = inherited?.summary ?? "";
       await tx.appendEvent(
         sessionId,
         this.eventRow(sessionId, 1, now, {
@@ -159,7 +188,9 @@ export class SessionCommands {
             kind: kindFromName(command.kind),
             parentSessionId: command.parentSessionId ?? "",
             inheritedSummaryFrom: inherited?.from ?? "",
-            inheritedSummary: inherited?.summary ?? "",
+            // Content travels sealed (issue 26); an event without any carries no seal.
+            inheritedSummary: "",
+            sealed: inheritedSummary.length === 0 ? undefined : sealFields(dataKey, sessionId, 1, { inheritedSummary }),
             locale: command.locale,
             scope,
           },
@@ -167,6 +198,8 @@ export class SessionCommands {
       );
       return { session, seq: 1 };
     });
+    this.keys.set(sessionId, dataKey);
+    return created;
   }
 
   async saveMessage(request: SaveMessageRequest, caller: Caller): Promise<SaveMessageResponse> {
@@ -176,9 +209,10 @@ export class SessionCommands {
     // Read here, in the caller's context: the group is written from another one.
     const traceparent = this.deps.traceparent();
     return this.attempt({ sessionId, retryOnSeqConflict }, () =>
-      this.appendGroups.append(sessionId, (locked) => {
+      this.appendGroups.append(sessionId, (locked, dataKey) => {
         const session = requireWritableSession(visible(caller, locked), sessionId);
         checkExpectedSeq(command.expectedSeq, session.lastSeq);
+        const key = requireDataKey(dataKey, sessionId);
         const usage = decideMessageCapacity(session, command, this.limits);
         const now = this.deps.now();
         const seq = session.lastSeq + 1;
@@ -193,7 +227,8 @@ export class SessionCommands {
             value: {
               messageId,
               role: roleFromName(command.role),
-              content: [...command.content],
+              content: [],
+              sealed: sealFields(key, sessionId, seq, { content: [...command.content] }),
               thinkingChars: command.thinkingChars,
               localDate,
             },
@@ -240,6 +275,7 @@ export class SessionCommands {
       // in serialized_bytes because the row is still stored (and listed with include_deleted).
       await this.advanceSession(tx, session, seq, {
         contentChars: Math.max(0, session.contentChars - message.contentChars),
+        lastEventAtMs: now,
       });
       return { seq };
     });
@@ -266,7 +302,7 @@ export class SessionCommands {
     );
     let scrubbed =
       snapshot === undefined ? undefined : { lastSeq: snapshot.lastSeq, summary: scrub(snapshot.contents) };
-    return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
+    const committed = await this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
       const session = requireWritableSession(visible(caller, await tx.readSession(sessionId, true)), sessionId);
       const boundary = await tx.readMessage(command.boundaryMessageId);
       const currentBoundary =
@@ -286,11 +322,17 @@ export class SessionCommands {
       const { summary } = scrubbed;
       const now = this.deps.now();
       const seq = session.lastSeq + 1;
+      const key = await this.dataKeyIn(tx, sessionId, now);
       await tx.appendEvent(
         sessionId,
         this.eventRow(sessionId, seq, now, {
           $case: "compactionCommitted",
-          value: { generation, boundaryMessageId: command.boundaryMessageId, summary },
+          value: {
+            generation,
+            boundaryMessageId: command.boundaryMessageId,
+            summary: "",
+            sealed: summary.length === 0 ? undefined : sealFields(key, sessionId, seq, { summary }),
+          },
         }),
       );
       await tx.insertCompaction({
@@ -304,23 +346,59 @@ export class SessionCommands {
         compactionGeneration: generation,
         compactionBoundaryMessageId: command.boundaryMessageId,
         summary,
+        lastEventAtMs: now,
       });
-      return { seq, generation, summary };
+      return { response: { seq, generation, summary }, key };
     });
+    this.keys.set(sessionId, committed.key);
+    return committed.response;
   }
 
+  /**
+   * Deletes and erases the session (issue 26), in one transaction with its SessionDeleted event:
+   * its messages and compactions go, its summary is blanked, its key destroyed (every sealed copy
+   * anywhere becomes unreadable) and its stored events are rewritten without content.
+   */
   async deleteSession(request: DeleteSessionRequest, caller: Caller): Promise<WriteResponse> {
     const { sessionId } = validateDeleteSession(request);
-    return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
+    const response = await this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
       const session = requireLiveSession(visible(caller, await tx.readSession(sessionId, true)), sessionId);
-      const seq = session.lastSeq + 1;
-      await tx.appendEvent(
-        sessionId,
-        this.eventRow(sessionId, seq, this.deps.now(), { $case: "sessionDeleted", value: {} }),
-      );
-      await this.advanceSession(tx, session, seq, { deleted: true });
-      return { seq };
+      return this.deleteAndErase(tx, session);
     });
+    await this.afterErasure(sessionId);
+    return response;
+  }
+
+  /**
+   * Retention: erases the session like DeleteSession when it is still live and had no activity
+   * since `cutoffMs` (checked again under the row lock: a message may have arrived since the sweep
+   * listed it). True when it was erased.
+   */
+  async expireSession(sessionId: string, cutoffMs: number): Promise<boolean> {
+    const erased = await this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
+      const session = await tx.readSession(sessionId, true);
+      if (session === undefined || session.deleted || session.lastEventAtMs >= cutoffMs) return false;
+      await this.deleteAndErase(tx, session);
+      return true;
+    });
+    if (erased) await this.afterErasure(sessionId);
+    return erased;
+  }
+
+  /**
+   * Erases a session deleted before erasure existed (its SessionDeleted is already in the log).
+   * True when there was one to erase.
+   */
+  async eraseDeletedSession(sessionId: string): Promise<boolean> {
+    const erased = await this.write({ sessionId, retryOnSeqConflict: false }, async (tx) => {
+      const session = await tx.readSession(sessionId, true);
+      if (session === undefined || !session.deleted) return false;
+      await tx.blankSummary(sessionId);
+      await this.eraseContent(tx, sessionId);
+      return true;
+    });
+    if (erased) await this.afterErasure(sessionId);
+    return erased;
   }
 
   async promoteSideTask(request: PromoteSideTaskRequest, caller: Caller): Promise<WriteResponse> {
@@ -328,14 +406,15 @@ export class SessionCommands {
     return this.write({ sessionId, retryOnSeqConflict: true }, async (tx) => {
       const session = requirePromotableSideTask(visible(caller, await tx.readSession(sessionId, true)), sessionId);
       const seq = session.lastSeq + 1;
+      const now = this.deps.now();
       await tx.appendEvent(
         sessionId,
-        this.eventRow(sessionId, seq, this.deps.now(), {
+        this.eventRow(sessionId, seq, now, {
           $case: "sideTaskPromoted",
           value: { parentSessionId: session.parentSessionId ?? "" },
         }),
       );
-      await this.advanceSession(tx, session, seq, { ended: true });
+      await this.advanceSession(tx, session, seq, { ended: true, lastEventAtMs: now });
       return { seq };
     });
   }
@@ -375,6 +454,82 @@ export class SessionCommands {
       requireLiveSession(visible(caller, await this.store.readSession(command.sessionId)), command.sessionId);
       return { messages: await this.store.listMessages(command.sessionId, command.includeDeleted) };
     });
+  }
+
+  /**
+   * The data keys that open these sessions' sealed content, in request order (peers and
+   * subscribers only). Always read from the table, never from this process's cache: another replica
+   * may have erased a key since. Erased: no key, erased = true; unknown: no key, erased = false.
+   */
+  async getDataKeys(request: GetDataKeysRequest): Promise<GetDataKeysResponse> {
+    const { sessionIds } = validateGetDataKeys(request);
+    const stored = await this.read(sessionIds[0] ?? "", () => this.store.readDataKeys(sessionIds));
+    return {
+      keys: sessionIds.map((sessionId) => {
+        const key = stored.get(sessionId);
+        if (key === undefined || key.erased) {
+          return { sessionId, keyId: "", key: Buffer.alloc(0), erased: key?.erased === true };
+        }
+        const bytes = key.key.key;
+        return {
+          sessionId,
+          keyId: key.key.keyId,
+          key: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+          erased: false,
+        };
+      }),
+    };
+  }
+
+  /** Appends SessionDeleted at the next seq, marks the session deleted and erases its content. */
+  private async deleteAndErase(tx: SessionTransaction, session: SessionState): Promise<WriteResponse> {
+    const { sessionId } = session;
+    const seq = session.lastSeq + 1;
+    const now = this.deps.now();
+    await tx.appendEvent(sessionId, this.eventRow(sessionId, seq, now, { $case: "sessionDeleted", value: {} }));
+    await this.advanceSession(tx, session, seq, { deleted: true, summary: "", lastEventAtMs: now });
+    await this.eraseContent(tx, sessionId);
+    return { seq };
+  }
+
+  /**
+   * Inside the session's locked transaction: deletes its messages and compactions, destroys its key
+   * and rewrites every stored event without content (schema 1 plaintext and unpublished rows
+   * included), ERASE_EVENT_BATCH rows per UPDATE. The caller blanks the session row's summary.
+   */
+  private async eraseContent(tx: SessionTransaction, sessionId: string): Promise<void> {
+    await tx.deleteContentRows(sessionId);
+    await tx.eraseDataKey(sessionId, this.deps.now());
+    for (let afterId = 0; ; ) {
+      const rows = await tx.eventPayloads(sessionId, afterId, ERASE_EVENT_BATCH);
+      const rewritten = [];
+      for (const row of rows) {
+        const stripped = withoutContent(decodeSessionEvent(row.payload));
+        if (stripped !== undefined) rewritten.push({ id: row.id, payload: encodeSessionEvent(stripped) });
+      }
+      await tx.replaceEventPayloads(rewritten);
+      const last = rows.at(-1);
+      if (last === undefined || rows.length < ERASE_EVENT_BATCH) break;
+      afterId = last.id;
+    }
+  }
+
+  /** After an erasure committed: the key leaves this process, and SQLite's WAL keeps no old page. */
+  private async afterErasure(sessionId: string): Promise<void> {
+    this.keys.delete(sessionId);
+    await this.read(sessionId, () => this.store.flushErasure());
+  }
+
+  /** The session's data key inside its locked write: this process's copy, the stored one, or a new one. */
+  private async dataKeyIn(tx: SessionTransaction, sessionId: string, nowMs: number): Promise<DataKey> {
+    const cached = this.keys.get(sessionId);
+    if (cached !== undefined) return cached;
+    const stored = await tx.readDataKey(sessionId);
+    if (stored !== undefined) return requireDataKey(stored.erased ? undefined : stored.key, sessionId);
+    // A session created before keys existed gets its key with its first sealed write.
+    const created = this.newDataKey();
+    await tx.insertDataKey(sessionId, created, nowMs);
+    return created;
   }
 
   private async write<T>(
@@ -453,6 +608,15 @@ export class SessionCommands {
       });
     }
   }
+}
+
+/**
+ * A writable session always has a key (made at creation or lazily); none means it was erased, which
+ * only happens to deleted sessions: a broken invariant, not a caller's mistake.
+ */
+function requireDataKey(key: DataKey | undefined, sessionId: string): DataKey {
+  if (key === undefined) throw new Error(`session ${sessionId} is writable but has no data key`);
+  return key;
 }
 
 /**

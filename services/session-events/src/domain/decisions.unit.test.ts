@@ -27,6 +27,7 @@ const session = (overrides: Partial<SessionState> = {}): SessionState => ({
   serializedBytes: 400,
   deleted: false,
   ended: false,
+  lastEventAtMs: 1_700_000_000_000,
   ...overrides,
 });
 const message = (overrides: Partial<MessageState> = {}): MessageState => ({

@@ -41,6 +41,8 @@ export const DEFAULT_TIMEZONE = "Asia/Shanghai";
 
 export const READ_EVENTS_DEFAULT_LIMIT = 500;
 export const READ_EVENTS_MAX_LIMIT = 1000;
+/** Session ids per GetDataKeys: a consumer batch asks once for the keys it lacks. */
+export const DATA_KEYS_MAX_IDS = 100;
 
 /** The capacity limits a deployment (or a test) may tighten; validation caps stay fixed. */
 export interface SessionLimits {

@@ -56,6 +56,8 @@ export interface SessionState {
   readonly serializedBytes: number;
   readonly deleted: boolean;
   readonly ended: boolean;
+  /** occurred_at_ms of its newest event: the activity the retention sweep measures idleness by. */
+  readonly lastEventAtMs: number;
 }
 
 /** A stored message as the write decisions see it. */

@@ -9,6 +9,7 @@ import type {
   CreateSessionRequest,
   DeleteMessageRequest,
   DeleteSessionRequest,
+  GetDataKeysRequest,
   GetSessionRequest,
   ListMessagesRequest,
   PromoteSideTaskRequest,
@@ -16,6 +17,7 @@ import type {
   SaveMessageRequest,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import {
+  DATA_KEYS_MAX_IDS,
   DEFAULT_TIMEZONE,
   MAX_CONTENT_PARTS,
   MAX_MEDIA_TYPE_CHARS,
@@ -112,6 +114,11 @@ export interface ReadEventsCommand {
   readonly sessionId: string;
   readonly afterSeq: number;
   readonly limit: number;
+}
+
+export interface GetDataKeysCommand {
+  /** In request order; a repeated id is answered as often as it is asked. */
+  readonly sessionIds: readonly string[];
 }
 
 export interface ListMessagesCommand {
@@ -369,4 +376,13 @@ export function validateReadEvents(request: ReadEventsRequest): ReadEventsComman
 export function validateListMessages(request: ListMessagesRequest): ListMessagesCommand {
   rejectUnknownFields(request, REQUEST);
   return { sessionId: requireId(request.sessionId, "session_id"), includeDeleted: request.includeDeleted };
+}
+
+export function validateGetDataKeys(request: GetDataKeysRequest): GetDataKeysCommand {
+  rejectUnknownFields(request, REQUEST);
+  const ids = request.sessionIds;
+  if (ids.length === 0 || ids.length > DATA_KEYS_MAX_IDS) {
+    throw new ValidationError("session_ids", `must hold 1 to ${DATA_KEYS_MAX_IDS} session ids, got ${ids.length}`);
+  }
+  return { sessionIds: ids.map((id, index) => requireId(id, `session_ids[${index}]`)) };
 }

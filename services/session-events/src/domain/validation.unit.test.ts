@@ -4,6 +4,7 @@ import {
   CommitCompactionRequest,
   CreateSessionRequest,
   DeleteMessageRequest,
+  GetDataKeysRequest,
   ReadEventsRequest,
   SaveMessageRequest,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
@@ -11,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { saveMessageRequest, text } from "../../test/messages";
 import {
   CHARACTER_QUOTA,
+  DATA_KEYS_MAX_IDS,
   DEFAULT_TIMEZONE,
   MAX_CONTENT_PARTS,
   MAX_MESSAGE_BYTES,
@@ -20,6 +22,7 @@ import {
   validateCommitCompaction,
   validateCreateSession,
   validateDeleteMessage,
+  validateGetDataKeys,
   validateReadEvents,
   validateSaveMessage,
 } from "./validation";
@@ -238,5 +241,33 @@ describe("other requests", () => {
       validationFailure(() => validateReadEvents(ReadEventsRequest.fromPartial({ sessionId: "811", afterSeq: -1 })))
         .field,
     ).toBe("after_seq");
+  });
+});
+
+describe("validateGetDataKeys", () => {
+  const keys = (sessionIds: string[]) => validateGetDataKeys(GetDataKeysRequest.fromPartial({ sessionIds }));
+  const ids = (count: number) => Array.from({ length: count }, (_, i) => `s-${i}`);
+
+  it("takes 1 to 100 ids and keeps them in request order, repeats included", () => {
+    expect(keys(["b", "a", "b"]).sessionIds).toEqual(["b", "a", "b"]);
+    expect(keys(ids(DATA_KEYS_MAX_IDS)).sessionIds).toHaveLength(100);
+  });
+
+  it("refuses no ids and more than 100, naming session_ids", () => {
+    expect(validationFailure(() => keys([])).field).toBe("session_ids");
+    expect(validationFailure(() => keys(ids(DATA_KEYS_MAX_IDS + 1))).field).toBe("session_ids");
+  });
+
+  it("names the index of an empty, unsafe or oversized id", () => {
+    expect(validationFailure(() => keys(["ok", ""])).field).toBe("session_ids[1]");
+    expect(validationFailure(() => keys(["'; DROP TABLE session_data_key; --"])).field).toBe("session_ids[0]");
+    expect(validationFailure(() => keys(["ok", "ok", "x".repeat(129)])).field).toBe("session_ids[2]");
+  });
+
+  it("refuses fields this schema does not know", () => {
+    const encoded = withExtraField(GetDataKeysRequest.encode({ sessionIds: ["s"] }).finish(), 9);
+    expect(validationFailure(() => validateGetDataKeys(GetDataKeysRequest.decode(encoded))).reason).toBe(
+      "unknown_field",
+    );
   });
 });

@@ -4,7 +4,9 @@ import type { SessionCommands } from "../../application/session-commands";
 
 /**
  * Who may call what (README, "Security"). A harness works on its own sessions; prompt-assembly (a
- * peer) reads any session's events to build; no fleet role writes or reads content here.
+ * peer) reads any session's events to build; no fleet role writes or reads content here. Data keys
+ * open every sealed event of a session: only peers and subscribers (readers of the topic) get them,
+ * never a harness (it has its content in the clear already) nor an operator or SRE.
  */
 export const SESSION_EVENTS_ACCESS = {
   createSession: ["harness"],
@@ -16,6 +18,7 @@ export const SESSION_EVENTS_ACCESS = {
   readEvents: ["harness", "peer"],
   getSession: ["harness", "peer"],
   listMessages: ["harness"],
+  getDataKeys: ["peer", "subscriber"],
 } as const satisfies ServiceRegistration["access"];
 
 /** Thin: each RPC is the command of the same name, for its caller; `afterWrite` nudges the relay. */
@@ -41,6 +44,7 @@ export function sessionEventsRegistration(commands: SessionCommands, afterWrite:
       readEvents: (r, call) => commands.readEvents(r, callerOf(call)),
       getSession: (r, call) => commands.getSession(r, callerOf(call)),
       listMessages: (r, call) => commands.listMessages(r, callerOf(call)),
+      getDataKeys: (r) => commands.getDataKeys(r),
     } as ServiceRegistration["methods"],
   };
 }

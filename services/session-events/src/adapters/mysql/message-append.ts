@@ -9,8 +9,13 @@
 // counters written are the ones read plus these messages. The UNIQUE(session_id, seq) key on the
 // event still refuses a second append at the same seq: the batch stops at that statement and
 // nothing of it is committed.
+//
+// Each message is sealed with its session's data key. Keys this process holds cost nothing; a
+// session whose key it lacks has the key read by the first round trip (with the session rows, under
+// their lock), and a session from before keys existed gets one created in the second.
 
 import { forUpdate, type Statement, valueList, valueRows, withSql } from "@prefix-guard/db";
+import type { DataKey } from "@prefix-guard/events";
 
 export interface LockedSession {
   readonly [column: string]: unknown;
@@ -39,10 +44,23 @@ export interface MessageAppend<T> {
   readonly result: T;
 }
 
-/** One message to append: `decide` sees its session as locked, after the group's earlier messages. */
+/**
+ * One message to append: `decide` sees its session as locked, after the group's earlier messages,
+ * and the session's data key (undefined when the session is missing or its key was erased).
+ */
 export interface PendingAppend<T> {
   readonly sessionId: string;
-  readonly decide: (session: LockedSession | undefined) => MessageAppend<T>;
+  readonly decide: (session: LockedSession | undefined, key: DataKey | undefined) => MessageAppend<T>;
+}
+
+/** Where the group's data keys come from and go to. */
+export interface AppendKeys {
+  /** The key when this process already holds it: no statement then. */
+  cached(sessionId: string): DataKey | undefined;
+  /** A key for a session that has none (created before keys existed). */
+  create(): DataKey;
+  /** After the commit: the keys read or created by the group, for the sessions it wrote to. */
+  remember(sessionId: string, key: DataKey): void;
 }
 
 /** What became of each message of a group: its result, or what its `decide` threw (nothing of it was written). */
@@ -52,6 +70,14 @@ export type AppendOutcome<T> =
 
 const EVENT_COLUMNS = 8;
 const MESSAGE_COLUMNS = 11;
+const KEY_COLUMNS = 5;
+
+interface KeyRow {
+  readonly session_id: unknown;
+  readonly key_id: unknown;
+  readonly key_bytes: unknown;
+  readonly erased_at_ms: unknown;
+}
 
 /**
  * Appends a group of messages in one transaction. A `decide` that throws refuses only its own
@@ -60,8 +86,16 @@ const MESSAGE_COLUMNS = 11;
 export async function appendMessages<T>(
   db: Parameters<typeof withSql>[0],
   group: readonly PendingAppend<T>[],
+  keys: AppendKeys,
+  nowMs: number,
 ): Promise<AppendOutcome<T>[]> {
   const sessionIds = [...new Set(group.map((pending) => pending.sessionId))].sort();
+  const groupKeys = new Map<string, DataKey | undefined>();
+  for (const sessionId of sessionIds) {
+    const key = keys.cached(sessionId);
+    if (key !== undefined) groupKeys.set(sessionId, key);
+  }
+  const unknownKeys = sessionIds.filter((sessionId) => !groupKeys.has(sessionId));
   return withSql(db, async (sql) => {
     const opened = await sql.batch([
       { sql: sql.dialect === "mysql" ? "START TRANSACTION" : "BEGIN IMMEDIATE" },
@@ -69,14 +103,42 @@ export async function appendMessages<T>(
         sql: `SELECT * FROM session WHERE session_id IN (${valueList(sessionIds.length)}) ORDER BY session_id${forUpdate(sql.dialect)}`,
         values: sessionIds,
       },
+      // A plain read, after the session rows are locked: every key write holds that lock too.
+      ...(unknownKeys.length === 0
+        ? []
+        : [
+            {
+              sql: `SELECT session_id, key_id, key_bytes, erased_at_ms FROM session_data_key WHERE session_id IN (${valueList(unknownKeys.length)})`,
+              values: unknownKeys,
+            },
+          ]),
     ]);
     try {
-      const locked = new Map((opened.at(-1) as LockedSession[]).map((row) => [String(row["session_id"]), row]));
+      const locked = new Map((opened[1] as LockedSession[]).map((row) => [String(row["session_id"]), row]));
+      const readKeys = new Map<string, DataKey>();
+      for (const row of (opened[2] ?? []) as KeyRow[]) {
+        const sessionId = String(row.session_id);
+        if (row.erased_at_ms !== null) groupKeys.set(sessionId, undefined);
+        else {
+          const key = { keyId: String(row.key_id), key: bytesOf(row.key_bytes) };
+          groupKeys.set(sessionId, key);
+          readKeys.set(sessionId, key);
+        }
+      }
+      const createdKeys = new Map<string, DataKey>();
+      const keyFor = (sessionId: string): DataKey | undefined => {
+        if (groupKeys.has(sessionId)) return groupKeys.get(sessionId);
+        if (!locked.has(sessionId)) return undefined;
+        const key = keys.create();
+        groupKeys.set(sessionId, key);
+        createdKeys.set(sessionId, key);
+        return key;
+      };
       const lastSeqRead = new Map<string, number>();
       const appends: (MessageAppend<T> & { readonly sessionId: string })[] = [];
       const outcomes = group.map(({ sessionId, decide }): AppendOutcome<T> => {
         try {
-          const append = decide(locked.get(sessionId));
+          const append = decide(locked.get(sessionId), keyFor(sessionId));
           appends.push({ ...append, sessionId });
           if (!lastSeqRead.has(sessionId)) lastSeqRead.set(sessionId, append.session.lastSeq);
           // The next message of the same session is decided on the counters this one leaves.
@@ -97,7 +159,18 @@ export async function appendMessages<T>(
       }
       const finalState = new Map<string, MessageAppend<T>>();
       for (const append of appends) finalState.set(append.sessionId, append);
+      // Keys created for sessions none of whose messages was accepted are not worth a row.
+      const newKeys = [...createdKeys].filter(([sessionId]) => finalState.has(sessionId));
       const writes: Statement[] = [
+        ...(newKeys.length === 0
+          ? []
+          : [
+              {
+                sql: `INSERT INTO session_data_key (session_id, key_id, key_bytes, created_at_ms, erased_at_ms)
+                      VALUES ${valueRows(newKeys.length, KEY_COLUMNS)}`,
+                values: newKeys.flatMap(([sessionId, key]) => [sessionId, key.keyId, bufferOf(key.key), nowMs, null]),
+              },
+            ]),
         {
           sql: `INSERT INTO session_event (event_id, session_id, seq, type, payload, occurred_at_ms, traceparent, published_at_ms)
                 VALUES ${valueRows(appends.length, EVENT_COLUMNS)}`,
@@ -131,16 +204,35 @@ export async function appendMessages<T>(
           ]),
         },
         ...[...finalState].map(([sessionId, { event, session }]) => ({
-          sql: "UPDATE session SET content_chars = ?, serialized_bytes = ?, last_seq = ? WHERE session_id = ? AND last_seq = ?",
-          values: [session.contentChars, session.serializedBytes, event.seq, sessionId, lastSeqRead.get(sessionId)],
+          sql: "UPDATE session SET content_chars = ?, serialized_bytes = ?, last_seq = ?, last_event_at_ms = ? WHERE session_id = ? AND last_seq = ?",
+          values: [
+            session.contentChars,
+            session.serializedBytes,
+            event.seq,
+            event.occurredAtMs,
+            sessionId,
+            lastSeqRead.get(sessionId),
+          ],
         })),
         { sql: "COMMIT" },
       ];
       await sql.batch(writes);
+      for (const [sessionId, key] of [...readKeys, ...newKeys]) {
+        if (finalState.has(sessionId)) keys.remember(sessionId, key);
+      }
       return outcomes;
     } catch (error) {
       await sql.run("ROLLBACK").catch(() => undefined);
       throw error;
     }
   });
+}
+
+function bytesOf(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  throw new Error("session_data_key.key_bytes is not binary");
+}
+
+function bufferOf(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -4,8 +4,8 @@
 // a column name.
 
 import type { SessionOwnership } from "@prefix-guard/access";
-import { withSql } from "@prefix-guard/db";
-import { decodeSessionEvent } from "@prefix-guard/events";
+import { dialectOf, valueList, withSql } from "@prefix-guard/db";
+import { type DataKey, decodeSessionEvent } from "@prefix-guard/events";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import type { Session, StoredMessage } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
@@ -18,7 +18,7 @@ import {
   type SessionState,
 } from "../../domain/model";
 import { parseStoredContent } from "../../domain/stored-content";
-import { type AppendOutcome, appendMessages, type MessageAppend } from "./message-append";
+import { type AppendKeys, type AppendOutcome, appendMessages, type MessageAppend } from "./message-append";
 
 interface SessionRow {
   session_id: string;
@@ -40,6 +40,7 @@ interface SessionRow {
   locale: string;
   scope: string;
   created_by: string;
+  last_event_at_ms?: number | string;
 }
 
 interface MessageRow {
@@ -67,6 +68,22 @@ const MESSAGE_COLUMNS = [
   "local_date",
   "deleted",
 ] as const;
+
+interface DataKeyRow {
+  session_id: string;
+  key_id: string;
+  key_bytes: unknown;
+  erased_at_ms: number | string | null;
+}
+
+/** A session's data key as stored: `erased` once the session was erased (the key bytes are gone then). */
+export type StoredDataKey = { readonly erased: false; readonly key: DataKey } | { readonly erased: true };
+
+/** A stored event as the erasure rewrites it. */
+export interface StoredEventPayload {
+  readonly id: number;
+  readonly payload: Uint8Array;
+}
 
 /** An event as it is appended: the encoded envelope and what the relay needs beside it. */
 export interface EventRow {
@@ -102,6 +119,8 @@ export interface SessionChanges {
   readonly summary?: string;
   readonly deleted?: boolean;
   readonly ended?: boolean;
+  /** occurred_at_ms of the event appended: the session's last activity, which retention looks at. */
+  readonly lastEventAtMs?: number;
 }
 
 export interface NewCompaction {
@@ -165,6 +184,7 @@ export class SessionTransaction {
       locale: session.locale,
       scope: session.scope,
       created_by: session.createdBy,
+      last_event_at_ms: session.createdAtMs,
     };
     await this.trx("session").insert(row);
     return toSession(row);
@@ -216,10 +236,73 @@ export class SessionTransaction {
     if (changes.summary !== undefined) columns.summary = changes.summary;
     if (changes.deleted !== undefined) columns.deleted = changes.deleted;
     if (changes.ended !== undefined) columns.ended = changes.ended;
+    if (changes.lastEventAtMs !== undefined) columns.last_event_at_ms = changes.lastEventAtMs;
     const updated = await this.trx("session")
       .where({ session_id: session.sessionId, last_seq: session.lastSeq })
       .update(columns);
     return updated === 1;
+  }
+
+  /** The session's data key, read in this transaction (the session row is locked by the caller). */
+  async readDataKey(sessionId: string): Promise<StoredDataKey | undefined> {
+    const row: DataKeyRow | undefined = await this.trx("session_data_key")
+      .where({ session_id: sessionId })
+      .first("session_id", "key_id", "key_bytes", "erased_at_ms");
+    return row === undefined ? undefined : toStoredDataKey(row);
+  }
+
+  async insertDataKey(sessionId: string, key: DataKey, createdAtMs: number): Promise<void> {
+    await this.trx("session_data_key").insert(dataKeyRow(sessionId, key, createdAtMs));
+  }
+
+  /**
+   * Destroys the session's key: its bytes are emptied and erased_at_ms set. A session from before
+   * keys existed gets an erased row, so GetDataKeys answers "erased" for it too.
+   */
+  async eraseDataKey(sessionId: string, nowMs: number): Promise<void> {
+    const updated = await this.trx("session_data_key")
+      .where({ session_id: sessionId })
+      .update({ key_bytes: Buffer.alloc(0), erased_at_ms: nowMs });
+    if (updated === 0) {
+      await this.trx("session_data_key").insert({
+        session_id: sessionId,
+        key_id: "",
+        key_bytes: Buffer.alloc(0),
+        created_at_ms: nowMs,
+        erased_at_ms: nowMs,
+      });
+    }
+  }
+
+  async blankSummary(sessionId: string): Promise<void> {
+    await this.trx("session").where({ session_id: sessionId }).update({ summary: "" });
+  }
+
+  /** Deletes the session's messages (thinking text included) and compactions (their summaries). */
+  async deleteContentRows(sessionId: string): Promise<void> {
+    await this.trx("message").where({ session_id: sessionId }).delete();
+    await this.trx("compaction").where({ session_id: sessionId }).delete();
+  }
+
+  /** The session's event rows after row id `afterId`, in id order, `limit` at most. */
+  async eventPayloads(sessionId: string, afterId: number, limit: number): Promise<StoredEventPayload[]> {
+    const rows: { id: number | string; payload: unknown }[] = await this.trx("session_event")
+      .where({ session_id: sessionId })
+      .andWhere("id", ">", afterId)
+      .orderBy("id")
+      .limit(limit)
+      .select("id", "payload");
+    return rows.map((row) => ({ id: Number(row.id), payload: payloadBytes(row.payload) }));
+  }
+
+  /** Rewrites the payload of these event rows in one UPDATE; id, seq, type and published state stay. */
+  async replaceEventPayloads(rows: readonly StoredEventPayload[]): Promise<void> {
+    if (rows.length === 0) return;
+    const cases = rows.map(() => "WHEN ? THEN ?").join(" ");
+    await this.trx.raw(
+      `UPDATE session_event SET payload = CASE id ${cases} END WHERE id IN (${valueList(rows.length)})`,
+      [...rows.flatMap((row) => [row.id, toBuffer(row.payload)]), ...rows.map((row) => row.id)],
+    );
   }
 }
 
@@ -235,14 +318,21 @@ export class SessionStore {
    * its session locked, after the group's earlier messages.
    */
   appendMessages<T>(
-    group: readonly { sessionId: string; decide: (session: SessionState | undefined) => MessageAppend<T> }[],
+    group: readonly {
+      sessionId: string;
+      decide: (session: SessionState | undefined, key: DataKey | undefined) => MessageAppend<T>;
+    }[],
+    keys: AppendKeys,
+    nowMs: number,
   ): Promise<AppendOutcome<T>[]> {
     return appendMessages(
       this.db,
       group.map(({ sessionId, decide }) => ({
         sessionId,
-        decide: (row) => decide(row === undefined ? undefined : toSessionState(row as unknown as SessionRow)),
+        decide: (row, key) => decide(row === undefined ? undefined : toSessionState(row as unknown as SessionRow), key),
       })),
+      keys,
+      nowMs,
     );
   }
 
@@ -254,6 +344,47 @@ export class SessionStore {
   async getSession(sessionId: string): Promise<(Session & { readonly scope: string }) | undefined> {
     const row: SessionRow | undefined = await this.db("session").where({ session_id: sessionId }).first();
     return row === undefined ? undefined : { ...toSession(row), scope: row.scope };
+  }
+
+  /** The stored keys of these sessions (those without a row are absent), in one statement. */
+  async readDataKeys(sessionIds: readonly string[]): Promise<Map<string, StoredDataKey>> {
+    const unique = [...new Set(sessionIds)];
+    const rows: DataKeyRow[] = await this.db("session_data_key")
+      .whereIn("session_id", unique)
+      .select("session_id", "key_id", "key_bytes", "erased_at_ms");
+    return new Map(rows.map((row) => [row.session_id, toStoredDataKey(row)]));
+  }
+
+  /** Live sessions with no activity since `cutoffMs`, the idlest first. */
+  async idleSessions(cutoffMs: number, limit: number): Promise<string[]> {
+    const rows: { session_id: string }[] = await this.db("session")
+      .where({ deleted: false })
+      .andWhere("last_event_at_ms", "<", cutoffMs)
+      .orderBy("last_event_at_ms")
+      .limit(limit)
+      .select("session_id");
+    return rows.map((row) => row.session_id);
+  }
+
+  /** Deleted sessions whose content was never erased (deleted before erasure existed). */
+  async unerasedDeletedSessions(limit: number): Promise<string[]> {
+    const rows: { session_id: string }[] = await this.db("session as s")
+      .leftJoin("session_data_key as k", "k.session_id", "s.session_id")
+      .where("s.deleted", true)
+      .whereNull("k.erased_at_ms")
+      .orderBy("s.session_id")
+      .limit(limit)
+      .select("s.session_id");
+    return rows.map((row) => row.session_id);
+  }
+
+  /**
+   * SQLite: moves every page from the WAL into the database file and truncates the WAL, whose old
+   * frames would otherwise still hold erased rows as they were; secure_delete has zeroed them in the
+   * file. MySQL: nothing to do here (InnoDB purges deleted rows itself).
+   */
+  async flushErasure(): Promise<void> {
+    if (dialectOf(this.db) === "sqlite") await this.db.raw("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
   async listMessages(sessionId: string, includeDeleted: boolean): Promise<StoredMessage[]> {
@@ -326,6 +457,7 @@ function toSessionState(row: SessionRow): SessionState {
     serializedBytes: Number(row.serialized_bytes),
     deleted: flag(row.deleted),
     ended: flag(row.ended),
+    lastEventAtMs: Number(row.last_event_at_ms ?? row.created_at_ms),
   };
 }
 
@@ -372,6 +504,25 @@ function toStoredMessage(row: MessageRow): StoredMessage {
     localDate: row.local_date,
     deleted: flag(row.deleted),
   };
+}
+
+function toStoredDataKey(row: DataKeyRow): StoredDataKey {
+  if (row.erased_at_ms !== null) return { erased: true };
+  return { erased: false, key: { keyId: row.key_id, key: payloadBytes(row.key_bytes) } };
+}
+
+function dataKeyRow(sessionId: string, key: DataKey, createdAtMs: number) {
+  return {
+    session_id: sessionId,
+    key_id: key.keyId,
+    key_bytes: toBuffer(key.key),
+    created_at_ms: createdAtMs,
+    erased_at_ms: null,
+  };
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function payloadBytes(value: unknown): Uint8Array {
