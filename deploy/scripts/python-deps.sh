@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure the Python example consumer (deploy/examples/python-consumer) can run and the Python
 # client (libs/python-client) can be built and installed offline: Debian's python (/usr/bin/python3,
-# not a pyenv build on PATH) with confluent_kafka, google.protobuf, grpc, venv, setuptools and wheel,
-# plus protoc and grpc_python_plugin. No PyPI: every piece is a Debian package.
+# not a pyenv build on PATH) with confluent_kafka, google.protobuf, grpc, cryptography (AES-GCM, to open
+# sealed session events), venv, setuptools and wheel, plus protoc and grpc_python_plugin. No PyPI:
+# every piece is a Debian package.
 # Idempotent: installs only what is missing, with apt-get, when running as root; `apt-get update` only
 # when the install fails without it. Exits 1 with what to do when it cannot install.
 set -uo pipefail
@@ -13,11 +14,13 @@ fail() { echo "[python-deps] $*" >&2; exit 1; }
 missing() {
   local packages=()
   if [ ! -x "$python" ]; then
-    packages+=(python3 python3-confluent-kafka python3-protobuf python3-grpcio python3-venv python3-setuptools python3-wheel)
+    packages+=(python3 python3-confluent-kafka python3-protobuf python3-grpcio python3-cryptography python3-venv python3-setuptools python3-wheel)
   else
     "$python" -c "import confluent_kafka" >/dev/null 2>&1 || packages+=(python3-confluent-kafka)
     "$python" -c "import google.protobuf" >/dev/null 2>&1 || packages+=(python3-protobuf)
     "$python" -c "import grpc" >/dev/null 2>&1 || packages+=(python3-grpcio)
+    "$python" -c "from cryptography.hazmat.primitives.ciphers.aead import AESGCM" >/dev/null 2>&1 ||
+      packages+=(python3-cryptography)
     "$python" -c "import ensurepip, venv" >/dev/null 2>&1 || packages+=(python3-venv)
     "$python" -c "import setuptools" >/dev/null 2>&1 || packages+=(python3-setuptools)
     "$python" -c "import wheel" >/dev/null 2>&1 || packages+=(python3-wheel)
@@ -29,8 +32,8 @@ missing() {
 
 report() {
   local versions
-  versions=$("$python" -c 'import sys, confluent_kafka, grpc, google.protobuf as pb
-print(f"python {sys.version.split()[0]}, confluent_kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), protobuf {pb.__version__}, grpcio {grpc.__version__}")')
+  versions=$("$python" -c 'import sys, confluent_kafka, grpc, cryptography, google.protobuf as pb
+print(f"python {sys.version.split()[0]}, confluent_kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), protobuf {pb.__version__}, grpcio {grpc.__version__}, cryptography {cryptography.__version__}")')
   say "ok: $python: $versions; $(protoc --version) at $(command -v protoc); /usr/bin/grpc_python_plugin"
 }
 

@@ -139,6 +139,23 @@ const sessionOwnership: Migration = {
   },
 };
 
+/**
+ * Erasure: a deleted or promoted session's tombstone keeps no summary (the projection drops it from
+ * now on); tombstones written before that lose theirs here.
+ */
+const tombstonesWithoutSummary: Migration = {
+  name: "0007_pa_tombstone_without_summary",
+  async up(db) {
+    await db("pa_session")
+      .where((query) => query.where({ deleted: true }).orWhere({ ended: true }))
+      .whereNotNull("summary")
+      .update({ summary: null });
+  },
+  async down() {
+    // An erased summary does not come back.
+  },
+};
+
 export const promptAssemblyMigrations: Migration[] = [
   consumerPositionTable,
   outboxMessageTable,
@@ -148,4 +165,5 @@ export const promptAssemblyMigrations: Migration[] = [
   fingerprintVersion,
   sessionWorkspaceAndLocale,
   sessionOwnership,
+  tombstonesWithoutSummary,
 ];

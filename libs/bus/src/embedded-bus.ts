@@ -69,9 +69,22 @@ export interface EmbeddedBusOptions {
   readonly pollIntervalMs?: number;
   readonly batchSize?: number;
   readonly defaultRetentionMs?: number;
+  /** How often the log is pruned (BUS_PRUNE_INTERVAL_MS); default 60 s, 0 never prunes. */
+  readonly pruneIntervalMs?: number;
+  /**
+   * Longest a message is kept whatever its topic's retention says (BUS_RETENTION_MS); default 7 days.
+   * The log holds users' content (schema 1 events) and must not keep it forever.
+   */
+  readonly maxRetentionMs?: number;
+  /** Told after each scheduled prune how many messages it removed. */
+  readonly onPruned?: (removed: number) => void;
 }
 
 const DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000;
+export const DEFAULT_PRUNE_INTERVAL_MS = 60_000;
+export const DEFAULT_MAX_RETENTION_MS = DEFAULT_RETENTION_MS;
+/** Messages deleted per statement: a prune never holds SQLite's single connection for long. */
+const PRUNE_BATCH_ROWS = 1_000;
 
 export function createEmbeddedBus(options: EmbeddedBusOptions): MessageBus {
   const { db, logger } = options;
@@ -83,6 +96,26 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): MessageBus {
   const topicPartitions = new Map<string, number>();
   const active = new Set<EmbeddedSubscription>();
   let closed = false;
+
+  // Pruning runs on a timer for the bus's life; unref'd, so an idle bus never keeps a process alive.
+  const pruneIntervalMs = options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS;
+  let pruning: Promise<void> | undefined;
+  const pruneTimer =
+    pruneIntervalMs > 0
+      ? setInterval(() => {
+          if (pruning !== undefined || closed) return;
+          pruning = pruneEmbeddedLog(db, now(), { maxRetentionMs: options.maxRetentionMs ?? DEFAULT_MAX_RETENTION_MS })
+            .then(
+              (removed) => options.onPruned?.(removed),
+              (error: unknown) =>
+                logger.warn({ err: error }, "embedded log prune failed; retried at the next interval"),
+            )
+            .finally(() => {
+              pruning = undefined;
+            });
+        }, pruneIntervalMs)
+      : undefined;
+  pruneTimer?.unref();
 
   async function partitionsOf(topic: string): Promise<number> {
     const cached = topicPartitions.get(topic);
@@ -189,6 +222,8 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): MessageBus {
   return {
     kind: "embedded",
     async ensureTopics(specs: readonly TopicSpec[]) {
+      // At start (openBus ensures the topics first): every later delete of the log zeroes its bytes.
+      await useSecureDelete(db);
       for (const spec of specs) {
         await db.transaction(async (trx) => {
           const existing = await trx("bus_topic").where({ topic: spec.topic }).first();
@@ -242,20 +277,65 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): MessageBus {
     },
     async close() {
       closed = true;
+      if (pruneTimer !== undefined) clearInterval(pruneTimer);
+      await pruning;
       await Promise.all([...active].map((s) => s.stop()));
     },
   };
 }
 
-/** Drops messages older than their topic's retention, so the embedded log stays bounded. */
-export async function pruneEmbeddedLog(db: Knex, nowMs: number): Promise<number> {
-  const topics = await db("bus_topic").select("topic", "retention_ms");
+function isSqlite(db: Knex): boolean {
+  return db.client.config.client !== "mysql2";
+}
+
+/**
+ * SQLite keeps a deleted row's bytes in the page's free space until something overwrites them;
+ * secure_delete zeroes them at the delete. Per connection: set on the embedded bus's one connection
+ * at start and again before every prune (a connection the pool replaced starts without it).
+ */
+async function useSecureDelete(db: Knex): Promise<void> {
+  if (isSqlite(db)) await db.raw("PRAGMA secure_delete = ON");
+}
+
+/**
+ * Drops messages older than their topic's retention, or than `maxRetentionMs` when that is shorter,
+ * so the embedded log stays bounded and a user's content does not outlive it. Deletes in batches of
+ * PRUNE_BATCH_ROWS per statement, with SQLite's secure_delete on; after removing anything on SQLite,
+ * the write-ahead log is checkpointed and truncated, so the removed bytes are in no file.
+ */
+export async function pruneEmbeddedLog(
+  db: Knex,
+  nowMs: number,
+  options: { readonly maxRetentionMs?: number; readonly batchRows?: number } = {},
+): Promise<number> {
+  const batchRows = options.batchRows ?? PRUNE_BATCH_ROWS;
+  await useSecureDelete(db);
+  const topics = await db("bus_topic").select("topic", "partitions", "retention_ms");
   let removed = 0;
   for (const t of topics) {
-    removed += await db("bus_message")
-      .where({ topic: t.topic })
-      .andWhere("created_at_ms", "<", nowMs - Number(t.retention_ms))
-      .delete();
+    const retentionMs = Math.min(Number(t.retention_ms), options.maxRetentionMs ?? Number.POSITIVE_INFINITY);
+    const before = nowMs - retentionMs;
+    for (let partition = 0; partition < Number(t.partitions); partition++) {
+      for (;;) {
+        // Oldest first along the primary key; the delete then names exact rows (no range locks).
+        const rows = (await db("bus_message")
+          .where({ topic: t.topic, partition })
+          .andWhere("created_at_ms", "<", before)
+          .orderBy("offset", "asc")
+          .limit(batchRows)
+          .select("offset")) as Array<{ offset: number | string }>;
+        if (rows.length === 0) break;
+        removed += await db("bus_message")
+          .where({ topic: t.topic, partition })
+          .whereIn(
+            "offset",
+            rows.map((row) => Number(row.offset)),
+          )
+          .delete();
+        if (rows.length < batchRows) break;
+      }
+    }
   }
+  if (removed > 0 && isSqlite(db)) await db.raw("PRAGMA wal_checkpoint(TRUNCATE)");
   return removed;
 }

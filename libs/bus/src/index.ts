@@ -1,11 +1,19 @@
 export type { EmbeddedBusOptions } from "./embedded-bus";
-export { createEmbeddedBus, embeddedBusMigrations, pruneEmbeddedLog } from "./embedded-bus";
+export {
+  createEmbeddedBus,
+  DEFAULT_MAX_RETENTION_MS,
+  DEFAULT_PRUNE_INTERVAL_MS,
+  embeddedBusMigrations,
+  pruneEmbeddedLog,
+} from "./embedded-bus";
 export type { EventConsumerOptions } from "./event-consumer";
 export { PoisonMessageError, runEventConsumer, traceHeaders } from "./event-consumer";
 export type { KafkaBusOptions } from "./kafka-bus";
 export { createKafkaBus } from "./kafka-bus";
 export type { OutboxEntry, OutboxRelayOptions, OutboxRow, OutboxSource, RelayLock } from "./outbox";
 export {
+  DEFAULT_OUTBOX_PURGE_INTERVAL_MS,
+  DEFAULT_OUTBOX_RETENTION_MS,
   enqueueOutboxMessage,
   enqueueOutboxMessages,
   mysqlRelayLock,

@@ -18,6 +18,11 @@ export interface OutboxSource {
   fetchUnpublished(limit: number): Promise<OutboxRow[]>;
   markPublished(ids: readonly number[], nowMs: number): Promise<void>;
   countUnpublished(): Promise<number>;
+  /**
+   * Deletes at most `limit` rows published before `publishedBeforeMs`; returns how many. Absent on
+   * a source whose rows are the record itself (session-events' event store), which is never purged.
+   */
+  purgePublished?(publishedBeforeMs: number, limit: number): Promise<number>;
 }
 
 /** The generic outbox table for services whose events are not their source of truth. */
@@ -132,6 +137,23 @@ export function tableOutboxSource(db: Knex): OutboxSource {
       const row = await db("outbox_message").whereNull("published_at_ms").count({ n: "*" }).first();
       return Number(row?.n ?? 0);
     },
+    async purgePublished(publishedBeforeMs, limit) {
+      // Ids first (a plain read), then a delete of exactly those rows: a range delete over the
+      // published_at_ms index would lock the gap new (unpublished) rows are inserted into on MariaDB.
+      const rows = (await db("outbox_message")
+        .where("published_at_ms", "<", publishedBeforeMs)
+        .orderBy("published_at_ms", "asc")
+        .limit(limit)
+        .select("id")) as Array<{ id: number | string }>;
+      if (rows.length === 0) return 0;
+      return db("outbox_message")
+        .whereIn(
+          "id",
+          rows.map((row) => Number(row.id)),
+        )
+        .andWhere("published_at_ms", "<", publishedBeforeMs)
+        .delete();
+    },
   };
 }
 
@@ -213,7 +235,22 @@ export interface OutboxRelayOptions {
   readonly onPublished?: (count: number) => void;
   /** Written on every message as the `pg-relay` header; default `<host>/<pid>`. */
   readonly publisherId?: string;
+  /**
+   * Published rows are deleted this long after publication (OUTBOX_RETENTION_MS); default 24 h.
+   * They hold events as sent (content included), and a published row is never read again.
+   */
+  readonly retentionMs?: number;
+  /** A purge pass runs at most this often; default 60 s. */
+  readonly purgeIntervalMs?: number;
+  /** Rows deleted per statement; default 1000. */
+  readonly purgeBatchRows?: number;
+  /** Statements per pass at most, so a large backlog never holds up publishing for long; default 100. */
+  readonly purgeMaxBatches?: number;
+  readonly onPurged?: (count: number) => void;
 }
+
+export const DEFAULT_OUTBOX_RETENTION_MS = 24 * 3600 * 1000;
+export const DEFAULT_OUTBOX_PURGE_INTERVAL_MS = 60_000;
 
 /**
  * The header naming the relay process that published a message. With one lock holder at a time, the
@@ -233,6 +270,7 @@ export class OutboxRelay {
   private wakeUp: (() => void) | undefined;
   private readonly now: () => number;
   private readonly publisherId: string;
+  private lastPurgeAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.now = options.now ?? Date.now;
@@ -266,6 +304,29 @@ export class OutboxRelay {
     }
     this.options.onPublished?.(rows.length);
     return rows.length;
+  }
+
+  /**
+   * Deletes rows published more than retentionMs ago, unless a pass ran less than purgeIntervalMs
+   * ago or the source keeps its rows (no purgePublished). Returns how many rows went.
+   */
+  async purgeIfDue(): Promise<number> {
+    const { source } = this.options;
+    if (source.purgePublished === undefined) return 0;
+    const nowMs = this.now();
+    if (nowMs - this.lastPurgeAtMs < (this.options.purgeIntervalMs ?? DEFAULT_OUTBOX_PURGE_INTERVAL_MS)) return 0;
+    this.lastPurgeAtMs = nowMs;
+    const before = nowMs - (this.options.retentionMs ?? DEFAULT_OUTBOX_RETENTION_MS);
+    const batchRows = this.options.purgeBatchRows ?? 1_000;
+    const maxBatches = this.options.purgeMaxBatches ?? 100;
+    let purged = 0;
+    for (let batch = 0; batch < maxBatches; batch++) {
+      const removed = await source.purgePublished(before, batchRows);
+      purged += removed;
+      if (removed < batchRows) break;
+    }
+    if (purged > 0) this.options.onPurged?.(purged);
+    return purged;
   }
 
   /** Nudges an idle relay, e.g. right after a write commits, so delivery latency is not the poll interval. */
@@ -303,6 +364,10 @@ export class OutboxRelay {
         }
         const published = await this.drainOnce();
         failures = 0;
+        // Only the lock holder purges: one deleter per table, as one publisher.
+        await this.purgeIfDue().catch((error: unknown) =>
+          logger.warn({ err: error, source: source.name }, "outbox purge failed; retried at the next interval"),
+        );
         if (published === 0) await this.pause(this.options.idleDelayMs ?? 100);
       } catch (error) {
         failures += 1;

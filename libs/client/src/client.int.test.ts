@@ -154,6 +154,7 @@ class FakeBackends {
         promoteSideTask: this.notUsed,
         readEvents: this.notUsed,
         listMessages: this.notUsed,
+        getDataKeys: this.notUsed,
       },
     };
   }

@@ -232,7 +232,7 @@ export interface HarnessClient {
 
 const DEFAULT_TIMEZONE = "Asia/Shanghai";
 
-function credentialsOf(options: HarnessClientOptions): ChannelCredentials {
+export function credentialsOf(options: Pick<HarnessClientOptions, "tls" | "credentials">): ChannelCredentials {
   const { tls } = options;
   if (tls === undefined) return options.credentials ?? grpcCredentials.createInsecure();
   if (options.credentials !== undefined) throw new ValidationError("tls", "give either credentials or tls, not both");
@@ -244,7 +244,7 @@ function credentialsOf(options: HarnessClientOptions): ChannelCredentials {
 }
 
 /** The metadata of one call: the caller's own, plus the bearer token (asked for again on every call). */
-function metadataOf(options: HarnessClientOptions): { metadata?: Metadata } {
+export function metadataOf(options: Pick<HarnessClientOptions, "metadata" | "bearerToken">): { metadata?: Metadata } {
   if (options.metadata === undefined && options.bearerToken === undefined) return {};
   const metadata = options.metadata?.() ?? new Metadata();
   const token = typeof options.bearerToken === "function" ? options.bearerToken() : options.bearerToken;

@@ -41,13 +41,15 @@ export {
   ToolCallPart,
   ToolResultPart,
 } from "@prefix-guard/proto/common/v1/common";
-export { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
+export { SealedContent, SealedFields, SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 export { ProviderCacheReport } from "@prefix-guard/proto/events/v1/usage_events";
 export { RawProviderUsage, RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 export { ContentSource, Decision, FileSource } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 export {
   CommitCompactionResponse,
   CreateSessionResponse,
+  DataKey,
+  GetDataKeysResponse,
   ListMessagesResponse,
   ReadEventsResponse,
   SaveMessageResponse,
@@ -75,3 +77,6 @@ export { createHarnessClient } from "./harness-client";
 export { translateClientError } from "./peer-errors";
 export type { Plain } from "./plain";
 export { enumName, plain } from "./plain";
+// Sealed session content (schema 2): the keys of a `subscriber` principal, and opening an event with one.
+export type { DataKeyClient, DataKeyClientOptions, SessionDataKey } from "./sealed-events";
+export { createDataKeyClient, isSealedEvent, MAX_DATA_KEYS_PER_CALL, openSealedEvent } from "./sealed-events";

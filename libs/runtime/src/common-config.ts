@@ -28,6 +28,22 @@ export const commonConfigShape = {
     .min(1_024)
     .max(64 * 1024 * 1024)
     .default(4 * 1024 * 1024),
+  /**
+   * Longest any message stays in the embedded log (a topic's own retention may be shorter): the
+   * log is pruned on a timer, so `make run`'s bus file does not grow forever and keeps no event
+   * longer than this.
+   */
+  BUS_RETENTION_MS: z.coerce
+    .number()
+    .int()
+    .min(60_000)
+    .default(7 * 24 * 3_600_000),
+  /** Published rows of a service's outbox table are deleted after this (session-events' event store never is). */
+  OUTBOX_RETENTION_MS: z.coerce
+    .number()
+    .int()
+    .min(60_000)
+    .default(24 * 3_600_000),
   /** Partitions of a topic one consumer applies at the same time (each in its own transactions). */
   CONSUMER_PARTITIONS_CONCURRENTLY: z.coerce.number().int().min(1).max(64).default(3),
   /**

@@ -28,6 +28,8 @@ export interface TransportConfig extends KafkaSecurityConfig {
   readonly KAFKA_CLIENT_ID?: string | undefined;
   readonly KAFKA_REPLICATION_FACTOR: number;
   readonly BUS_DATABASE_URL: string;
+  /** Longest a message stays in the embedded log; absent = the bus's default (7 days). */
+  readonly BUS_RETENTION_MS?: number | undefined;
 }
 
 export interface BusHandle {
@@ -140,7 +142,11 @@ export async function openBus(
     return { bus, close: () => bus.close() };
   }
   const db: Database = await openServiceDatabase(config.BUS_DATABASE_URL, embeddedBusMigrations, logger);
-  const bus = createEmbeddedBus({ db, logger });
+  const bus = createEmbeddedBus({
+    db,
+    logger,
+    ...(config.BUS_RETENTION_MS === undefined ? {} : { maxRetentionMs: config.BUS_RETENTION_MS }),
+  });
   await bus.ensureTopics(topics);
   return {
     bus,

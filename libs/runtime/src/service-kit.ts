@@ -30,6 +30,8 @@ export interface ServiceKitConfig extends SecurityConfig {
   readonly METRICS_PORT: number;
   readonly SHUTDOWN_GRACE_MS: number;
   readonly CONSUMER_PARTITIONS_CONCURRENTLY: number;
+  /** Published outbox rows older than this are deleted by the relay; absent = its default (24 h). */
+  readonly OUTBOX_RETENTION_MS?: number | undefined;
   readonly DATABASE_MIGRATIONS?: "apply" | "verify" | undefined;
   readonly DATABASE_MIGRATIONS_WAIT_MS?: number | undefined;
 }
@@ -103,6 +105,7 @@ export class ServiceKit {
       },
     });
     const relay = new OutboxRelay({
+      ...(this.config.OUTBOX_RETENTION_MS === undefined ? {} : { retentionMs: this.config.OUTBOX_RETENTION_MS }),
       source,
       bus: this.options.bus,
       lock: relayLockFor(this.db, `prefix-guard:${this.name}:relay`),

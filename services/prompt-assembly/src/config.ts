@@ -17,6 +17,10 @@ export const promptAssemblyConfigSchema = z.object({
   RESOLVE_DEADLINE_MS: positiveMs(1_000),
   /** Deadline of each ReadEvents page during catch-up. */
   READ_EVENTS_DEADLINE_MS: positiveMs(2_000),
+  /** Deadline of each GetDataKeys call (the keys that open sealed session content). */
+  DATA_KEYS_DEADLINE_MS: positiveMs(2_000),
+  /** Sessions' data keys held in memory (32 bytes and an id each; least recently used go first). */
+  DATA_KEY_CACHE_ENTRIES: z.coerce.number().int().min(0).max(10_000_000).default(100_000),
   /**
    * Memory for session views kept between builds (least recently used go first). About 1 MiB holds a
    * 500-turn session with what the wire formats derive from it; 0 reads every view whole each build.

@@ -17,6 +17,7 @@ import { ANCHOR_TO_FIRST_USER_MESSAGE, type DateAnchoring } from "./application/
 import { DurablePrefixMemory, type PrefixMemory } from "./application/build-request/prefix-memory";
 import { snapshotRulesSource, type WorkspaceRulesSource } from "./application/build-request/rules";
 import { SessionViews } from "./application/build-request/session-views";
+import { SealedEventOpener } from "./application/sealed-events";
 import { SessionProjection } from "./application/session-projection";
 import type { PromptAssemblyConfig } from "./config";
 
@@ -69,13 +70,30 @@ export async function startPromptAssembly(
       config.SESSION_EVENTS_ADDRESS,
       config.READ_EVENTS_DEADLINE_MS,
       peerSecurity,
+      config.DATA_KEYS_DEADLINE_MS,
     );
     kit.onStop(async () => {
       resolver.close();
       sessions.close();
     });
     const projectionStore = new ProjectionStore(db);
-    const views = new SessionViews({ store: projectionStore, sessions, cacheBytes: config.VIEW_CACHE_BYTES });
+    const erasedContent = new Counter({
+      name: "prefixguard_erased_content_events_total",
+      help: "Session events applied without their content because the session's data key was destroyed (erased) or is unknown to session-events.",
+      labelNames: ["key_state"] as const,
+      registers: [metrics.registry],
+    });
+    // One opener (and key cache) for the consumer and the builds: a key fetched by one serves both.
+    const opener = new SealedEventOpener(sessions, {
+      maxKeys: config.DATA_KEY_CACHE_ENTRIES,
+      onContentErased: (_event, state) => erasedContent.inc({ key_state: state }),
+    });
+    const views = new SessionViews({
+      store: projectionStore,
+      sessions,
+      cacheBytes: config.VIEW_CACHE_BYTES,
+      opener,
+    });
     const overrides = deps.ports?.({ db, now }) ?? {};
     const prefixMemory =
       overrides.prefixMemory ??
@@ -94,6 +112,7 @@ export async function startPromptAssembly(
       store: projectionStore,
       now,
       onSessionsReset: (sessionIds) => prefixMemory.forget(sessionIds),
+      opener,
     });
     const stageSeconds = new Histogram({
       name: "prefixguard_build_stage_seconds",

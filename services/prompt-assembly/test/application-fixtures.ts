@@ -1,4 +1,4 @@
-import { sha256Hex } from "@prefix-guard/events";
+import { type DataKey, newDataKey, sealFields, sha256Hex } from "@prefix-guard/events";
 // Test doubles and helpers for the application tests: an in-memory session-events log (the writer
 // side and ReadEvents), a rules-snapshot fake that freezes per session like seed 001, a fixed
 // clock, a recording logger and database openers for MariaDB and SQLite.
@@ -38,6 +38,7 @@ import {
 } from "../src/application/build-request/rules";
 import { SessionViews } from "../src/application/build-request/session-views";
 import { contentToProto } from "../src/application/content-mapping";
+import { type DataKeySource, SealedEventOpener, type SessionKeyState } from "../src/application/sealed-events";
 import { type SessionEventsReader, SessionProjection } from "../src/application/session-projection";
 import type { ContentPart } from "../src/domain/model";
 
@@ -67,8 +68,13 @@ export class FixedClock {
  * and, unless told otherwise, delivers it to the projection (the Kafka consumer path). ReadEvents
  * serves the log, so undelivered events can only arrive through a catch-up.
  */
-export class FakeSessionEvents implements SessionEventsReader {
+export class FakeSessionEvents implements SessionEventsReader, DataKeySource {
   readCalls = 0;
+  /** GetDataKeys calls, each with the ids asked for. */
+  readonly keyCalls: string[][] = [];
+  /** Sessions' live data keys (sealing logs only); DeleteSession destroys a session's key. */
+  readonly dataKeys = new Map<string, DataKey>();
+  readonly erasedKeys = new Set<string>();
   /** afterSeq of every ReadEvents call, in order. */
   readonly readsAfter: number[] = [];
   /** When set, ReadEvents fails with it (session-events down). */
@@ -78,6 +84,23 @@ export class FakeSessionEvents implements SessionEventsReader {
   private readonly logs = new Map<string, SessionEvent[]>();
   private readonly zones = new Map<string, string>();
   private eventCounter = 0;
+
+  /**
+   * `seal`: writes schema 2 events, as session-events does from issue 26 on: a data key per session
+   * and the content only in `sealed`.
+   */
+  constructor(private readonly options: { seal?: boolean } = {}) {}
+
+  async getDataKeys(sessionIds: readonly string[]): Promise<ReadonlyMap<string, SessionKeyState>> {
+    this.keyCalls.push([...sessionIds]);
+    const states = new Map<string, SessionKeyState>();
+    for (const sessionId of sessionIds) {
+      const key = this.dataKeys.get(sessionId);
+      if (key !== undefined) states.set(sessionId, { state: "live", key });
+      else states.set(sessionId, { state: this.erasedKeys.has(sessionId) ? "erased" : "unknown" });
+    }
+    return states;
+  }
 
   events(sessionId: string): SessionEvent[] {
     return [...(this.logs.get(sessionId) ?? [])];
@@ -175,10 +198,15 @@ export class FakeSessionEvents implements SessionEventsReader {
     sessionId: string,
     atMs: number,
     deliver: boolean | undefined,
-    payload: NonNullable<SessionEvent["payload"]>,
+    written: NonNullable<SessionEvent["payload"]>,
   ): Promise<SessionEvent> {
     const log = this.logs.get(sessionId) ?? [];
     this.eventCounter += 1;
+    if (this.options.seal === true && written.$case === "sessionCreated") {
+      this.dataKeys.set(sessionId, newDataKey());
+      this.erasedKeys.delete(sessionId);
+    }
+    const payload = this.options.seal === true ? this.sealed(sessionId, log.length + 1, written) : written;
     const typeNames: Record<typeof payload.$case, string> = {
       sessionCreated: "SessionCreated",
       messageSaved: "MessageSaved",
@@ -192,14 +220,42 @@ export class FakeSessionEvents implements SessionEventsReader {
       sessionId,
       seq: log.length + 1,
       occurredAtMs: atMs,
-      schemaVersion: 1,
+      schemaVersion: this.options.seal === true ? 2 : 1,
       type: typeNames[payload.$case],
       payload,
     };
     log.push(event);
     this.logs.set(sessionId, log);
+    // DeleteSession erases: the key is destroyed when the event is written.
+    if (payload.$case === "sessionDeleted" && this.dataKeys.delete(sessionId)) this.erasedKeys.add(sessionId);
     if (deliver !== false && this.autoDeliver !== null) await this.autoDeliver.applySessionEvent(event);
     return event;
+  }
+
+  /** The payload as a schema 2 writer stores it: content fields empty, their values sealed. */
+  private sealed(
+    sessionId: string,
+    seq: number,
+    payload: NonNullable<SessionEvent["payload"]>,
+  ): NonNullable<SessionEvent["payload"]> {
+    const key = this.dataKeys.get(sessionId);
+    if (key === undefined) return payload;
+    switch (payload.$case) {
+      case "sessionCreated": {
+        const sealed = sealFields(key, sessionId, seq, { inheritedSummary: payload.value.inheritedSummary });
+        return { $case: "sessionCreated", value: { ...payload.value, inheritedSummary: "", sealed } };
+      }
+      case "messageSaved": {
+        const sealed = sealFields(key, sessionId, seq, { content: payload.value.content });
+        return { $case: "messageSaved", value: { ...payload.value, content: [], sealed } };
+      }
+      case "compactionCommitted": {
+        const sealed = sealFields(key, sessionId, seq, { summary: payload.value.summary });
+        return { $case: "compactionCommitted", value: { ...payload.value, summary: "", sealed } };
+      }
+      default:
+        return payload;
+    }
   }
 }
 
@@ -384,12 +440,16 @@ export function assemblyCore(deps: {
   viewCacheBytes?: number;
   observeStage?: StageObserver;
   rulesTimeoutMs?: number;
+  /** GetDataKeys: with it, sealed (schema 2) events are opened, as service.ts wires it. */
+  keys?: DataKeySource;
 }) {
   const store = new ProjectionStore(deps.db);
+  const opener = new SealedEventOpener(deps.keys ?? null);
   const views = new SessionViews({
     store,
     sessions: deps.sessions,
     cacheBytes: deps.viewCacheBytes ?? 64 * 1024 * 1024,
+    opener,
   });
   let eventCounter = 0;
   const prefixMemory =
@@ -407,6 +467,7 @@ export function assemblyCore(deps: {
     store,
     now: deps.now,
     onSessionsReset: (sessionIds) => prefixMemory.forget(sessionIds),
+    opener,
   });
   const builder = new PromptBuilder({
     views,
@@ -421,7 +482,7 @@ export function assemblyCore(deps: {
     ...(deps.options === undefined ? {} : { options: deps.options }),
     ...(deps.observeStage === undefined ? {} : { observeStage: deps.observeStage }),
   });
-  return { projection, views, prefixMemory, builder, store };
+  return { projection, views, prefixMemory, builder, store, opener };
 }
 
 export const STORES: readonly { name: string; open: (label: string) => Promise<TestStore> }[] = [

@@ -25,12 +25,15 @@ from prefixguard.common.v1.common_pb2 import (
     ToolCallPart,
     ToolResultPart,
 )
+from prefixguard.events.v1.session_events_pb2 import SealedContent, SealedFields, SessionEvent
 from prefixguard.events.v1.usage_events_pb2 import ProviderCacheReport
 from prefixguard.monitor.v1.cache_monitor_service_pb2 import RecordUsageResponse
 from prefixguard.rules.v1.rules_snapshot_service_pb2 import ContentSource, Decision, FileSource
 from prefixguard.sessionevents.v1.session_events_service_pb2 import (
     CommitCompactionResponse,
     CreateSessionResponse,
+    DataKey,
+    GetDataKeysResponse,
     ListMessagesResponse,
     ReadEventsResponse,
     SaveMessageResponse,
@@ -49,6 +52,7 @@ from .client import (
     tool_result_part,
 )
 from .errors import PrefixGuardError
+from .sealed import SealedContentError, is_sealed, open_sealed, sealed_aad
 
 __version__ = "0.1.0"
 
@@ -61,8 +65,10 @@ __all__ = [
     "ContentPart",
     "ContentSource",
     "CreateSessionResponse",
+    "DataKey",
     "Decision",
     "FileSource",
+    "GetDataKeysResponse",
     "HistoryWindowStats",
     "ImagePart",
     "ListMessagesResponse",
@@ -75,8 +81,12 @@ __all__ = [
     "RecordUsageResponse",
     "Role",
     "SaveMessageResponse",
+    "SealedContent",
+    "SealedContentError",
+    "SealedFields",
     "SectionFingerprint",
     "Session",
+    "SessionEvent",
     "SessionKind",
     "SystemSection",
     "TextPart",
@@ -87,6 +97,9 @@ __all__ = [
     "WireFormat",
     "WriteResponse",
     "image_part",
+    "is_sealed",
+    "open_sealed",
+    "sealed_aad",
     "text_part",
     "tool_call_part",
     "tool_result_part",

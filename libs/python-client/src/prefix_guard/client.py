@@ -35,6 +35,8 @@ from .errors import PrefixGuardError, translate_rpc_error
 DEFAULT_DEADLINE_S = 5.0
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_TIMEZONE = "Asia/Shanghai"
+#: GetDataKeys' bound on ids per request; get_data_keys splits longer lists.
+MAX_DATA_KEYS_PER_CALL = 100
 
 ContentPart = common_pb2.ContentPart
 #: A message's content: the text of a single text part, or the parts themselves.
@@ -339,6 +341,31 @@ class PrefixGuardClient:
             idempotent=True,
             deadline_s=self._deadline(deadline_s),
         )
+
+    def get_data_keys(
+        self, session_ids: Sequence[str], *, deadline_s: Optional[float] = None
+    ) -> List[sessions_pb2.DataKey]:
+        """The data keys that open these sessions' sealed events (``prefix_guard.open_sealed``).
+
+        Only for a ``subscriber`` (or ``peer``) principal. One key per id, in the given order, sent
+        100 ids per call and retried on UNAVAILABLE (reading keys changes nothing). A key with
+        ``erased`` was destroyed with its session; one with neither ``key`` nor ``erased`` is of a
+        session session-events does not know.
+        """
+        ids = list(session_ids)
+        keys: List[sessions_pb2.DataKey] = []
+        for start in range(0, len(ids), MAX_DATA_KEYS_PER_CALL):
+            chunk = ids[start : start + MAX_DATA_KEYS_PER_CALL]
+            response = self._call(
+                "session-events",
+                self._sessions.GetDataKeys,
+                sessions_pb2.GetDataKeysRequest(session_ids=chunk),
+                idempotent=True,
+                deadline_s=self._deadline(deadline_s),
+            )
+            by_id = {key.session_id: key for key in response.keys}
+            keys.extend(by_id.get(session_id) or sessions_pb2.DataKey(session_id=session_id) for session_id in chunk)
+        return keys
 
     def list_messages(
         self, session_id: str, include_deleted: bool = False, *, deadline_s: Optional[float] = None

@@ -9,6 +9,7 @@ import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events"
 import { canonicalJson } from "../domain/canonical-json";
 import type { ContentPart, Role as DomainRole, SessionView } from "../domain/model";
 import type { ProjectedEvent } from "../domain/session-projection";
+import { sealedContentOf } from "./sealed-events";
 
 /** Proto parts to domain parts, byte for byte. An empty oneof is rejected: it cannot be sent. */
 export function contentFromProto(parts: readonly ProtoContentPart[], field = "content"): ContentPart[] {
@@ -139,7 +140,8 @@ function storedPart(value: unknown, where: string): ContentPart {
  * A session.events.v1 event in domain terms.
  *
  * @throws ValidationError for an event that can never be applied (no payload, unknown role or
- * kind, an empty content part ...), which the consumer routes to the DLQ.
+ * kind, an empty content part ...), which the consumer routes to the DLQ; InternalError for an
+ * event whose sealed content was not opened (SealedEventOpener) first.
  */
 export function projectedEventFromProto(event: SessionEvent): ProjectedEvent {
   if (event.sessionId.length === 0) throw new ValidationError("session_id", "must not be empty");
@@ -147,6 +149,12 @@ export function projectedEventFromProto(event: SessionEvent): ProjectedEvent {
     throw new ValidationError("session_id", `must be at most ${MAX_ID_CHARS} characters`);
   }
   if (!Number.isSafeInteger(event.seq) || event.seq < 1) throw new ValidationError("seq", "must be >= 1");
+  // Sealed content is opened first (SealedEventOpener): mapped as it is, the message would be empty.
+  if (sealedContentOf(event) !== undefined) {
+    throw new InternalError(
+      `event ${event.seq} of session ${event.sessionId} was mapped before its content was opened`,
+    );
+  }
   const envelope = { sessionId: event.sessionId, seq: event.seq, occurredAtMs: event.occurredAtMs };
   const payload = event.payload;
   if (payload === undefined) throw new ValidationError("payload", "event has no payload");

@@ -16,6 +16,7 @@ import {
   planProjectionStep,
 } from "../domain/session-projection";
 import { projectedEventFromProto } from "./content-mapping";
+import { PLAINTEXT_ONLY, type SealedEventOpener } from "./sealed-events";
 
 export type ProjectionOutcome = "applied" | "duplicate" | "gap";
 
@@ -35,6 +36,8 @@ export interface SessionProjectionDeps {
    * the prefix fingerprints, forgets theirs.
    */
   readonly onSessionsReset?: (sessionIds: readonly string[]) => Promise<void>;
+  /** Opens sealed content (schema 2) before events are applied; default: plaintext events only. */
+  readonly opener?: SealedEventOpener;
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -121,10 +124,12 @@ class SessionWriteBuilder {
 export class SessionProjection {
   private readonly store: ProjectionStore;
   private readonly pageSize: number;
+  private readonly opener: SealedEventOpener;
 
   constructor(private readonly deps: SessionProjectionDeps) {
     this.store = deps.store;
     this.pageSize = deps.pageSize ?? DEFAULT_PAGE_SIZE;
+    this.opener = deps.opener ?? PLAINTEXT_ONLY;
   }
 
   /**
@@ -187,16 +192,18 @@ export class SessionProjection {
 
   /** One proto event; see applyEvents. */
   async applySessionEvent(event: SessionEvent): Promise<ProjectionOutcome> {
-    const [outcome] = await this.applyEvents([projectedEventFromProto(event)]);
+    const opened = await this.opener.open([event]);
+    const [outcome] = await this.applyEvents(opened.map(projectedEventFromProto));
     return outcome ?? "duplicate";
   }
 
   /**
    * Applies a batch from the topic; every session left with a gap is caught up through
-   * ReadEvents (which brings the events of the gap and everything after it).
+   * ReadEvents (which brings the events of the gap and everything after it). The batch's sealed
+   * content is opened first, with one GetDataKeys for all the sessions whose key is not cached.
    */
   async applyOrCatchUp(events: readonly SessionEvent[], reader: SessionEventsReader): Promise<ProjectionOutcome[]> {
-    const projected = events.map(projectedEventFromProto);
+    const projected = (await this.opener.open(events)).map(projectedEventFromProto);
     const outcomes = await this.applyEvents(projected);
     const gaps = new Set(
       projected.filter((_event, index) => outcomes[index] === "gap").map((event) => event.sessionId),
@@ -222,7 +229,8 @@ export class SessionProjection {
     for (;;) {
       const before = position;
       const page = await readPage(reader, sessionId, position, this.pageSize);
-      const events = page.events.map(projectedEventFromProto).filter((event) => event.seq > position);
+      const fresh = page.events.filter((event) => event.seq > position);
+      const events = (await this.opener.open(fresh)).map(projectedEventFromProto);
       for (const event of events) {
         if (event.sessionId !== sessionId) {
           throw new InternalError(`ReadEvents for ${sessionId} returned an event of session ${event.sessionId}`);

@@ -72,7 +72,7 @@ export type ProjectionStep =
   | { readonly kind: "appendMessage"; readonly message: StoredMessage; readonly session: ProjectedSession }
   /** Deletion only flags a message, so a compaction boundary can always be found. */
   | { readonly kind: "flagDeleted"; readonly messageId: string; readonly session: ProjectedSession }
-  /** SessionDeleted / SideTaskPromoted: the messages go, the session stays as a tombstone. */
+  /** SessionDeleted / SideTaskPromoted: the messages and the summary go, the session stays as a tombstone. */
   | { readonly kind: "dropMessages"; readonly session: ProjectedSession }
   /** CompactionCommitted, or any event on a tombstone: only the session row moves. */
   | { readonly kind: "updateSession"; readonly session: ProjectedSession };
@@ -144,10 +144,12 @@ export function planProjectionStep(before: ProjectedSession | null, event: Proje
           summary: nonEmptyOrNull(payload.summary.trim()),
         },
       };
+    // The tombstone keeps ids and counters only: the summary is content, and after an erasure no
+    // copy of it may remain (issue 26).
     case "sessionDeleted":
-      return { kind: "dropMessages", session: { ...moved, deleted: true } };
+      return { kind: "dropMessages", session: { ...moved, summary: null, deleted: true } };
     case "sideTaskPromoted":
-      return { kind: "dropMessages", session: { ...moved, ended: true } };
+      return { kind: "dropMessages", session: { ...moved, summary: null, ended: true } };
     default:
       return unhandledCase(payload, "session event");
   }

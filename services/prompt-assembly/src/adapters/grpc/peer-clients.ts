@@ -6,6 +6,7 @@ import {
   RulesSnapshotClient,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import type { DataKeySource, SessionKeyState } from "../../application/sealed-events";
 
 /** Resolve over gRPC. Idempotent for the caller (same inputs, same snapshot), so UNAVAILABLE is retried. */
 export function grpcRulesResolver(address: string, channel: PeerChannel) {
@@ -22,8 +23,16 @@ export function grpcRulesResolver(address: string, channel: PeerChannel) {
   };
 }
 
-/** ReadEvents over gRPC: a build's view is brought up to date from session-events' log. */
-export function grpcSessionEventsReader(address: string, deadlineMs: number, channel: PeerChannel) {
+/**
+ * ReadEvents over gRPC: a build's view is brought up to date from session-events' log. GetDataKeys
+ * on the same channel: the keys that open the log's sealed content.
+ */
+export function grpcSessionEventsReader(
+  address: string,
+  deadlineMs: number,
+  channel: PeerChannel,
+  dataKeysDeadlineMs: number = deadlineMs,
+) {
   const peer = createPeerClient(
     "session-events",
     (target, credentials) => new SessionEventsClient(target, credentials),
@@ -42,6 +51,25 @@ export function grpcSessionEventsReader(address: string, deadlineMs: number, cha
         { deadlineMs, idempotent: true },
       );
       return { events: response.events, lastSeq: response.lastSeq };
+    },
+    async getDataKeys(sessionIds: readonly string[]): ReturnType<DataKeySource["getDataKeys"]> {
+      // Reading keys changes nothing: retried on UNAVAILABLE like ReadEvents.
+      const response = await peer.call(
+        (client) => client.getDataKeys,
+        { sessionIds: [...sessionIds] },
+        { deadlineMs: dataKeysDeadlineMs, idempotent: true },
+      );
+      const states = new Map<string, SessionKeyState>();
+      for (const answer of response.keys) {
+        // Matched by id, not by position: an answer for an id not asked about is ignored.
+        if (!sessionIds.includes(answer.sessionId)) continue;
+        if (answer.key.length > 0) {
+          states.set(answer.sessionId, { state: "live", key: { keyId: answer.keyId, key: answer.key } });
+        } else {
+          states.set(answer.sessionId, { state: answer.erased ? "erased" : "unknown" });
+        }
+      }
+      return states;
     },
     close: () => peer.close(),
   };

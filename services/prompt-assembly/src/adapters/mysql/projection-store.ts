@@ -169,13 +169,21 @@ export class ProjectionStore {
   }
 
   async transaction<T>(work: (tx: ProjectionTransaction) => Promise<T>): Promise<T> {
-    return this.db.transaction((trx) =>
+    let dropped = false;
+    const result = await this.db.transaction((trx) =>
       work({
         lockPositions: (sessionIds) => lockConsumerPositions(trx, PROJECTION_CONSUMER, sessionIds),
         readSessions: (sessionIds) => readSessions(trx, sessionIds),
-        write: (writes, nowMs) => writeSessions(trx, writes, nowMs),
+        write: (writes, nowMs) => {
+          dropped ||= writes.some((write) => write.dropStored);
+          return writeSessions(trx, writes, nowMs);
+        },
       }),
     );
+    // Erasure under `make run`: a deleted session's messages must not live on in the SQLite WAL
+    // (secure_delete already zeroes the freed pages of the main file).
+    if (dropped && this.db.client.config.client !== "mysql2") await this.db.raw("PRAGMA wal_checkpoint(TRUNCATE)");
+    return result;
   }
 
   /** Operator repair: forgets everything projected for the session, position included. */

@@ -27,6 +27,7 @@ import {
   viewOf,
 } from "../../domain/session-projection";
 import { projectedEventFromProto } from "../content-mapping";
+import { PLAINTEXT_ONLY, type SealedEventOpener } from "../sealed-events";
 import { readPage, type SessionEventsReader } from "../session-projection";
 
 interface CachedView {
@@ -67,6 +68,8 @@ export interface SessionViewsOptions {
   readonly cacheBytes: number;
   /** ReadEvents page size of the in-memory catch-up. */
   readonly pageSize?: number;
+  /** Opens sealed content (schema 2) of the events read; default: plaintext events only. */
+  readonly opener?: SealedEventOpener;
 }
 
 export class SessionViews {
@@ -160,7 +163,9 @@ export class SessionViews {
     for (;;) {
       const position = view?.lastSeq ?? 0;
       const page = await readPage(this.options.sessions, sessionId, position, this.options.pageSize ?? 500);
-      for (const proto of page.events) {
+      // Only what the view lacks is opened: a page never re-opens content the view already holds.
+      const fresh = page.events.filter((proto) => proto.sessionId === sessionId && proto.seq > position);
+      for (const proto of await (this.options.opener ?? PLAINTEXT_ONLY).open(fresh)) {
         const event = projectedEventFromProto(proto);
         if (event.sessionId !== sessionId || event.seq <= (view?.lastSeq ?? 0)) continue;
         if (event.seq !== (view?.lastSeq ?? 0) + 1) break;
