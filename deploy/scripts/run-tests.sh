@@ -21,6 +21,7 @@ if [ "$tier" != unit ]; then
   step "Kafka (test broker on 127.0.0.1:$KAFKA_PORT)"; bash deploy/kafka/kafka.sh reset >/dev/null 2>&1; bash deploy/kafka/kafka.sh start || exit 1
   step "Python tooling for the example consumer and the Python client (Debian packages)"; bash deploy/scripts/python-deps.sh || echo "python consumer and python client tests will be skipped"
   step "Prometheus and promtool for the alert-rule and scrape tests (Debian package)"; bash deploy/scripts/prometheus-deps.sh || echo "the Prometheus tests will be skipped"
+  step "kcat and mariadb-dump for the erasure proof (Debian packages)"; bash deploy/scripts/erasure-tools.sh || echo "the erasure e2e's Kafka and MariaDB part will be skipped"
 fi
 step "lint (biome) and type check (tsc)"
 biome check . || exit 1

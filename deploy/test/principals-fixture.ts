@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tokenSha256Hex } from "@prefix-guard/grpc";
 
-export type TestRole = "harness" | "peer" | "operator" | "sre";
+export type TestRole = "harness" | "peer" | "operator" | "sre" | "subscriber";
 
 /** One entry of the file, with tokens in clear (the fixture hashes them). */
 export interface TestPrincipal {
