@@ -44,12 +44,7 @@ import {
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DatabaseState, databaseState, diffStates, type ServiceDatabase, tableNames } from "./db-state";
-import {
-  type PrincipalsFixture,
-  type TestPrincipal,
-  testToken,
-  writePrincipalsFile,
-} from "./principals-fixture";
+import { type PrincipalsFixture, type TestPrincipal, testToken, writePrincipalsFile } from "./principals-fixture";
 import { type Stack, startStack } from "./stack";
 import { type EmbeddedSystem, mainSessionRequest, repoRoot, startEmbeddedSystem } from "./support";
 
