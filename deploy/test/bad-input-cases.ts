@@ -1033,7 +1033,7 @@ const cacheMonitorTables = [
 ];
 
 // ---------------------------------------------------------------------------------------------
-// Hostile but valid: summaries shaped to make a scrubber backtrack (issue 25 part 4), and the
+// Hostile but valid: summaries shaped to make a scrubber backtrack, and the
 // personal terms that go with them. They are not bad input, so they are no rows of the table:
 // hostile-summaries.e2e.test.ts commits each through the running service and expects OK, and
 // commit-compaction-scrub.int.test.ts bounds the scrubber's steps on the same shapes.

@@ -1,4 +1,4 @@
-// The Python example consumer on schema 2 events (issue 26) over the real Kafka test broker: given a
+// The Python example consumer on schema 2 events over the real Kafka test broker: given a
 // subscriber's token it fetches the data keys from session-events' GetDataKeys (a fake on loopback
 // that checks the token) and summarizes the opened content; without one it prints the sealed events
 // without content figures; an erased session's events say so; a refused token stops it (exit 5)

@@ -1,12 +1,12 @@
-// Reading sealed session events outside prefix-guard (issue 26). From schema 2 on, a SessionEvent's
+// Reading sealed session events outside prefix-guard. From schema 2 on, a SessionEvent's
 // content (message parts, compaction summary, inherited summary) travels only in `sealed`, encrypted
 // with its session's data key; GetDataKeys gives the keys to principals with the `subscriber` (or
 // `peer`) role. Deleting a session destroys its key, and with it every copy of its content.
 
 import { FailedPreconditionError, ValidationError } from "@prefix-guard/errors";
-import { openFields } from "@prefix-guard/events";
+import { sealedContentOf, withOpenedContent } from "@prefix-guard/events";
 import { callUnary } from "@prefix-guard/grpc/client";
-import type { SealedContent, SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { type DataKey, SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { ChannelPool } from "./channel-pool";
 import { type CallOverrides, credentialsOf, type HarnessClientOptions, metadataOf } from "./harness-client";
@@ -14,18 +14,6 @@ import { translateClientError } from "./peer-errors";
 
 /** GetDataKeys' bound on ids per request; DataKeyClient splits longer lists. */
 export const MAX_DATA_KEYS_PER_CALL = 100;
-
-function sealedOf(event: SessionEvent): SealedContent | undefined {
-  const payload = event.payload;
-  switch (payload?.$case) {
-    case "sessionCreated":
-    case "messageSaved":
-    case "compactionCommitted":
-      return payload.value.sealed;
-    default:
-      return undefined;
-  }
-}
 
 /** A session's data key: GetDataKeys' DataKey, or just its id and bytes. */
 export interface SessionDataKey {
@@ -39,7 +27,7 @@ export interface SessionDataKey {
 
 /** Whether the event carries sealed content (and so needs its session's key to be read). */
 export function isSealedEvent(event: SessionEvent): boolean {
-  return sealedOf(event) !== undefined;
+  return sealedContentOf(event) !== undefined;
 }
 
 /**
@@ -53,43 +41,13 @@ export function isSealedEvent(event: SessionEvent): boolean {
  */
 export function openSealedEvent(event: SessionEvent, key: SessionDataKey): SessionEvent {
   const payload = event.payload;
-  const sealed = sealedOf(event);
+  const sealed = sealedContentOf(event);
   if (payload === undefined || sealed === undefined) return event;
   if (key.sessionId !== undefined && key.sessionId !== "" && key.sessionId !== event.sessionId) {
     throw new ValidationError("key", `the key is session ${key.sessionId}'s, the event session ${event.sessionId}'s`);
   }
-  const fields =
-    key.erased === true && key.key.length === 0
-      ? null
-      : openFields({ keyId: key.keyId, key: key.key }, event.sessionId, event.seq, sealed);
-  switch (payload.$case) {
-    case "sessionCreated":
-      return {
-        ...event,
-        payload: {
-          $case: "sessionCreated",
-          value: { ...payload.value, inheritedSummary: fields?.inheritedSummary ?? "", sealed: undefined },
-        },
-      };
-    case "messageSaved":
-      return {
-        ...event,
-        payload: {
-          $case: "messageSaved",
-          value: { ...payload.value, content: fields?.content ?? [], sealed: undefined },
-        },
-      };
-    case "compactionCommitted":
-      return {
-        ...event,
-        payload: {
-          $case: "compactionCommitted",
-          value: { ...payload.value, summary: fields?.summary ?? "", sealed: undefined },
-        },
-      };
-    default:
-      return event;
-  }
+  const erased = key.erased === true && key.key.length === 0;
+  return withOpenedContent(event, erased ? null : { keyId: key.keyId, key: key.key });
 }
 
 export type DataKeyClientOptions = Pick<

@@ -8,7 +8,16 @@ export {
   MAX_JSON_DEPTH,
   MAX_JSON_ELEMENTS,
 } from "./json-limits";
-export { DATA_KEY_BYTES, type DataKey, newDataKey, openFields, sealedAad, sealFields } from "./sealed-content";
+export {
+  DATA_KEY_BYTES,
+  type DataKey,
+  newDataKey,
+  openFields,
+  sealedAad,
+  sealedContentOf,
+  sealFields,
+  withOpenedContent,
+} from "./sealed-content";
 export {
   decodeSessionEvent,
   encodeSessionEvent,

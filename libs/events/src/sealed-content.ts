@@ -4,7 +4,7 @@
 
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from "node:crypto";
 import { ValidationError } from "@prefix-guard/errors";
-import { type SealedContent, SealedFields } from "@prefix-guard/proto/events/v1/session_events";
+import { type SealedContent, SealedFields, type SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 
 export const DATA_KEY_BYTES = 32;
 const NONCE_BYTES = 12;
@@ -62,5 +62,59 @@ export function openFields(dataKey: DataKey, sessionId: string, seq: number, sea
     return SealedFields.decode(plaintext);
   } catch {
     throw unreadable("authentication failed");
+  }
+}
+
+/** The seal an event carries, if its payload is one that holds content. */
+export function sealedContentOf(event: SessionEvent): SealedContent | undefined {
+  const payload = event.payload;
+  switch (payload?.$case) {
+    case "sessionCreated":
+    case "messageSaved":
+    case "compactionCommitted":
+      return payload.value.sealed;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The event with the sealed fields moved into its plaintext ones and `sealed` cleared; with no key
+ * (the session was erased) the plaintext fields are emptied instead.
+ *
+ * @throws ValidationError (sealed_content_unreadable) when the key does not open the seal.
+ */
+export function withOpenedContent(event: SessionEvent, key: DataKey | null): SessionEvent {
+  const payload = event.payload;
+  const sealed = sealedContentOf(event);
+  if (payload === undefined || sealed === undefined) return event;
+  const fields = key === null ? null : openFields(key, event.sessionId, event.seq, sealed);
+  switch (payload.$case) {
+    case "sessionCreated":
+      return {
+        ...event,
+        payload: {
+          $case: "sessionCreated",
+          value: { ...payload.value, inheritedSummary: fields?.inheritedSummary ?? "", sealed: undefined },
+        },
+      };
+    case "messageSaved":
+      return {
+        ...event,
+        payload: {
+          $case: "messageSaved",
+          value: { ...payload.value, content: fields?.content ?? [], sealed: undefined },
+        },
+      };
+    case "compactionCommitted":
+      return {
+        ...event,
+        payload: {
+          $case: "compactionCommitted",
+          value: { ...payload.value, summary: fields?.summary ?? "", sealed: undefined },
+        },
+      };
+    default:
+      return event;
   }
 }

@@ -86,7 +86,7 @@ export class FakeSessionEvents implements SessionEventsReader, DataKeySource {
   private eventCounter = 0;
 
   /**
-   * `seal`: writes schema 2 events, as session-events does from issue 26 on: a data key per session
+   * `seal`: writes schema 2 events, as session-events does from schema 2 on: a data key per session
    * and the content only in `sealed`.
    */
   constructor(private readonly options: { seal?: boolean } = {}) {}

@@ -11,7 +11,7 @@ export const sessionEventsConfigSchema = z.object({
   SESSION_CHARACTER_QUOTA: z.coerce.number().int().min(1_000).max(10_000_000).default(200_000),
   SESSION_MAX_SERIALIZED_BYTES: z.coerce.number().int().min(10_000).max(1_073_741_824).optional(),
   /**
-   * Sessions with no activity for this many days are erased like a DeleteSession (issue 26); 0 (the
+   * Sessions with no activity for this many days are erased like a DeleteSession; 0 (the
    * default) keeps them forever. Fractions are allowed (0.5 = 12 hours).
    */
   SESSION_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(0),

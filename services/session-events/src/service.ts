@@ -32,7 +32,7 @@ export async function startSessionEvents(
   const kit = await ServiceKit.open("session-events", config, {
     migrations: sessionEventsMigrations,
     // Several statements per query: SaveMessage commits in two round trips. On SQLite, erased rows
-    // are zeroed in the file rather than left in free pages (issue 26).
+    // are zeroed in the file rather than left in free pages.
     database: { multipleStatements: true, secureDelete: true },
     bus: deps.bus,
     logger: deps.logger,

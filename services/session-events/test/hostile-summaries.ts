@@ -1,4 +1,4 @@
-// The worst shapes a summary can take for the scrubber (issue 25 part 4): the runs and alternations
+// The worst shapes a summary can take for the scrubber: the runs and alternations
 // that made its old regular expressions backtrack, at the largest size CommitCompaction accepts.
 // Shared by the scrubber's unit test (work bounded by the input length), the CommitCompaction
 // integration test and the bad-input table (each is accepted and completes).

@@ -1,3 +1,4 @@
+import { sealedContentOf } from "@prefix-guard/events";
 // Converts between the wire contract (proto ContentPart, Role, SessionKind) and the domain model,
 // and between the domain content and its stored JSON. Kept apart from the projection so the rules
 // of "what a part becomes" are in one place and testable without a database.
@@ -9,7 +10,6 @@ import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events"
 import { canonicalJson } from "../domain/canonical-json";
 import type { ContentPart, Role as DomainRole, SessionView } from "../domain/model";
 import type { ProjectedEvent } from "../domain/session-projection";
-import { sealedContentOf } from "./sealed-events";
 
 /** Proto parts to domain parts, byte for byte. An empty oneof is rejected: it cannot be sent. */
 export function contentFromProto(parts: readonly ProtoContentPart[], field = "content"): ContentPart[] {

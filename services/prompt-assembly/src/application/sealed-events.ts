@@ -1,4 +1,4 @@
-// Opens the content session-events seals with each session's data key (issue 26, crypto-shredding)
+// Opens the content session-events seals with each session's data key (crypto-shredding)
 // before an event is mapped to the domain: from schema 2 on, MessageSaved, CompactionCommitted and
 // SessionCreated carry their content only in `sealed`. Keys come from session-events' GetDataKeys
 // and are cached here, so a session's events cost one key fetch per process, not one per event.
@@ -10,8 +10,8 @@
 // event that can never be applied.
 
 import { InternalError } from "@prefix-guard/errors";
-import { type DataKey, openFields } from "@prefix-guard/events";
-import type { SealedContent, SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
+import { type DataKey, sealedContentOf, withOpenedContent } from "@prefix-guard/events";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 
 /** What session-events says about one session's key. */
 export type SessionKeyState =
@@ -31,60 +31,6 @@ export interface DataKeySource {
 export const MAX_KEYS_PER_CALL = 100;
 /** 32 bytes and an id per entry: 100k keys are a few MiB. */
 export const DEFAULT_KEY_CACHE_ENTRIES = 100_000;
-
-/** The seal an event carries, if its payload is one that holds content. */
-export function sealedContentOf(event: SessionEvent): SealedContent | undefined {
-  const payload = event.payload;
-  switch (payload?.$case) {
-    case "sessionCreated":
-    case "messageSaved":
-    case "compactionCommitted":
-      return payload.value.sealed;
-    default:
-      return undefined;
-  }
-}
-
-/**
- * The event with the sealed fields moved into its plaintext ones and `sealed` cleared; with no key
- * (the session was erased) the plaintext fields are emptied instead.
- *
- * @throws ValidationError (sealed_content_unreadable) when the key does not open the seal.
- */
-export function withOpenedContent(event: SessionEvent, key: DataKey | null): SessionEvent {
-  const payload = event.payload;
-  const sealed = sealedContentOf(event);
-  if (payload === undefined || sealed === undefined) return event;
-  const fields = key === null ? null : openFields(key, event.sessionId, event.seq, sealed);
-  switch (payload.$case) {
-    case "sessionCreated":
-      return {
-        ...event,
-        payload: {
-          $case: "sessionCreated",
-          value: { ...payload.value, inheritedSummary: fields?.inheritedSummary ?? "", sealed: undefined },
-        },
-      };
-    case "messageSaved":
-      return {
-        ...event,
-        payload: {
-          $case: "messageSaved",
-          value: { ...payload.value, content: fields?.content ?? [], sealed: undefined },
-        },
-      };
-    case "compactionCommitted":
-      return {
-        ...event,
-        payload: {
-          $case: "compactionCommitted",
-          value: { ...payload.value, summary: fields?.summary ?? "", sealed: undefined },
-        },
-      };
-    default:
-      return event;
-  }
-}
 
 export interface SealedEventOpenerOptions {
   /** Keys held in memory at most (least recently used go first); default DEFAULT_KEY_CACHE_ENTRIES. */

@@ -145,7 +145,7 @@ export function planProjectionStep(before: ProjectedSession | null, event: Proje
         },
       };
     // The tombstone keeps ids and counters only: the summary is content, and after an erasure no
-    // copy of it may remain (issue 26).
+    // copy of it may remain.
     case "sessionDeleted":
       return { kind: "dropMessages", session: { ...moved, summary: null, deleted: true } };
     case "sideTaskPromoted":

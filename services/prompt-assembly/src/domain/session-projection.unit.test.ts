@@ -42,7 +42,7 @@ function compactedView(): ProjectedSessionView {
   return view;
 }
 
-describe("the tombstone of a removed session (issue 26: no content after erasure)", () => {
+describe("the tombstone of a removed session (no content after erasure)", () => {
   it.each([
     ["SessionDeleted", { type: "sessionDeleted" } as const, { deleted: true, ended: false }],
     ["SideTaskPromoted", { type: "sideTaskPromoted" } as const, { deleted: false, ended: true }],

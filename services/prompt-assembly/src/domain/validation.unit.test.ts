@@ -31,7 +31,7 @@ function rejection(run: () => unknown): ValidationError {
   throw new Error("expected a ValidationError");
 }
 
-describe("validateBuildRequest: hostile sizes (issue 25 part 4)", () => {
+describe("validateBuildRequest: hostile sizes", () => {
   it("takes MAX_SECTIONS sections and refuses one more, naming `sections`", () => {
     expect(MAX_SECTIONS).toBe(64);
     expect(validateBuildRequest(request({ sections: sections(MAX_SECTIONS) })).sections).toHaveLength(MAX_SECTIONS);

@@ -1,5 +1,5 @@
 // rules-snapshot reads session.events.v1 only for the event type (cleanup on compaction, deletion,
-// promotion): schema 2 events, whose content is sealed (issue 26), must decode and clean up like
+// promotion): schema 2 events, whose content is sealed, must decode and clean up like
 // schema 1 ones, with no key ever needed.
 
 import { decodeSessionEvent, encodeSessionEvent, newDataKey, sealFields } from "@prefix-guard/events";

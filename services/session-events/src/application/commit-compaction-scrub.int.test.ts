@@ -1,4 +1,4 @@
-// CommitCompaction scrubs its summary before taking the session's row lock (issue 25 part 4), and
+// CommitCompaction scrubs its summary before taking the session's row lock, and
 // hostile summaries complete with the scrubber's work linear in their length.
 import { randomUUID } from "node:crypto";
 import { LOCAL_HARNESS } from "@prefix-guard/access";

@@ -1,4 +1,4 @@
-// Automatic expiry (issue 26): sessions idle longer than SESSION_RETENTION_DAYS are erased exactly
+// Automatic expiry: sessions idle longer than SESSION_RETENTION_DAYS are erased exactly
 // like a DeleteSession (a SessionDeleted event, so consumers drop them too), a batch of sessions
 // per round, each in its own short transaction so a sweep never holds a lock for long. The same
 // sweep erases, once at start, the sessions deleted before erasure existed.

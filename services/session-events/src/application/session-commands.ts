@@ -188,7 +188,7 @@ export class SessionCommands {
             kind: kindFromName(command.kind),
             parentSessionId: command.parentSessionId ?? "",
             inheritedSummaryFrom: inherited?.from ?? "",
-            // Content travels sealed (issue 26); an event without any carries no seal.
+            // Content travels sealed; an event without any carries no seal.
             inheritedSummary: "",
             sealed: inheritedSummary.length === 0 ? undefined : sealFields(dataKey, sessionId, 1, { inheritedSummary }),
             locale: command.locale,
@@ -355,7 +355,7 @@ export class SessionCommands {
   }
 
   /**
-   * Deletes and erases the session (issue 26), in one transaction with its SessionDeleted event:
+   * Deletes and erases the session, in one transaction with its SessionDeleted event:
    * its messages and compactions go, its summary is blanked, its key destroyed (every sealed copy
    * anywhere becomes unreadable) and its stored events are rewritten without content.
    */

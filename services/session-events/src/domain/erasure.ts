@@ -1,4 +1,4 @@
-// Erasure of a session (issue 26): what of its stored events must go, and when a session is idle
+// Erasure of a session: what of its stored events must go, and when a session is idle
 // long enough for the retention sweep. Pure: the application reads and writes the rows.
 
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";

@@ -75,7 +75,7 @@ import { truncateCodePoints } from "./text";
  *    A term written without a space between Han characters also matches the text with one (王伟, 王 伟).
  * Finally the text is capped at SUMMARY_MAX_CHARS code points, without leaving half a marker.
  *
- * Cost (issue 25 part 4): a summary is up to MAX_SUMMARY_INPUT_CHARS of text a model wrote from what a
+ * Cost: a summary is up to MAX_SUMMARY_INPUT_CHARS of text a model wrote from what a
  * user said, so every step is linear in its length. Where a regular expression would backtrack over
  * a run of the same characters (the e-mail local part, the digit groups of an international number, a
  * lead word followed by spaces) a scanner does the work; the personal terms are found in one pass

@@ -276,7 +276,7 @@ describe("extractPersonalTerms", () => {
   });
 });
 
-describe("scrubSummary: hostile input costs work linear in its length (issue 25 part 4)", () => {
+describe("scrubSummary: hostile input costs work linear in its length", () => {
   const M = SCRUB_MARKER;
   const termChars = (terms: readonly string[]) => terms.reduce((sum, term) => sum + term.length, 0);
   /** Term lengths that differ: at most that many terms can end at one position of the text. */

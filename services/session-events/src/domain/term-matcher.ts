@@ -1,4 +1,4 @@
-// Personal terms in a summary, found in one pass however many terms there are (issue 25 part 4).
+// Personal terms in a summary, found in one pass however many terms there are.
 //
 // The rule is the one summary-scrub.ts documents (heuristic 8). It used to be one regex per term,
 // each run over the whole text: a summary of 20,000 characters and a session whose user messages

@@ -1,5 +1,5 @@
 // Tool-call arguments are JSON that prompt-assembly parses and writes back on every build: their
-// nesting and size are bounded when the message is saved (issue 25 part 4).
+// nesting and size are bounded when the message is saved.
 import { ValidationError } from "@prefix-guard/errors";
 import { MAX_JSON_DEPTH, MAX_JSON_ELEMENTS } from "@prefix-guard/events/json-limits";
 import { type ContentPart, Role } from "@prefix-guard/proto/common/v1/common";

@@ -1,5 +1,5 @@
 // The provider's usage JSON and the diagnostics kept beside it are bounded like every JSON field a
-// service accepts (issue 25 part 4): too deep is INVALID_ARGUMENT naming the field, before parsing.
+// service accepts: too deep is INVALID_ARGUMENT naming the field, before parsing.
 import { ValidationError } from "@prefix-guard/errors";
 import { MAX_JSON_DEPTH } from "@prefix-guard/events/json-limits";
 import { describe, expect, it } from "vitest";

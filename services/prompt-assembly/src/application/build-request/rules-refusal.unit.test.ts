@@ -1,4 +1,4 @@
-// rules-snapshot refuses a rules file (issue 25) with INVALID_ARGUMENT on Resolve's `source.file.path`;
+// rules-snapshot refuses a rules file with INVALID_ARGUMENT on Resolve's `source.file.path`;
 // the harness sent BuildRequest's `rules_file.path`, and must see that field and the reason.
 import { ValidationError } from "@prefix-guard/errors";
 import { mapErrorToStatus, translatePeerError } from "@prefix-guard/grpc";
