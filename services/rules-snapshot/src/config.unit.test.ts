@@ -21,10 +21,10 @@ describe("RULES_FILE_ROOTS and RULES_FILE_NAMES", () => {
 
   it("read comma-separated lists, roots in normal form", () => {
     const config = loadRulesSnapshotConfig({
-      RULES_FILE_ROOTS: " /srv/workspaces/ , //home//dev ,",
+      RULES_FILE_ROOTS: " /srv/workspaces/ , //srv//dev ,",
       RULES_FILE_NAMES: "AGENTS.md, CLAUDE.md",
     });
-    expect(config.RULES_FILE_ROOTS).toEqual(["/srv/workspaces", "/home/dev"]);
+    expect(config.RULES_FILE_ROOTS).toEqual(["/srv/workspaces", "/srv/dev"]);
     expect(config.RULES_FILE_NAMES).toEqual(["AGENTS.md", "CLAUDE.md"]);
   });
 
