@@ -25,7 +25,7 @@ import {
   SessionEventsService,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DatabaseState, databaseState, diffStates, type ServiceDatabase, tableNames } from "./db-state";
+import { databaseState, diffStates, type ServiceDatabase, settledDatabaseState, tableNames } from "./db-state";
 import { type PrincipalsFixture, type TestPrincipal, testToken, writePrincipalsFile } from "./principals-fixture";
 import { type ServiceName, type Stack, startStack } from "./stack";
 import { userTextMessage } from "./support";
@@ -293,7 +293,7 @@ function judge(expected: Expected, outcome: Outcome): string {
 // "Nothing changed": row count and sha256 of every row (in primary-key order) of every table of
 // every service database.
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const _sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
 
@@ -312,38 +312,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
   };
 
   const databaseStateNow = () => databaseState(databases);
-
-  /** Outbox rows not yet on Kafka, in any service database (session_event is session-events' outbox). */
-  async function unpublished(): Promise<number> {
-    let pending = 0;
-    for (const db of Object.values(databases)) {
-      const tables = await tableNames(db);
-      for (const table of ["session_event", "outbox_message"]) {
-        if (!tables.includes(table)) continue;
-        const found = await db.db(table).whereNull("published_at_ms").count({ n: "*" }).first();
-        pending += Number(found?.n ?? 0);
-      }
-    }
-    return pending;
-  }
-
-  /** Waits until everything is published and consumed: no table changed for three polls in a row. */
-  async function settledState(timeoutMs = 30_000): Promise<DatabaseState> {
-    const deadline = Date.now() + timeoutMs;
-    let previous = await databaseStateNow();
-    let stableRounds = 0;
-    let changing: string[] = [];
-    while (Date.now() < deadline) {
-      await sleep(200);
-      const current = await databaseStateNow();
-      changing = diffStates(previous, current);
-      const quiet = changing.length === 0 && (await unpublished()) === 0;
-      stableRounds = quiet ? stableRounds + 1 : 0;
-      previous = current;
-      if (stableRounds >= 3) return current;
-    }
-    throw new Error(`databases did not settle in ${timeoutMs} ms: still changing [${changing.join("; ")}]`);
-  }
+  const settledState = (timeoutMs = 30_000) => settledDatabaseState(databases, { timeoutMs, pollMs: 200 });
 
   const createMain = (who: Who, sessionId: string, patch: Partial<CreateSessionRequest> = {}) =>
     callUnary(

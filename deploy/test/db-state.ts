@@ -94,3 +94,40 @@ export function diffStates(before: DatabaseState, after: DatabaseState): string[
   }
   return changes;
 }
+
+/** Outbox rows not yet on the bus, in any service database (session_event is session-events' outbox). */
+export async function unpublishedOutboxRows(databases: Readonly<Record<string, ServiceDatabase>>): Promise<number> {
+  let pending = 0;
+  for (const db of Object.values(databases)) {
+    const tables = await tableNames(db);
+    for (const table of ["session_event", "outbox_message"]) {
+      if (!tables.includes(table)) continue;
+      const found = await db.db(table).whereNull("published_at_ms").count({ n: "*" }).first();
+      pending += Number(found?.n ?? 0);
+    }
+  }
+  return pending;
+}
+
+/**
+ * The databases once everything is published and consumed: no unpublished outbox row and no table
+ * changing for three polls in a row.
+ */
+export async function settledDatabaseState(
+  databases: Readonly<Record<string, ServiceDatabase>>,
+  options: { readonly timeoutMs: number; readonly pollMs: number },
+): Promise<DatabaseState> {
+  const deadline = Date.now() + options.timeoutMs;
+  let previous = await databaseState(databases);
+  let quietRounds = 0;
+  let changing: string[] = [];
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs));
+    const current = await databaseState(databases);
+    changing = diffStates(previous, current);
+    quietRounds = changing.length === 0 && (await unpublishedOutboxRows(databases)) === 0 ? quietRounds + 1 : 0;
+    previous = current;
+    if (quietRounds >= 3) return current;
+  }
+  throw new Error(`databases did not settle in ${options.timeoutMs} ms: still changing [${changing.join("; ")}]`);
+}

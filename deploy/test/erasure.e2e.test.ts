@@ -43,7 +43,7 @@ import {
   SessionEventsClient,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DatabaseState, databaseState, diffStates, type ServiceDatabase, tableNames } from "./db-state";
+import { type ServiceDatabase, settledDatabaseState } from "./db-state";
 import { type PrincipalsFixture, type TestPrincipal, testToken, writePrincipalsFile } from "./principals-fixture";
 import { type Stack, startStack } from "./stack";
 import { type EmbeddedSystem, mainSessionRequest, repoRoot, startEmbeddedSystem } from "./support";
@@ -564,7 +564,7 @@ function plaintextOf(event: SessionEvent): string {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const _sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
 // Over real Kafka and MariaDB.
@@ -607,35 +607,7 @@ describe("erasure reaches every copy (real Kafka and MariaDB)", () => {
     return { sessions: s.sessions, assembly: () => s.assembly(), monitor: s.monitor, owner: "owner" };
   };
 
-  async function unpublished(): Promise<number> {
-    let pending = 0;
-    for (const db of Object.values(databases)) {
-      const tables = await tableNames(db);
-      for (const table of ["session_event", "outbox_message"]) {
-        if (!tables.includes(table)) continue;
-        const found = await db.db(table).whereNull("published_at_ms").count({ n: "*" }).first();
-        pending += Number(found?.n ?? 0);
-      }
-    }
-    return pending;
-  }
-
-  /** Everything published and consumed: no unpublished outbox row, no table changing for three polls. */
-  async function settled(timeoutMs = 60_000): Promise<DatabaseState> {
-    const deadline = Date.now() + timeoutMs;
-    let previous = await databaseState(databases);
-    let quietRounds = 0;
-    let changing: string[] = [];
-    while (Date.now() < deadline) {
-      await sleep(300);
-      const current = await databaseState(databases);
-      changing = diffStates(previous, current);
-      quietRounds = changing.length === 0 && (await unpublished()) === 0 ? quietRounds + 1 : 0;
-      previous = current;
-      if (quietRounds >= 3) return current;
-    }
-    throw new Error(`databases did not settle in ${timeoutMs} ms: still changing [${changing.join("; ")}]`);
-  }
+  const settled = (timeoutMs = 60_000) => settledDatabaseState(databases, { timeoutMs, pollMs: 300 });
 
   const collect = () => ({
     dumps: (["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"] as const).map((service) =>
