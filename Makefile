@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.9
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help install proto build run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean
+.PHONY: help install proto build run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean docs-providers
 
 help:
 	@echo "make run     whole system in one process (SQLite + embedded transport), Ctrl-C stops"
@@ -64,6 +64,10 @@ test-unit: proto
 lint: proto
 	biome check .
 	tsc -p tsconfig.json --noEmit
+
+# The provider tables in README.md and docs/ are rendered from libs/providers/catalogue.json.
+docs-providers: install
+	node --import tsx libs/providers/src/write-doc-tables.ts
 
 format: install
 	biome check --write .

@@ -797,6 +797,9 @@ const withTools =
 const withSections =
   (...sections: ReturnType<typeof section>[]) =>
   (b: BuildRequestRequest): BuildRequestRequest => ({ ...b, sections });
+const withCacheMode =
+  (mode: string) =>
+  (b: BuildRequestRequest): BuildRequestRequest => ({ ...b, cache: { retention: "", previousResponseId: "", mode } });
 const promptAssemblyTables = [
   expand(buildRequest, {
     wire: {
@@ -847,6 +850,11 @@ const promptAssemblyTables = [
       ["bad-value", 'tools[0].input_schema_json "[1,2]" (not an object)', withTools(tool("shell", "", "[1,2]"))],
       ["bad-value", 'tools[1].name duplicate "shell"', withTools(tool("shell"), tool("shell"))],
       ["bad-value", 'locale "fr"', set("locale", "fr")],
+      // cache.mode: only the modes the wire format has (anthropic_messages: "automatic"), exactly as spelled.
+      ["bad-value", 'cache.mode "forever"', withCacheMode("forever")],
+      ["bad-value", 'cache.mode "explicit" (an OpenAI mode, sent for anthropic_messages)', withCacheMode("explicit")],
+      ["bad-value", 'cache.mode "Automatic" (modes are lower case)', withCacheMode("Automatic")],
+      ["oversized", "cache.mode of 100 KB", withCacheMode("m".repeat(100_000)), invalid("cache.mode")],
       [
         "bad-value",
         'rules_file.path relative "AGENTS.md"',

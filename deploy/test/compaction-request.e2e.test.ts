@@ -1,5 +1,5 @@
 // The compaction loop and the session properties of issue 14, over gRPC against the real services
-// on MariaDB: BuildCompactionRequest on the cached prefix in all three wire formats, its boundary
+// on MariaDB: BuildCompactionRequest on the cached prefix in all four wire formats, its boundary
 // and generation committed by CommitCompaction, honest announcements, the session's locale and
 // workspace, a build without a rules source, and a deleted session everywhere.
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -24,7 +24,14 @@ const FORMATS = [
   WireFormat.WIRE_FORMAT_OPENAI_CHAT,
   WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
   WireFormat.WIRE_FORMAT_OPENAI_RESPONSES,
+  WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE,
 ] as const;
+
+/** The key that marks a cache breakpoint in the formats that place them. */
+const CACHE_MARKERS: Partial<Record<WireFormat, string>> = {
+  [WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES]: '"cache_control"',
+  [WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE]: '"cachePoint"',
+};
 
 const deadline = { deadlineMs: 10_000 };
 
@@ -136,11 +143,13 @@ describe("BuildCompactionRequest and the session properties, over gRPC on MariaD
       expect(tail).toContain("<compaction-request>");
       expect(tail).toContain("800");
       expect(tail).toMatch(/"role":"user"/);
-      if (format === WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES) {
+      const marker = CACHE_MARKERS[format];
+      if (marker !== undefined) {
         // The main request's breakpoints stay where they were; the appended message adds none.
-        const markers = (text: string) => text.split('"cache_control"').length - 1;
+        const markers = (text: string) => text.split(marker).length - 1;
+        expect(markers(main.bodyJson)).toBeGreaterThan(0);
         expect(markers(summaryCall.bodyJson)).toBe(markers(main.bodyJson));
-        expect(tail).not.toContain("cache_control");
+        expect(tail).not.toContain(marker);
       }
       expect(summaryCall.boundaryMessageId).toBe(last?.messageId);
       expect(summaryCall.expectedGeneration).toBe(0);

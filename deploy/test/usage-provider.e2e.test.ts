@@ -1,6 +1,6 @@
 // The harness forwards the provider's usage as it came: each build names the `provider` its body's
 // dialect answers with (usage_provider), and RecordUsage's raw intake reads that dialect's fields.
-// For all three wire formats, over gRPC with the TypeScript client.
+// For all four wire formats, over gRPC with the TypeScript client.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,6 +28,14 @@ const USAGE_BY_PROVIDER: Readonly<Record<string, string>> = {
     cache_creation_input_tokens: 0,
     output_tokens: 50,
   }),
+  // Converse's TokenUsage: inputTokens leaves out what was read from or written to the cache.
+  bedrock_converse: JSON.stringify({
+    inputTokens: 464,
+    outputTokens: 50,
+    totalTokens: 2050,
+    cacheReadInputTokens: 1536,
+    cacheWriteInputTokens: 0,
+  }),
 };
 
 describe("usage_provider: the build names the dialect its usage comes back in", () => {
@@ -53,6 +61,7 @@ describe("usage_provider: the build names the dialect its usage comes back in", 
     [WireFormat.WIRE_FORMAT_OPENAI_CHAT, "openai_chat"],
     [WireFormat.WIRE_FORMAT_OPENAI_RESPONSES, "openai_responses"],
     [WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES, "anthropic"],
+    [WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE, "bedrock_converse"],
   ])("wire format %i answers with %s usage, which RecordUsage reads as sent", async (wireFormat, provider) => {
     const sessionId = `usage-${provider}`;
     await client.createSession({ sessionId, owner: "u1", workspace });

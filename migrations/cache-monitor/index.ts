@@ -321,6 +321,25 @@ const observationOwnership: Migration = {
   },
 };
 
+/**
+ * Issue 27 §6a: whether the observed build also published a PrefixChanged (FingerprintObserved
+ * prefix_changed). NULL for builds observed before it, or from builders that do not say: their
+ * change facts are unknown until a PrefixChanged arrives.
+ */
+const observationPrefixChanged: Migration = {
+  name: "0014_cm_observation_prefix_changed",
+  async up(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.boolean("prefix_changed").nullable();
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.dropColumn("prefix_changed");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -336,4 +355,5 @@ export const cacheMonitorMigrations: Migration[] = [
   observationWorkspace,
   observationCacheRetention,
   observationOwnership,
+  observationPrefixChanged,
 ];

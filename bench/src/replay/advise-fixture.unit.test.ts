@@ -1,12 +1,22 @@
 // The retention advisor on recorded replay data (fixtures/replay-calls.json, written by
 // record-advise-fixture.ts: the quick workload, stabilised, as a 5-minute provider reported it),
 // priced as an Anthropic-style and an OpenAI-style provider would bill it, and printed by prefixctl.
+// Then against the simulation itself (fixtures/replay-naive-calls.json: the naive run, with what the
+// longer-lived caches served), as the bench's advisor check compares them.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AdvisedCall, adviseRetention, RETENTIONS } from "@prefix-guard/cache-monitor";
 import { formatAdvice } from "@prefix-guard/prefixctl";
 import { describe, expect, it } from "vitest";
-import { PROVIDER_STYLES, type ProviderStyle, stylePrices, writePricedCost } from "./write-prices";
+import {
+  advisorEstimateError,
+  PROVIDER_STYLES,
+  type ProviderStyle,
+  simulatedCheapest,
+  stylePrices,
+  WritePricedTally,
+  writePricedCost,
+} from "./write-prices";
 
 interface RecordedCall {
   readonly sessionId: string;
@@ -94,6 +104,7 @@ describe("the retention advisor on the recorded replay", () => {
     expect(advice.savingVsDefault).toBeCloseTo((fiveMinutes?.cost ?? 0) - (day?.cost ?? 0), 9);
     const text = formatAdvice({
       sessionId: "(all sessions of the replay)",
+      defaultRetention: advice.defaultRetention,
       calls: advice.calls,
       currency: "USD",
       recordedCost: advice.recordedCost,
@@ -108,4 +119,55 @@ describe("the retention advisor on the recorded replay", () => {
       `Use 24h retention: it would have cost ${advice.savingVsDefault.toFixed(4)} USD less than the 5m default.`,
     );
   });
+});
+
+interface RecordedNaiveCall extends RecordedCall {
+  readonly cachedTokens1h: number;
+  readonly cachedTokens24h: number;
+  readonly tokensAfterBreak?: number;
+}
+
+describe("the retention advisor against the simulated caches (naive replay: prefixes change during idle gaps)", () => {
+  const naive = (
+    JSON.parse(readFileSync(join(import.meta.dirname, "fixtures", "replay-naive-calls.json"), "utf8")) as {
+      calls: RecordedNaiveCall[];
+    }
+  ).calls;
+  const tally = new WritePricedTally();
+  for (const call of naive) {
+    const served = (cachedTokens: number) => ({
+      promptTokens: call.promptTokens,
+      cachedTokens,
+      optimumCachedTokens: cachedTokens,
+      ttlExpired: false,
+    });
+    tally.add(
+      call.sessionId,
+      call.atMs,
+      { "5m": served(call.cachedTokens), "1h": served(call.cachedTokens1h), "24h": served(call.cachedTokens24h) },
+      call.outputTokens,
+      call.tokensAfterBreak,
+    );
+  }
+  const result = tally.result();
+
+  it("has expiries whose prefix changed during the gap: the longer caches read them only up to the break", () => {
+    const previousAt = new Map<string, number>();
+    const changedExpiries = naive.filter((call) => {
+      const before = previousAt.get(call.sessionId);
+      previousAt.set(call.sessionId, call.atMs);
+      return before !== undefined && call.atMs - before > 5 * 60_000 && call.tokensAfterBreak !== undefined;
+    });
+    expect(changedExpiries.length).toBeGreaterThan(3);
+    for (const call of changedExpiries) {
+      expect(call.cachedTokens1h).toBeLessThanOrEqual(call.promptTokens - (call.tokensAfterBreak ?? 0));
+    }
+  });
+
+  for (const style of ["anthropic", "openai"] as const) {
+    it(`${style}-style: recommends what the simulation priced cheapest, estimating each retention as it did`, () => {
+      expect(result[style].advisor.recommended).toBe(simulatedCheapest(result[style]));
+      expect(advisorEstimateError(result[style])).toBeLessThan(0.001);
+    });
+  }
 });

@@ -59,6 +59,35 @@ export function commonPrefix(
   return { segments, chars };
 }
 
+/** Tokens of the first `prefix.segments` segments and the first `prefix.chars` characters of the next one. */
+function prefixTokens(
+  segments: readonly string[],
+  prefix: { readonly segments: number; readonly chars: number },
+  tokens: (text: string) => number,
+): number {
+  let sum = 0;
+  for (const segment of segments.slice(0, prefix.segments)) sum += tokens(segment);
+  const partial = segments[prefix.segments];
+  if (prefix.chars > 0 && partial !== undefined) sum += tokens(partial.slice(0, prefix.chars));
+  return sum;
+}
+
+/**
+ * Tokens of `current` from the first character that differs from `previous` to the end: what
+ * prompt-assembly reports as a prefix change's tokens_after_break, measured here on the segments a
+ * provider reads. Undefined when `current` only appends to `previous`.
+ */
+export function tokensAfterBreak(
+  previous: readonly string[],
+  current: readonly string[],
+  estimateTokens: (text: string) => number,
+): number | undefined {
+  const prefix = commonPrefix(previous, current);
+  if (prefix.segments === previous.length) return undefined;
+  const promptTokens = current.reduce((sum, segment) => sum + estimateTokens(segment), 0);
+  return promptTokens - prefixTokens(current, prefix, estimateTokens);
+}
+
 export class ProviderCacheSimulator {
   private readonly ttlMs: number;
   private readonly entriesPerSession: number;
@@ -94,9 +123,7 @@ export class ProviderCacheSimulator {
     let cachedTokens = 0;
     if (best !== null && (best.segments > 0 || best.chars > 0)) {
       best.entry.expiresAtMs = atMs + this.ttlMs;
-      for (const segment of segments.slice(0, best.segments)) cachedTokens += tokens(segment);
-      const partial = segments[best.segments];
-      if (best.chars > 0 && partial !== undefined) cachedTokens += tokens(partial.slice(0, best.chars));
+      cachedTokens = prefixTokens(segments, best, tokens);
     }
 
     let optimumCachedTokens = 0;

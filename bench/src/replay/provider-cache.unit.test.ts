@@ -1,6 +1,6 @@
 import { estimateTokens } from "@prefix-guard/prompt-assembly";
 import { describe, expect, it } from "vitest";
-import { commonPrefix, costYuan, ProviderCacheSimulator, providerSegments } from "./provider-cache";
+import { commonPrefix, costYuan, ProviderCacheSimulator, providerSegments, tokensAfterBreak } from "./provider-cache";
 
 const tokens = (segments: readonly string[]) => segments.reduce((sum, s) => sum + estimateTokens(s), 0);
 const T0 = 1_000_000;
@@ -24,6 +24,18 @@ describe("commonPrefix", () => {
 
   it("does not split a surrogate pair", () => {
     expect(commonPrefix(["a😀"], ["a😁"]).chars).toBe(1);
+  });
+});
+
+describe("tokensAfterBreak", () => {
+  it("is what a warm cache of the previous request leaves unread when the prefix changed, and undefined for an append", () => {
+    expect(tokensAfterBreak(base, appended, estimateTokens)).toBeUndefined();
+    const editedSystem = [base[0] ?? "", `系统提示${"s".repeat(500)}改${"s".repeat(299)}`, ...appended.slice(2)];
+    const cache = new ProviderCacheSimulator({ estimateTokens });
+    cache.observe("s1", T0, base, 1);
+    const served = cache.observe("s1", T0 + MINUTE, editedSystem, 1);
+    expect(served.cachedTokens).toBeGreaterThan(tokens(base.slice(0, 1)));
+    expect(tokensAfterBreak(base, editedSystem, estimateTokens)).toBe(served.promptTokens - served.cachedTokens);
   });
 });
 

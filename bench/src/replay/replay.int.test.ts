@@ -3,8 +3,15 @@
 // has no avoidable prefix change, the naive baseline shows the seeds' two offenders, and no
 // stabilised system prompt carries a time of day or a random id (issue 8: clock-free prefix).
 import { beforeAll, describe, expect, it } from "vitest";
-import { checkReplay, type ReplayBuildRecord, type ReplayRunResult, runReplay } from "./run-replay";
+import {
+  ADVISOR_ESTIMATE_TOLERANCE,
+  checkReplay,
+  type ReplayBuildRecord,
+  type ReplayRunResult,
+  runReplay,
+} from "./run-replay";
 import { generateWorkload, QUICK_WORKLOAD, type WorkloadOptions } from "./workload";
+import { advisorEstimateError, simulatedCheapest } from "./write-prices";
 
 const SMALL: WorkloadOptions = {
   ...QUICK_WORKLOAD,
@@ -134,6 +141,7 @@ describe("replay through the real services (small)", () => {
       expect(run.advise.text).toContain(`Retention advice for session ${run.advise.sessionId}`);
       expect(run.advise.text).toMatch(/^(Use \S+ retention: it would have cost|Keep the 5m default: )/m);
     }
+    expect(checkReplay(naive, stabilised).advisorMatchesSimulation).toBe(true);
   });
 
   it("stabilised system prompts carry no time of day and no random id (issue 8)", () => {
@@ -194,5 +202,13 @@ describe("prefixctl collapses on the quick naive replay", () => {
       expect(collapse.cause).toMatch(/cache-monitor's comparison with the session's previous build: /);
     }
     expect(naive.collapses.table).toMatch(/^Per section/m);
+  });
+
+  it("the retention advisor recommends what the write-priced simulation found cheapest (issue 27 §6b)", () => {
+    // Sibling edits land in idle gaps: a longer retention keeps a prefix the next call matches only up to the break.
+    for (const style of Object.values(naive.writePriced)) {
+      expect(style.advisor.recommended).toBe(simulatedCheapest(style));
+      expect(advisorEstimateError(style)).toBeLessThanOrEqual(ADVISOR_ESTIMATE_TOLERANCE);
+    }
   });
 });

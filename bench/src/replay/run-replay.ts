@@ -34,7 +34,13 @@ import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/s
 import { type LatencySummary, progress, summarize, timed } from "../stats";
 import { type ChangeCounts, type ChangeVerdict, HISTORY, MONITOR_RESET, PrefixChangeLedger, TOOLS } from "./accounting";
 import { type AssemblyPolicy, portsFor } from "./naive-policy";
-import { type CacheObservation, PRICES_PER_MILLION, ProviderCacheSimulator, providerSegments } from "./provider-cache";
+import {
+  type CacheObservation,
+  PRICES_PER_MILLION,
+  ProviderCacheSimulator,
+  providerSegments,
+  tokensAfterBreak,
+} from "./provider-cache";
 import { renderReplayChart } from "./svg-chart";
 import { type CacheScenario, UsageTally } from "./usage";
 import {
@@ -46,7 +52,13 @@ import {
   type Workload,
   type WorkloadOptions,
 } from "./workload";
-import { PROVIDER_STYLES, type WritePricedResult, WritePricedTally } from "./write-prices";
+import {
+  advisorEstimateError,
+  PROVIDER_STYLES,
+  simulatedCheapest,
+  type WritePricedResult,
+  WritePricedTally,
+} from "./write-prices";
 
 export interface ReplayBuildRecord {
   readonly policy: AssemblyPolicy;
@@ -62,6 +74,10 @@ export interface ReplayBuildRecord {
   readonly usage: CacheObservation;
   /** What the 24-hour cache (seed 001's provider) served. */
   readonly usageLongTtl: CacheObservation;
+  /** What the 1-hour cache (Anthropic's longer retention) served. */
+  readonly usageOneHour: CacheObservation;
+  /** Tokens from the first character that differs from the session's previous request; undefined when it only appended. */
+  readonly tokensAfterBreak: number | undefined;
   readonly outputTokens: number;
 }
 
@@ -248,6 +264,7 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
   // Only for write-priced costs: Anthropic's 1-hour retention.
   const oneHourCache = new ProviderCacheSimulator({ estimateTokens, ttlMs: ONE_HOUR_TTL_MS });
   const writePriced = new WritePricedTally();
+  const previousSegments = new Map<string, readonly string[]>();
   const buildsBySession = new Map<string, number>();
   let advise: { sessionId: string; text: string } | undefined;
   const ledger = new PrefixChangeLedger();
@@ -356,11 +373,15 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
           });
           if (usage === undefined || usageLongTtl === undefined) throw new Error("no cache simulator");
           const usageOneHour = oneHourCache.observe(event.sessionId, event.atMs, segments, state.messagesSinceBuild);
+          const previous = previousSegments.get(event.sessionId);
+          const breakTokens = previous === undefined ? undefined : tokensAfterBreak(previous, segments, estimateTokens);
+          previousSegments.set(event.sessionId, segments);
           writePriced.add(
             event.sessionId,
             event.atMs,
             { "5m": usage, "1h": usageOneHour, "24h": usageLongTtl },
             outputTokens,
+            breakTokens,
           );
           buildsBySession.set(event.sessionId, (buildsBySession.get(event.sessionId) ?? 0) + 1);
           state.messagesSinceBuild = 0;
@@ -400,6 +421,8 @@ export async function runReplay(workload: Workload, options: ReplayRunOptions): 
             monitor: verdicts.monitor,
             usage,
             usageLongTtl,
+            usageOneHour,
+            tokensAfterBreak: breakTokens,
             outputTokens,
           });
           if (progressEvery > 0 && buildSamples.length % progressEvery === 0) {
@@ -572,7 +595,17 @@ export interface ReplayChecks {
   readonly naiveCollapsesTopSection: string | null;
   /** Every stabilised collapse is an unavoidable change (compaction, first build) or outside us. */
   readonly stabilisedCollapsesUnavoidable: boolean;
+  /**
+   * Issue 27 §6b: on both runs and both provider styles, the retention advisor recommends what the
+   * write-priced simulation found cheapest, each estimate within ADVISOR_ESTIMATE_TOLERANCE of it.
+   */
+  readonly advisorMatchesSimulation: boolean;
+  /** The advisor's largest |estimate − simulated| / simulated over runs, styles and retentions. */
+  readonly advisorLargestEstimateError: number;
 }
+
+/** How far an advisor estimate may be from the simulated cost (a share of it). */
+export const ADVISOR_ESTIMATE_TOLERANCE = 0.02;
 
 export function checkReplay(naive: ReplayRunResult, stabilised: ReplayRunResult): ReplayChecks {
   const bySection = naive.prefixChanges.observed.avoidableBySection;
@@ -583,6 +616,8 @@ export function checkReplay(naive: ReplayRunResult, stabilised: ReplayRunResult)
       .filter(([name]) => name !== "workspace-rules")
       .map(([, count]) => count),
   );
+  const advised = [naive, stabilised].flatMap((run) => Object.values(run.writePriced));
+  const advisorLargestEstimateError = Math.max(0, ...advised.map(advisorEstimateError));
   return {
     stabilisedZeroAvoidable:
       stabilised.prefixChanges.observed.avoidable === 0 && stabilised.prefixChanges.monitor.avoidable === 0,
@@ -594,6 +629,10 @@ export function checkReplay(naive: ReplayRunResult, stabilised: ReplayRunResult)
       naive.collapses.matchingBytes === naive.collapses.json.collapses.length,
     naiveCollapsesTopSection: naive.collapses.json.totals[0]?.section ?? null,
     stabilisedCollapsesUnavoidable: stabilised.collapses.avoidableByBytes === 0,
+    advisorMatchesSimulation:
+      advised.every((style) => style.advisor.recommended === simulatedCheapest(style)) &&
+      advisorLargestEstimateError <= ADVISOR_ESTIMATE_TOLERANCE,
+    advisorLargestEstimateError,
   };
 }
 
@@ -724,6 +763,7 @@ export function formatReplayTable(
     `done: naive dominated by workspace-rules .. ${checks.naiveWorkspaceRulesDominates ? "PASS" : "FAIL"} (${pct(checks.naiveWorkspaceRulesShare)} of avoidable changes; seed 001 §1.1: 75%)`,
     `done: prefixctl names every naive collapse . ${checks.naiveCollapsesExplained ? "PASS" : "FAIL"} (${naive.collapses.matchingBytes} of ${naive.collapses.json.total_collapses} match the byte diff; top section ${checks.naiveCollapsesTopSection ?? "-"})`,
     `done: stabilised collapses unavoidable .... ${checks.stabilisedCollapsesUnavoidable ? "PASS" : "FAIL"} (${stabilised.collapses.json.total_collapses} collapses, ${stabilised.collapses.avoidableByBytes} avoidable)`,
+    `done: advisor picks simulated cheapest .... ${checks.advisorMatchesSimulation ? "PASS" : "FAIL"} (both runs and styles; estimates within ${pct(checks.advisorLargestEstimateError)} of the simulation, tolerance ${pct(ADVISOR_ESTIMATE_TOLERANCE)})`,
   ].join("\n");
 }
 

@@ -3,8 +3,8 @@
 // 1 hour, reads 0.1×) and an OpenAI-style one (GPT-5.4: writes at the input price, in-memory or 24-hour
 // retention). Each retention is priced on the cache simulated with that TTL, every prompt token not
 // read being written (a breakpoint at the end of the prompt). Next to it, the retention advisor
-// (cache-monitor's own `prefixctl advise` logic) is run on what a 5-minute provider reported, so its
-// estimate can be compared with the simulated truth.
+// (cache-monitor's own `prefixctl advise` logic) is run on what a 5-minute provider reported and the
+// prefix breaks the builder saw, so its estimate can be compared with the simulated truth.
 
 import {
   type AdvisedCall,
@@ -66,20 +66,38 @@ export interface StyleResult {
 
 export type WritePricedResult = Readonly<Record<ProviderStyle, StyleResult>>;
 
+/** The retention the simulation priced cheapest, of those the style sells. */
+export function simulatedCheapest(result: StyleResult): Retention | null {
+  const ranked = (Object.entries(result.cost) as [Retention, number][]).sort(([, a], [, b]) => a - b);
+  return ranked[0]?.[0] ?? null;
+}
+
+/** The advisor's largest miss: |estimate − simulated cost| / simulated cost, over the retentions the style sells. */
+export function advisorEstimateError(result: StyleResult): number {
+  const errors = (Object.entries(result.cost) as [Retention, number][]).map(([retention, simulated]) => {
+    const estimated = result.advisor.estimated[retention];
+    if (estimated === undefined) return Number.POSITIVE_INFINITY;
+    return simulated > 0 ? Math.abs(estimated - simulated) / simulated : Math.abs(estimated);
+  });
+  return Math.max(0, ...errors);
+}
+
 /** Sums a run's calls per style and retention; `observations` holds each simulated TTL's answer for the call. */
 export class WritePricedTally {
   private readonly costs = new Map<string, number>();
   private readonly tokens = new Map<string, { prompt: number; cached: number }>();
   private readonly callsBySession = new Map<
     string,
-    { atMs: number; observation: CacheObservation; output: number }[]
+    { atMs: number; observation: CacheObservation; output: number; tokensAfterBreak: number | undefined }[]
   >();
 
   add(
     sessionId: string,
     atMs: number,
-    observations: Readonly<Record<Retention, CacheObservation>>,
+    observations: Readonly<Record<(typeof PROVIDER_STYLES)[ProviderStyle]["retentions"][number], CacheObservation>>,
     outputTokens: number,
+    /** What the builder would report as the prefix change's tokens_after_break; undefined without a change. */
+    tokensAfterBreak?: number,
   ): void {
     for (const style of Object.keys(PROVIDER_STYLES) as ProviderStyle[]) {
       for (const retention of PROVIDER_STYLES[style].retentions) {
@@ -97,7 +115,7 @@ export class WritePricedTally {
       }
     }
     const calls = this.callsBySession.get(sessionId) ?? [];
-    calls.push({ atMs, observation: observations["5m"], output: outputTokens });
+    calls.push({ atMs, observation: observations["5m"], output: outputTokens, tokensAfterBreak });
     this.callsBySession.set(sessionId, calls);
   }
 
@@ -105,7 +123,7 @@ export class WritePricedTally {
   advisedCalls(style: ProviderStyle): AdvisedCall[] {
     const prices = stylePrices(style);
     return [...this.callsBySession].flatMap(([sessionId, calls]) =>
-      calls.map(({ atMs, observation, output }) => ({
+      calls.map(({ atMs, observation, output, tokensAfterBreak }) => ({
         sessionId,
         model: PROVIDER_STYLES[style].model,
         calledAtMs: atMs,
@@ -115,6 +133,7 @@ export class WritePricedTally {
         cacheCreationTokens: observation.promptTokens - observation.cachedTokens,
         cacheCreation1hTokens: 0,
         cost: writePricedCost(observation, output, prices, "5m"),
+        ...(tokensAfterBreak === undefined ? {} : { tokensAfterBreak }),
       })),
     );
   }

@@ -8,7 +8,8 @@
 // inherited summaries, history windows that drop turns for small context windows, deletions
 // (including the anchoring first user message), multimodal parts, tool calls and results, tool
 // order, embed and side sessions, the en locale, Anthropic cache breakpoints above the model's
-// minimum, max output tokens, the current-date position and restarts of prompt-assembly.
+// minimum, Bedrock Converse cache points (with a retention TTL), max output tokens, the
+// current-date position and restarts of prompt-assembly.
 //
 // What is deliberately not frozen here: texts that were found untrue and are being corrected with
 // their own tests (the clip marker's claim that a summary covers a clipped message, the
@@ -25,16 +26,20 @@ export const ALL_FORMATS = [
   WireFormat.WIRE_FORMAT_OPENAI_RESPONSES,
 ] as const;
 
-export const FORMAT_LABELS: Readonly<Record<(typeof ALL_FORMATS)[number], string>> = {
+/** The formats a build may name: the default three, and Bedrock Converse, built only by its own scenario. */
+export type GoldenFormat = (typeof ALL_FORMATS)[number] | WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE;
+
+export const FORMAT_LABELS: Readonly<Record<GoldenFormat, string>> = {
   [WireFormat.WIRE_FORMAT_OPENAI_CHAT]: "openai_chat",
   [WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES]: "anthropic",
   [WireFormat.WIRE_FORMAT_OPENAI_RESPONSES]: "openai_responses",
+  [WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE]: "bedrock_converse",
 };
 
 /** What a build step may set; the runner fills in session id and min_seq. */
 export type BuildShape = Omit<Partial<BuildRequestRequest>, "sessionId" | "minSeq" | "wireFormat"> & {
-  /** Formats to build; all three by default. */
-  readonly formats?: readonly (typeof ALL_FORMATS)[number][];
+  /** Formats to build; the three of ALL_FORMATS by default. */
+  readonly formats?: readonly GoldenFormat[];
   /** Use the workspace's AGENTS.md file as the rules source (the default unless rulesSource is given). */
   readonly rulesFromFile?: boolean;
 };
@@ -461,6 +466,57 @@ export const GOLDEN_SCENARIOS: readonly Scenario[] = [
         model: "claude-opus-4-5",
         sections: SECTIONS.map((section) => ({ ...section, text: section.text.repeat(12) })),
         formats: [WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES],
+      }),
+    ],
+  },
+  {
+    // Bedrock Converse: toolConfig, toolUse/toolResult, image bytes, and cache points at Anthropic's
+    // boundaries (tools, system, summary head, newest turn) once the prefix passes the minimum.
+    name: "bedrock-converse",
+    steps: [
+      { op: "writeRules", text: AGENTS_MD_V1 },
+      at("2026-10-23T09:00:00+08:00"),
+      { op: "create", session: "g-bedrock" },
+      user("g-bedrock", [
+        text("这张截图里的超时是哪个服务的？"),
+        image("image/jpeg", "data:image/jpeg;base64,/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDA=="),
+      ]),
+      assistant("g-bedrock", [
+        text("我查一下日志。"),
+        toolCall("call_b1", "shell", '{"command":"grep timeout pts.log"}'),
+        toolCall("call_b2", "read_file", '{"path":"config/retry.yaml"}'),
+      ]),
+      tool("g-bedrock", [
+        toolResult("call_b1", "13:06:01 dc-pts-exector timeout"),
+        toolResult("call_b2", "no such file", true),
+      ]),
+      assistant("g-bedrock", "是 dc-pts-exector 的超时。"),
+      user("g-bedrock", "阈值在哪里配置？", "bedrock-4"),
+      build("g-bedrock", "tools-below-minimum", {
+        model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        formats: [WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE],
+      }),
+      ...turns("g-bedrock", 5, 3, 400),
+      {
+        op: "compact",
+        session: "g-bedrock",
+        generation: 1,
+        boundary: "bedrock-4",
+        summary: "用户在排查 dc-pts-exector 的超时：截图与日志都指向 13:06，阈值配置待确认。",
+      },
+      ...turns("g-bedrock", 8, 3, 400),
+      user("g-bedrock", "继续"),
+      build("g-bedrock", "summary-head-above-minimum", {
+        model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        maxOutputTokens: 8192,
+        sections: SECTIONS.map((section) => ({ ...section, text: section.text.repeat(12) })),
+        formats: [WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE],
+      }),
+      build("g-bedrock", "one-hour-ttl", {
+        model: "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        sections: SECTIONS.map((section) => ({ ...section, text: section.text.repeat(12) })),
+        cache: { retention: "1h", previousResponseId: "", mode: "" },
+        formats: [WireFormat.WIRE_FORMAT_BEDROCK_CONVERSE],
       }),
     ],
   },

@@ -182,6 +182,7 @@ class FakeBackends {
             projectionSeq: request.minSeq,
             usageProvider: "anthropic",
             cacheRetentionApplied: "",
+            cacheModeApplied: "",
             diagnosticsApplied: false,
           };
         },

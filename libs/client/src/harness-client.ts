@@ -110,11 +110,13 @@ export interface BuildOptions {
   readonly allowShellClock?: boolean;
   readonly maxOutputTokens?: number;
   /**
-   * Opt-in provider cache options (issue 17 §4): `retention` ("5m" | "1h" for Anthropic, "in_memory" |
-   * "24h" for OpenAI) and `previousResponseId` (asks for the provider's miss diagnostics). Emitted only
-   * for the models prompt-assembly's config lists; the answer's cacheRetentionApplied / diagnosticsApplied say.
+   * Opt-in provider cache options: `retention` ("5m" | "1h" for Anthropic and Bedrock, "in_memory" |
+   * "24h" | "30m" for OpenAI), `previousResponseId` (asks for the provider's miss diagnostics) and
+   * `mode` ("implicit" | "explicit" for OpenAI gpt-5.6+, "automatic" for Anthropic). Emitted only when
+   * the model's family in the provider catalogue takes it; the answer's cacheRetentionApplied,
+   * diagnosticsApplied and cacheModeApplied say what was.
    */
-  readonly cache?: { readonly retention?: string; readonly previousResponseId?: string };
+  readonly cache?: { readonly retention?: string; readonly previousResponseId?: string; readonly mode?: string };
 }
 
 /** How a usage record is named for retries and whether prefix-guard built its request (issue 19). */
@@ -358,7 +360,11 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
     cache:
       build.cache === undefined
         ? undefined
-        : { retention: build.cache.retention ?? "", previousResponseId: build.cache.previousResponseId ?? "" },
+        : {
+            retention: build.cache.retention ?? "",
+            previousResponseId: build.cache.previousResponseId ?? "",
+            mode: build.cache.mode ?? "",
+          },
   });
 
   const buildRequest = (sessionId: string, minSeq: number, build: BuildOptions, overrides?: CallOverrides) =>

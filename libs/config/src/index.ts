@@ -47,3 +47,10 @@ export function redactConfig(config: Record<string, unknown>): Record<string, un
   }
   return out;
 }
+
+/**
+ * A setting that was removed: set, it stops start-up naming what replaced it, so a deployment that
+ * still sets it does not silently run without what it meant. The value is never echoed.
+ */
+export const removedSetting = (name: string, replacement: string) =>
+  z.undefined({ error: `${name} was removed: ${replacement}` }).optional();

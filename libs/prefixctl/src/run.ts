@@ -1,3 +1,4 @@
+import { ValidationError } from "@prefix-guard/errors";
 import { type Command, type Env, isUsageError, parseArgs } from "./args";
 import { type ConnectClients, connectGrpcClients, type PrefixctlClients, SecurityFileError } from "./clients";
 import { adviceToJson, formatAdvice } from "./format/advise";
@@ -6,6 +7,7 @@ import { formatReplay, replayToJson } from "./format/replay";
 import { formatRefresh, formatSnapshot, refreshToJson, snapshotToJson } from "./format/snapshot";
 import { FIT, WIDE } from "./format/table";
 import { formatTrace, traceToJson } from "./format/trace";
+import { parseProvidersCommand, providersOutput } from "./providers";
 import { describeServiceCallError, ServiceCallError } from "./service-error";
 import { formatNewToken, hashTokenInput, newToken, parseTokenCommand } from "./token";
 import { usageText } from "./usage";
@@ -116,8 +118,26 @@ async function runToken(argv: readonly string[], io: CliIo, deps: RunDeps): Prom
   return exitCodes.ok;
 }
 
+/** `providers`: the catalogue as this deployment reads it; local work, no service is called. */
+function runProviders(argv: readonly string[], io: CliIo, deps: RunDeps): number {
+  const command = parseProvidersCommand(argv);
+  if ("error" in command) {
+    io.stderr.write(`prefixctl: ${command.error}\nRun \`prefixctl help\` for usage.\n`);
+    return exitCodes.usage;
+  }
+  try {
+    io.stdout.write(providersOutput(command, deps.env ?? {}));
+    return exitCodes.ok;
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    io.stderr.write(`prefixctl: ${error.message}\n`);
+    return exitCodes.failed;
+  }
+}
+
 export async function run(argv: readonly string[], io: CliIo, deps: RunDeps = {}): Promise<number> {
   if (argv[0] === "token") return runToken(argv, io, deps);
+  if (argv[0] === "providers") return runProviders(argv, io, deps);
   const command = parseArgs(argv, deps.env ?? {});
   if (isUsageError(command)) {
     io.stderr.write(

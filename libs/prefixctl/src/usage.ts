@@ -18,7 +18,7 @@ Usage:
       and our fingerprints agree (FLAG lines explain disagreements).
   prefixctl advise SESSION | --workspace W [--limit ${defaultAdviseLimit}] [--json]
       The recorded calls of a session, or of every session built in workspace W (each on its own
-      calls), priced again under 5m, 1h and 24h cache retention (the gaps between calls decide which
+      calls), priced again under each cache retention its provider sells (5m, 30m, 1h, 12h, 24h) (the gaps between calls decide which
       would have hit, write prices come from the price book): which would have cost least, and by how much.
   prefixctl snapshot get SESSION [--json]
       The session's frozen workspace-rules snapshot (workspace, hash, generation, source, pinned time).
@@ -26,6 +26,9 @@ Usage:
       Drop the snapshot; the next build re-pins it from the current AGENTS.md.
   prefixctl replay SESSION [--json]
       Rebuild the session's prompt-assembly projection from session-events.
+  prefixctl providers [--json] [--wide]
+      The provider catalogue as the services read it (built-in, with PROVIDER_CATALOGUE_FILE merged
+      over it): per model family its cache API, retentions, minimum, prices and where they were checked.
   prefixctl token new [--json]
       A new random bearer token and its SHA-256 for the principals file (PRINCIPALS_FILE).
   echo -n TOKEN | prefixctl token hash [--json]

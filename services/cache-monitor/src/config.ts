@@ -1,9 +1,10 @@
 import { loadConfig, port, z } from "@prefix-guard/config";
+import type { ProviderCatalogue } from "@prefix-guard/providers";
 import { commonConfigShape } from "@prefix-guard/runtime";
 import { DEFAULT_BUILD_WAIT_MS } from "./application/cache-monitor";
 import type { AttributionThresholds } from "./domain/attribution";
 import { type CollapseThresholds, DEFAULT_COLLAPSE_THRESHOLDS } from "./domain/collapse-detection";
-import { BUILTIN_CATALOGUE, CATALOGUE_CURRENCY } from "./domain/price-catalogue";
+import { CATALOGUE_CURRENCY, priceCatalogueOf } from "./domain/price-catalogue";
 import { type PriceBook, type PriceTable, SEED_001_PRICES } from "./domain/pricing";
 
 const pricePerMillion = (fallback: number) => z.coerce.number().finite().min(0).default(fallback);
@@ -57,10 +58,15 @@ const cacheMonitorConfigShape = z.object({
   PRICE_MODEL_OVERRIDES: modelOverrides,
   /**
    * "off" (default): every model not in PRICE_MODEL_OVERRIDES is priced with PRICE_*. "builtin":
-   * models of a known family (claude-*, gpt-*, gemini-*, deepseek-*) get the built-in USD list
-   * prices (domain/price-catalogue.ts) unless PRICE_MODEL_OVERRIDES names them.
+   * models of a family in the provider catalogue get its USD list prices and write multipliers
+   * (libs/providers/catalogue.json, PROVIDER_CATALOGUE_FILE) unless PRICE_MODEL_OVERRIDES names them.
    */
   PRICE_CATALOGUE: z.enum(["off", "builtin"]).default("off"),
+  /**
+   * The operator's provider catalogue file (JSON), merged over the built-in one: each model family's
+   * prices, default retention (what expiry is judged against) and usage fields. Checked at start.
+   */
+  PROVIDER_CATALOGUE_FILE: z.string().min(1).optional(),
   COLLAPSE_MIN_PROMPT_TOKENS: count(DEFAULT_COLLAPSE_THRESHOLDS.minPromptTokens, 0),
   COLLAPSE_BASELINE_CALLS: count(DEFAULT_COLLAPSE_THRESHOLDS.baselineCalls, 1),
   COLLAPSE_MIN_HISTORY_CALLS: count(DEFAULT_COLLAPSE_THRESHOLDS.minHistoryCalls, 1),
@@ -95,7 +101,8 @@ export function loadCacheMonitorConfig(env: NodeJS.ProcessEnv = process.env): Ca
   return loadConfig(cacheMonitorConfigSchema, env);
 }
 
-export function priceBookOf(config: CacheMonitorConfig): PriceBook {
+/** @param catalogue the provider catalogue (built-in, with PROVIDER_CATALOGUE_FILE merged over it). */
+export function priceBookOf(config: CacheMonitorConfig, catalogue: ProviderCatalogue): PriceBook {
   const defaults: PriceTable = {
     inputPerMillion: config.PRICE_INPUT_PER_MTOK,
     cachedInputPerMillion: config.PRICE_CACHED_INPUT_PER_MTOK,
@@ -118,7 +125,12 @@ export function priceBookOf(config: CacheMonitorConfig): PriceBook {
     };
   }
   if (config.PRICE_CATALOGUE === "builtin")
-    return { currency: config.PRICE_CURRENCY ?? CATALOGUE_CURRENCY, defaults, perModel, catalogue: BUILTIN_CATALOGUE };
+    return {
+      currency: config.PRICE_CURRENCY ?? CATALOGUE_CURRENCY,
+      defaults,
+      perModel,
+      catalogue: priceCatalogueOf(catalogue),
+    };
   return { currency: config.PRICE_CURRENCY ?? "CNY", defaults, perModel };
 }
 

@@ -1,4 +1,5 @@
 import { ValidationError } from "@prefix-guard/errors";
+import { BUILTIN_PROVIDER_CATALOGUE } from "@prefix-guard/providers";
 import { describe, expect, it } from "vitest";
 import { attributionThresholdsOf, collapseThresholdsOf, loadCacheMonitorConfig, priceBookOf } from "./config";
 import { DEFAULT_COLLAPSE_THRESHOLDS } from "./domain/collapse-detection";
@@ -11,7 +12,11 @@ describe("cache-monitor configuration", () => {
     expect(config.DATABASE_URL).toBe("sqlite:.data/cache-monitor.sqlite");
     expect(config.CONSUMER_GROUP).toBe("cache-monitor");
     expect(config.METRICS_PORT).toBe(0);
-    expect(priceBookOf(config)).toEqual({ currency: "CNY", defaults: SEED_001_PRICES, perModel: {} });
+    expect(priceBookOf(config, BUILTIN_PROVIDER_CATALOGUE)).toEqual({
+      currency: "CNY",
+      defaults: SEED_001_PRICES,
+      perModel: {},
+    });
     expect(collapseThresholdsOf(config)).toEqual(DEFAULT_COLLAPSE_THRESHOLDS);
     expect(attributionThresholdsOf(config)).toEqual({ nearZeroReadShare: 0.05, minPromptTokens: 1024 });
   });
@@ -30,7 +35,7 @@ describe("cache-monitor configuration", () => {
       COLLAPSE_FRACTION_OF_BASELINE: "0.25",
       COLLAPSE_MIN_BASELINE_SHARE: "0.6",
     });
-    expect(priceBookOf(config)).toEqual({
+    expect(priceBookOf(config, BUILTIN_PROVIDER_CATALOGUE)).toEqual({
       currency: "USD",
       defaults: { inputPerMillion: 3, cachedInputPerMillion: 0.3, outputPerMillion: 15, cacheWritePerMillion: 3.75 },
       perModel: { "glm-4.6": SEED_001_PRICES },
@@ -51,19 +56,22 @@ describe("cache-monitor configuration", () => {
       PRICE_MODEL_OVERRIDES:
         '{"claude-x":{"inputPerMillion":3,"cachedInputPerMillion":0.3,"outputPerMillion":15,"cacheWritePerMillion":3.75,"cacheWrite1hPerMillion":6}}',
     });
-    const book = priceBookOf(config);
+    const book = priceBookOf(config, BUILTIN_PROVIDER_CATALOGUE);
     expect(book.defaults).toMatchObject({ cacheWritePerMillion: 2.5, cacheWrite1hPerMillion: 4 });
     expect(book.perModel["claude-x"]).toMatchObject({ cacheWritePerMillion: 3.75, cacheWrite1hPerMillion: 6 });
     expect(book.catalogue).toBeUndefined();
   });
 
   it("turns the built-in catalogue on with PRICE_CATALOGUE=builtin, in USD", () => {
-    const book = priceBookOf(loadCacheMonitorConfig({ PRICE_CATALOGUE: "builtin" }));
+    const book = priceBookOf(loadCacheMonitorConfig({ PRICE_CATALOGUE: "builtin" }), BUILTIN_PROVIDER_CATALOGUE);
     expect(book.currency).toBe("USD");
     expect(book.catalogue?.length).toBeGreaterThan(0);
-    expect(priceBookOf(loadCacheMonitorConfig({ PRICE_CATALOGUE: "builtin", PRICE_CURRENCY: "USD" })).currency).toBe(
-      "USD",
-    );
+    expect(
+      priceBookOf(
+        loadCacheMonitorConfig({ PRICE_CATALOGUE: "builtin", PRICE_CURRENCY: "USD" }),
+        BUILTIN_PROVIDER_CATALOGUE,
+      ).currency,
+    ).toBe("USD");
   });
 
   it("refuses bad values naming the variable", () => {

@@ -3,6 +3,7 @@ import { ConflictError, UnavailableError } from "@prefix-guard/errors";
 import { newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
+import { loadProviderCatalogue } from "@prefix-guard/providers/load";
 import { ServiceKit } from "@prefix-guard/runtime";
 import { cacheMonitorRegistration } from "./adapters/grpc/cache-monitor-grpc";
 import { CacheMonitorMetrics, type MetricsRegistry } from "./adapters/metrics/cache-monitor-metrics";
@@ -41,13 +42,15 @@ export async function startCacheMonitor(
   });
   const started = await kit
     .starting(async () => {
-      const prices = priceBookOf(config);
+      const catalogue = loadProviderCatalogue(config.PROVIDER_CATALOGUE_FILE);
+      const prices = priceBookOf(config, catalogue);
       const registry = kit.metrics.registry;
       const metrics = new CacheMonitorMetrics(registry, prices, config.METRICS_WORKSPACE_LABELS);
       const monitor = new CacheMonitor({
         store: new MonitorStore(kit.db),
         events: outboxMonitorEventSink(now),
         prices,
+        catalogue,
         thresholds: collapseThresholdsOf(config),
         attributionThresholds: attributionThresholdsOf(config),
         now,

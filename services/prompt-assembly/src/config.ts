@@ -1,11 +1,10 @@
-import { booleanFlag, loadConfig, port, positiveMs, z } from "@prefix-guard/config";
+import { booleanFlag, loadConfig, port, positiveMs, removedSetting, z } from "@prefix-guard/config";
 import { commonConfigShape } from "@prefix-guard/runtime";
-import { parseCacheMinimums } from "./domain/cache-minimums";
-import { parseModelPrefixes } from "./domain/provider-cache";
 
 const address = z.string().regex(/^[A-Za-z0-9_.-]+:\d{1,5}$/, "must be host:port");
 
-const modelPrefixes = (fallback: string) => z.string().default(fallback).transform(parseModelPrefixes);
+const CATALOGUE_INSTEAD =
+  "set it per model family in PROVIDER_CATALOGUE_FILE (see docs/providers.md, `prefixctl providers`)";
 
 export const promptAssemblyConfigSchema = z.object({
   ...commonConfigShape,
@@ -51,34 +50,20 @@ export const promptAssemblyConfigSchema = z.object({
   CURRENT_DATE_POSITION: z.coerce.number().int().min(0).max(100).default(4),
   CANONICAL_TOOL_ORDER: booleanFlag(true),
   /**
-   * JSON object of model-id prefix → minimum cacheable tokens, merged over the published table in
-   * domain/cache-minimums.ts, e.g. {"claude-sonnet-5":2048}: a new model family's minimum without a release.
+   * Re-pin an AGENTS.md edit held back for the cache's sake (RETAINED_DISK_CHANGED) on the first build
+   * after the session was idle longer than the retention in force: its cached prefix is gone anyway.
    */
-  ANTHROPIC_CACHE_MINIMUMS: z
-    .string()
-    .default("{}")
-    .transform((text, context) => {
-      try {
-        return parseCacheMinimums(JSON.parse(text) as unknown);
-      } catch (error) {
-        context.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
-        return z.NEVER;
-      }
-    }),
+  REPIN_WHEN_COLD: booleanFlag(false),
+  /**
+   * The operator's provider catalogue file (JSON), merged over the built-in one (libs/providers/catalogue.json):
+   * a family with the same provider and prefix replaces the built-in entry. Checked at start; an error
+   * names the entry and field. Unset = the built-in catalogue.
+   */
+  PROVIDER_CATALOGUE_FILE: z.string().min(1).optional(),
+  ANTHROPIC_CACHE_MINIMUMS: removedSetting("ANTHROPIC_CACHE_MINIMUMS", `minimumCacheableTokens: ${CATALOGUE_INSTEAD}`),
   CONSUMER_GROUP: z.string().min(1).default("prompt-assembly"),
-  /**
-   * Comma-separated model-id prefixes whose API takes the opt-in cache retention (BuildRequest
-   * `cache.retention`: Anthropic cache_control.ttl, OpenAI prompt_cache_retention). Any other model
-   * gets no retention field, whatever the request asks. "" = none.
-   */
-  CACHE_RETENTION_MODELS: modelPrefixes("claude-opus-4,claude-sonnet-4,claude-haiku-4-5,gpt-5,gpt-4.1"),
-  /**
-   * Comma-separated model-id prefixes whose API takes the cache-miss diagnostics request (BuildRequest
-   * `cache.previous_response_id`: Anthropic diagnostics.previous_message_id, OpenAI
-   * prompt_cache_options.comparison_response_id). Default none: list the models your provider account
-   * has it for.
-   */
-  CACHE_DIAGNOSTICS_MODELS: modelPrefixes(""),
+  CACHE_RETENTION_MODELS: removedSetting("CACHE_RETENTION_MODELS", `retentions: ${CATALOGUE_INSTEAD}`),
+  CACHE_DIAGNOSTICS_MODELS: removedSetting("CACHE_DIAGNOSTICS_MODELS", `diagnostics: ${CATALOGUE_INSTEAD}`),
 });
 
 export type PromptAssemblyConfig = z.infer<typeof promptAssemblyConfigSchema>;

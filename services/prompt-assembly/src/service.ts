@@ -5,6 +5,7 @@ import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard
 import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import { loadProviderCatalogue } from "@prefix-guard/providers/load";
 import { grpcPeerSecurity, ServiceKit } from "@prefix-guard/runtime";
 import { BoundedLabelValues } from "@prefix-guard/telemetry";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
@@ -193,12 +194,9 @@ export async function startPromptAssembly(
       options: {
         currentDatePosition: config.CURRENT_DATE_POSITION,
         canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
-        anthropicCacheMinimums: config.ANTHROPIC_CACHE_MINIMUMS,
         rulesTextCacheBytes: config.RULES_TEXT_CACHE_BYTES,
-        providerCacheGates: {
-          retentionModels: config.CACHE_RETENTION_MODELS,
-          diagnosticsModels: config.CACHE_DIAGNOSTICS_MODELS,
-        },
+        repinWhenCold: config.REPIN_WHEN_COLD,
+        catalogue: loadProviderCatalogue(config.PROVIDER_CATALOGUE_FILE),
       },
     });
     kit.startRelay({ source: tableOutboxSource(db) });

@@ -268,7 +268,8 @@ export const RULES_HEADING = "## 工作区规则";
 
 /**
  * Seed 001's freeze, per session: the first non-empty read is pinned; later reads keep the pinned
- * text whatever the disk says; a higher compaction generation than the pin's re-pins from disk.
+ * text whatever the disk says, unless the caller says the cache is cold (re-pinned from a changed
+ * disk); a higher compaction generation than the pin's re-pins from disk.
  */
 export class FakeRulesSnapshot implements RulesResolver {
   /** Current AGENTS.md content of the shared workspace. */
@@ -283,6 +284,10 @@ export class FakeRulesSnapshot implements RulesResolver {
     if (request.embed) return this.answer("", Decision.DECISION_SKIPPED_EMBED, 0);
     const pinned = this.pins.get(request.sessionId);
     if (pinned !== undefined && pinned.generation >= request.compactionGeneration) {
+      if (request.cacheCold === true && this.disk !== "" && this.disk !== pinned.text) {
+        this.pins.set(request.sessionId, { text: this.disk, generation: pinned.generation });
+        return this.answer(this.disk, Decision.DECISION_REPINNED_COLD_CACHE, pinned.generation);
+      }
       const decision =
         this.disk === pinned.text
           ? Decision.DECISION_RETAINED

@@ -9,6 +9,7 @@ import type { ChatRequest, WireFormat } from "../src/domain/model";
 import { estimateTokens, tokensOfUnits } from "../src/domain/tokens";
 import { orderTools } from "../src/domain/tool-order";
 import type { AnthropicMessagesBody } from "../src/domain/wire-formats/anthropic-messages";
+import type { BedrockConverseBody } from "../src/domain/wire-formats/bedrock-converse";
 import type { OpenAiChatBody } from "../src/domain/wire-formats/openai-chat";
 import type { OpenAiResponsesBody } from "../src/domain/wire-formats/openai-responses";
 import { wireFormatPlugin } from "../src/domain/wire-formats/registry";
@@ -49,3 +50,5 @@ export const serializeAnthropicMessages = (request: ChatRequest, options: Serial
   serializeRequest(request, "anthropic_messages", options) as AnthropicMessagesBody;
 export const serializeOpenAiResponses = (request: ChatRequest, options: SerializeOptions) =>
   serializeRequest(request, "openai_responses", options) as OpenAiResponsesBody;
+export const serializeBedrockConverse = (request: ChatRequest, options: SerializeOptions) =>
+  serializeRequest(request, "bedrock_converse", options) as BedrockConverseBody;

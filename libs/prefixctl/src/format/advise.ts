@@ -11,16 +11,18 @@ export function recommendation(response: AdviseRetentionResponse): string {
   if (recommended === "") return "No recommendation: no calls recorded.";
   const currency = response.currency;
   const tie = response.savingVsNext < SAME_COST;
-  if (recommended === "5m")
+  // A server before the provider catalogue sends no default: its default was always 5m.
+  const fallback = response.defaultRetention || "5m";
+  if (recommended === fallback)
     return tie
-      ? "Keep the 5m default: no offered retention would have cost less."
-      : `Keep the 5m default: it would have cost least, ${formatCost(response.savingVsNext)} ${currency} less than the next offered retention.`;
+      ? `Keep the ${fallback} default: no offered retention would have cost less.`
+      : `Keep the ${fallback} default: it would have cost least, ${formatCost(response.savingVsNext)} ${currency} less than the next offered retention.`;
   const versusNext = tie
     ? " (a longer offered retention would have cost the same)"
     : response.savingVsNext < response.savingVsDefault
       ? `, ${formatCost(response.savingVsNext)} ${currency} less than the next offered retention`
       : "";
-  return `Use ${recommended} retention: it would have cost ${formatCost(response.savingVsDefault)} ${currency} less than the 5m default${versusNext}.`;
+  return `Use ${recommended} retention: it would have cost ${formatCost(response.savingVsDefault)} ${currency} less than the ${fallback} default${versusNext}.`;
 }
 
 export function formatAdvice(response: AdviseRetentionResponse): string {

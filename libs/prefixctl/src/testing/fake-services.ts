@@ -60,6 +60,7 @@ export const collapsesResponse: ListCollapsesResponse = {
 
 export const adviseResponse: AdviseRetentionResponse = {
   sessionId: "811",
+  defaultRetention: "5m",
   calls: 5,
   currency: "USD",
   recordedCost: 1.9125,

@@ -89,7 +89,7 @@ class BuildOptions:
     context_window: Optional[int] = None
     allow_shell_clock: Optional[bool] = None
     max_output_tokens: Optional[int] = None
-    #: Opt-in provider cache options (retention, previous_response_id); None = the provider's defaults.
+    #: Opt-in provider cache options (retention, previous_response_id, mode); None = the provider's defaults.
     cache: Optional[assembly_pb2.ProviderCacheOptions] = None
 
 

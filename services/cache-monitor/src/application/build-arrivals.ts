@@ -1,13 +1,13 @@
 /**
  * Wakes a RecordUsage waiting for its build. A build's FingerprintObserved reaches cache-monitor
  * through Kafka, so a harness that records usage right after BuildRequest (a fast or cached LLM
- * answer) can be ahead of it; the waiter is woken the moment this process's consumer has stored the
- * observation instead of polling the database at a fixed rate.
+ * answer) can be ahead of it, or of the PrefixChanged it announced; the waiter is woken the moment
+ * this process's consumer has stored either instead of polling the database at a fixed rate.
  */
 export class BuildArrivals {
   private readonly waiters = new Map<string, Set<() => void>>();
 
-  /** Called after the observation of (session, request) was committed. */
+  /** Called after a prefix event (observation or change) of (session, request) was committed. */
   announce(sessionId: string, requestId: string): void {
     const key = arrivalKey(sessionId, requestId);
     const waiting = this.waiters.get(key);

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Caller, LOCAL_PRINCIPAL } from "@prefix-guard/access";
+import { eventually } from "@prefix-guard/bus/testing";
 import { createDatabase, type Database, runMigrations } from "@prefix-guard/db";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import {
@@ -127,11 +128,67 @@ function rulesChanged(sessionId: string, requestId: string): ValidPrefixEvent {
   };
 }
 
+/** A FingerprintObserved as prompt-assembly writes it since it says whether a PrefixChanged follows. */
+function observedStating(sessionId: string, requestId: string, prefixChanged: boolean): ValidPrefixEvent {
+  const event = observed(sessionId, requestId);
+  if (event.payload.$case !== "observed") throw new Error("not an observation");
+  return { ...event, payload: { $case: "observed", value: { ...event.payload.value, prefixChanged } } };
+}
+
+function toolAdded(sessionId: string, requestId: string): ValidPrefixEvent {
+  return {
+    eventId: `chg-${sessionId}-${requestId}`,
+    sessionId,
+    requestId,
+    occurredAtMs: clock,
+    schemaVersion: 1,
+    type: "PrefixChanged",
+    payload: {
+      $case: "changed",
+      value: {
+        changedSections: [],
+        toolsChanged: true,
+        toolsChangeKind: "definitions",
+        historyRewritten: false,
+        cause: "tool definitions changed: added read_file",
+        bytesAfterBreak: 1_790_000,
+        tokensAfterBreak: 444_000,
+        messages: 478,
+      },
+    },
+  };
+}
+
+/** An Anthropic Messages usage as a harness forwards it raw: 453,569 prompt tokens, 8,576 read from the cache. */
+function anthropicCollapse(requestId: string) {
+  return {
+    provider: "anthropic",
+    usageJson: JSON.stringify({
+      input_tokens: 1_000,
+      cache_read_input_tokens: 8_576,
+      cache_creation_input_tokens: 443_993,
+      output_tokens: 621,
+    }),
+    requestId,
+    model: "glm-4.6",
+    calledAtMs: clock,
+  };
+}
+
 /** Five normal calls: a cold first build, then four at ~99.8% cached, each with its fingerprint. */
-async function normalHistory(monitor: CacheMonitor, sessionId: string, cacheRetention = ""): Promise<void> {
+async function normalHistory(
+  monitor: CacheMonitor,
+  sessionId: string,
+  cacheRetention = "",
+  statesChange = false,
+): Promise<void> {
   for (let i = 1; i <= 5; i++) {
     clock += 60_000;
-    await monitor.applyPrefixEvent(observed(sessionId, `r${i}`, i === 1, cacheRetention));
+    await monitor.applyPrefixEvent(
+      statesChange && i > 1
+        ? observedStating(sessionId, `r${i}`, false)
+        : observed(sessionId, `r${i}`, i === 1, cacheRetention),
+    );
     await monitor.recordUsage(
       { sessionId, usage: usage(`r${i}`, { cachedTokens: i === 1 ? 0 : 449_100 }) },
       LOCAL_FLEET,
@@ -423,6 +480,67 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect(await count(db, "cm_usage", { session_id: session })).toBe(2);
     });
 
+    it("answers RecordUsage with the cause the stored record keeps while the build's PrefixChanged is on its way", async () => {
+      // Issue 27 §6a: a tool added before the build, the usage forwarded raw. The observation is
+      // stored, its PrefixChanged not yet: answering then said provider_only, and the stored collapse
+      // became tools_changed a moment later.
+      const arrivals = new BuildArrivals();
+      const patient = monitorOn(db, { arrivals, timeoutMs: 10_000, pollMs: 10_000 });
+      const session = "s-change-on-its-way";
+      await normalHistory(patient, session, "", true);
+      await patient.applyPrefixEvent(observedStating(session, "r6", true));
+      const recording = patient.recordUsage({ sessionId: session, raw: anthropicCollapse("r6") }, LOCAL_FLEET);
+      // Either it answered already (what it must not do) or it waits for the PrefixChanged.
+      await Promise.race([recording, eventually(() => arrivals.pending === 1, { what: "RecordUsage waiting" })]);
+      await patient.applyPrefixEvent(toolAdded(session, "r6"));
+      const answer = await recording;
+      expect(arrivals.pending).toBe(0);
+
+      const stored = await patient.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 }, LOCAL_FLEET);
+      expect(stored.collapses.map((c) => c.collapse?.causeCode)).toEqual(["tools_changed"]);
+      expect(answer.collapse?.causeCode).toBe("tools_changed");
+      expect(essence(answer.collapse)).toEqual(essence(stored.collapses[0]?.collapse));
+      // Explained once: nothing had to be re-explained and republished.
+      expect((await publishedCollapses(db, session)).map((c) => c.causeCode)).toEqual(["tools_changed"]);
+    });
+
+    it("says unknown, never provider_only, while a PrefixChanged the build announced is missing", async () => {
+      const session = "s-change-missing";
+      // monitorOn waits 300 ms: the PrefixChanged does not come within it.
+      await normalHistory(monitor, session, "", true);
+      await monitor.applyPrefixEvent(observedStating(session, "r6", true));
+      const answer = await monitor.recordUsage({ sessionId: session, raw: anthropicCollapse("r6") }, LOCAL_FLEET);
+      expect(answer.collapse).toMatchObject({ causeCode: "unknown", attribution: "unknown", changedSections: [] });
+      expect(answer.collapse?.cause).toMatch(/PrefixChanged .* not arrived yet/);
+      const listed = await monitor.listCollapses({ sinceMs: 0, sessionId: session, limit: 10 }, LOCAL_FLEET);
+      expect(listed.totals.map((t) => t.section)).toEqual(["(unknown)"]);
+
+      // The later, better-informed record replaces the provisional one.
+      expect(await monitor.applyPrefixEvent(toolAdded(session, "r6"))).toEqual({
+        kind: "applied",
+        reexplainedCollapses: 1,
+      });
+      const published = await publishedCollapses(db, session);
+      expect(published.map((c) => c.causeCode)).toEqual(["unknown", "tools_changed"]);
+    });
+
+    it("judges a usage from llm.usage.v1 between the observation and its PrefixChanged as unknown", async () => {
+      const session = "s-topic-between";
+      await normalHistory(monitor, session, "", true);
+      await monitor.applyPrefixEvent(observedStating(session, "r6", true));
+      const fromTopic = await monitor.applyUsageEvent({
+        eventId: "topic-between-r6",
+        sessionId: session,
+        occurredAtMs: clock,
+        schemaVersion: 1,
+        type: "UsageRecorded",
+        payload: { $case: "usage", value: collapseUsage("r6") },
+      });
+      expect(fromTopic.collapse?.causeCode).toBe("unknown");
+      await monitor.applyPrefixEvent(toolAdded(session, "r6"));
+      expect((await publishedCollapses(db, session)).map((c) => c.causeCode)).toEqual(["unknown", "tools_changed"]);
+    });
+
     it("refuses an inconsistent usage with the field named and stores nothing", async () => {
       const tables = ["cm_usage", "cm_session", "cm_collapse", "outbox_message"];
       const before = await Promise.all(tables.map((t) => count(db, t)));
@@ -488,6 +606,41 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       // Under a 1-hour retention the entry outlived the 10-minute gap: not an expiry.
       expect(kept.collapse?.causeCode).toBeDefined();
       expect(kept.collapse?.causeCode).not.toBe("ttl_expired");
+    });
+
+    it("judges a gpt-5.6 session's expiry against its 30-minute default from the provider catalogue", async () => {
+      const model = "gpt-5.6-terra";
+      const history = async (sessionId: string) => {
+        for (let i = 1; i <= 5; i++) {
+          clock += 60_000;
+          await monitor.applyPrefixEvent(observed(sessionId, `r${i}`, i === 1));
+          await monitor.recordUsage(
+            { sessionId, usage: usage(`r${i}`, { model, cachedTokens: i === 1 ? 0 : 449_100 }) },
+            LOCAL_FLEET,
+          );
+        }
+      };
+      // 20 idle minutes: past the 5-minute default every other model is judged by, within gpt-5.6's 30.
+      const warm = "s-gpt56-warm";
+      await history(warm);
+      clock += 20 * 60_000;
+      await monitor.applyPrefixEvent(observed(warm, "r6"));
+      const within = await monitor.recordUsage(
+        { sessionId: warm, usage: { ...collapseUsage("r6"), model } },
+        LOCAL_FLEET,
+      );
+      expect(within.collapse?.causeCode).toBeDefined();
+      expect(within.collapse?.causeCode).not.toBe("ttl_expired");
+
+      const cold = "s-gpt56-cold";
+      await history(cold);
+      clock += 31 * 60_000;
+      await monitor.applyPrefixEvent(observed(cold, "r6"));
+      const past = await monitor.recordUsage(
+        { sessionId: cold, usage: { ...collapseUsage("r6"), model } },
+        LOCAL_FLEET,
+      );
+      expect(past.collapse?.causeCode).toBe("ttl_expired");
     });
 
     it("traces every build of a session with its usage, cost, collapse and attribution", async () => {

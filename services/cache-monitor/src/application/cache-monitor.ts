@@ -11,6 +11,7 @@ import type {
   RawProviderUsage,
   SectionTotal,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { BUILTIN_PROVIDER_CATALOGUE, type ProviderCatalogue, type Retention } from "@prefix-guard/providers";
 import type { Knex } from "knex";
 import type { StoredCollapse, UsageSource } from "../adapters/mysql/monitor-rows";
 import type { MonitorStore } from "../adapters/mysql/monitor-store";
@@ -19,6 +20,7 @@ import { assessCall, type CollapseExplanation, explainCollapse } from "../domain
 import { type CauseKind, causeKindOf } from "../domain/cause-taxonomy";
 import type { CollapseThresholds } from "../domain/collapse-detection";
 import type { UsageFacts } from "../domain/model";
+import { defaultRetentionOf, withRetentionsSold } from "../domain/price-catalogue";
 import { type PriceBook, pricesFor } from "../domain/pricing";
 import { adviseRetention } from "../domain/retention-advisor";
 import { checkRetryOf, type UsageIdentity, usageIdentityOf } from "../domain/usage-identity";
@@ -71,6 +73,8 @@ export interface CacheMonitorDeps {
   readonly store: MonitorStore;
   readonly events: MonitorEventSink;
   readonly prices: PriceBook;
+  /** How long each model's cache lives when a build opts into nothing; absent = the built-in catalogue. */
+  readonly catalogue?: ProviderCatalogue;
   readonly thresholds: CollapseThresholds;
   readonly attributionThresholds?: AttributionThresholds;
   readonly now: () => number;
@@ -79,14 +83,15 @@ export interface CacheMonitorDeps {
   readonly sha256: (text: string) => string;
   readonly logger: CacheMonitorLogger;
   readonly observer?: CacheMonitorObserver;
-  /** How RecordUsage waits for its build's FingerprintObserved; defaults to DEFAULT_BUILD_WAIT. */
+  /** How RecordUsage waits for its build's FingerprintObserved (and PrefixChanged); defaults to DEFAULT_BUILD_WAIT. */
   readonly buildWait?: BuildWait;
 }
 
 /**
- * A RecordUsage may arrive before its build's FingerprintObserved (Kafka is asynchronous): it waits
- * up to `timeoutMs`, woken by `arrivals` when this process's consumer stores the observation, and
- * re-reads the database every `pollMs` for an observation another replica's consumer stored.
+ * A RecordUsage may arrive before its build's FingerprintObserved (Kafka is asynchronous), or
+ * between it and the PrefixChanged the observation announced: it waits up to `timeoutMs`, woken by
+ * `arrivals` when this process's consumer stores either, and re-reads the database every `pollMs`
+ * for what another replica's consumer stored.
  */
 export interface BuildWait {
   readonly arrivals: BuildArrivals;
@@ -297,12 +302,14 @@ export class CacheMonitor {
         const collapse = await store.collapses.findCollapseByUsage(trx, existing.id);
         return { duplicate: true, cost: existing.cost, collapse, assessment: null, workspace: "" };
       }
-      const earlier = await store.usages.earlierCalls(
-        trx,
-        sessionId,
-        { calledAtMs: usage.calledAtMs, id: null },
-        // Small prompts and the first call do not count, so look further back than the window.
-        thresholds.baselineCalls * 4 + 1,
+      const earlier = this.withDefaultRetentions(
+        await store.usages.earlierCalls(
+          trx,
+          sessionId,
+          { calledAtMs: usage.calledAtMs, id: null },
+          // Small prompts and the first call do not count, so look further back than the window.
+          thresholds.baselineCalls * 4 + 1,
+        ),
       );
       const prefix = await store.observations.prefixJoin(trx, sessionId, usage.requestId);
       const assessment = assessCall({
@@ -385,11 +392,6 @@ export class CacheMonitor {
   }
 
   /**
-   * FAILED_PRECONDITION unless prefix-guard built `requestId`: a usage joined with no build would be
-   * priced and compared but never explained, which is what the harness must say it wants (unbuilt).
-   * The build's observation may still be on its way through Kafka, so wait for it (BuildWait).
-   */
-  /**
    * A harness is answered only about sessions its own (scope, owner, workspace), as their observed
    * builds say. A session no build of was observed has no owner here, so it is as missing to a
    * harness as another tenant's: otherwise an unknown id would answer differently from a foreign one,
@@ -401,15 +403,27 @@ export class CacheMonitor {
     requireVisibleSession(caller, (await this.deps.store.sessionOwnership(sessionId)) ?? undefined, sessionId);
   }
 
+  /**
+   * FAILED_PRECONDITION unless prefix-guard built `requestId`: a usage joined with no build would be
+   * priced and compared but never explained, which is what the harness must say it wants (unbuilt).
+   * The build's observation may still be on its way through Kafka, so wait for it (BuildWait), and
+   * for the PrefixChanged it announced (issue 27 §6a): answered between the two, the call would be
+   * explained as if our prefix had not changed (provider_only) and the stored collapse re-explained
+   * a moment later, so the answer would contradict the record.
+   */
   private async requireBuilt(sessionId: string, requestId: string): Promise<void> {
     const { arrivals, timeoutMs, pollMs } = this.buildWait;
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       const remaining = deadline - performance.now();
-      // Registered before the read, so an observation stored between the read and the wait wakes it.
+      // Registered before the read, so an event stored between the read and the wait wakes it.
       const arrival = remaining > 0 ? arrivals.next(sessionId, requestId, Math.min(remaining, pollMs)) : null;
       try {
-        if (await this.deps.store.hasBuild(sessionId, requestId)) return;
+        const built = await this.deps.store.buildArrival(sessionId, requestId);
+        if (built === "complete") return;
+        // Built, but the PrefixChanged is late: recorded now and explained as `unknown` (ourVerdictOf),
+        // which the PrefixChanged replaces, republished, when it comes.
+        if (arrival === null && built === "awaiting_change") return;
         if (arrival === null)
           throw new FailedPreconditionError(
             `request_id: ${requestId} was not built by prefix-guard for session ${sessionId} ` +
@@ -458,6 +472,7 @@ export class CacheMonitor {
                 cacheRetention: event.payload.value.cacheRetention,
                 scope: event.payload.value.scope,
                 owner: event.payload.value.owner,
+                prefixChanged: event.payload.value.prefixChanged ?? null,
               },
               nowMs,
             )
@@ -486,8 +501,9 @@ export class CacheMonitor {
       let reexplained = 0;
       for (const { collapse, usage } of collapses) {
         const previous =
-          (await store.usages.earlierCalls(trx, sessionId, { calledAtMs: usage.calledAtMs, id: usage.id }, 1)).at(-1) ??
-          null;
+          this.withDefaultRetentions(
+            await store.usages.earlierCalls(trx, sessionId, { calledAtMs: usage.calledAtMs, id: usage.id }, 1),
+          ).at(-1) ?? null;
         const explanation = explainCollapse(usage, prefix, previous, this.attributionThresholds);
         if (sameExplanation(collapse, explanation)) continue;
         const updated = await store.collapses.updateCollapseExplanation(trx, collapse, explanation, nowMs);
@@ -496,8 +512,8 @@ export class CacheMonitor {
       }
       return { kind: "applied", reexplainedCollapses: reexplained } as const;
     });
-    // After the commit: a woken RecordUsage must find the observation when it reads.
-    if (event.payload.$case === "observed") this.buildWait.arrivals.announce(sessionId, requestId);
+    // After the commit: a woken RecordUsage must find the observation (or the change it waits for) when it reads.
+    this.buildWait.arrivals.announce(sessionId, requestId);
     if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0)
       this.deps.logger.info(
         { session_id: sessionId, request_id: requestId, collapses: outcome.reexplainedCollapses },
@@ -555,6 +571,14 @@ export class CacheMonitor {
     return buildSessionTrace(rows, limit, this.attributionThresholds);
   }
 
+  /** Each call with its model's default retention, so expiry is judged against what the provider keeps (gpt-5.6: 30m). */
+  private withDefaultRetentions<T extends { readonly model: string }>(
+    calls: readonly T[],
+  ): (T & { readonly defaultRetention: Retention })[] {
+    const catalogue = this.deps.catalogue ?? BUILTIN_PROVIDER_CATALOGUE;
+    return calls.map((call) => ({ ...call, defaultRetention: defaultRetentionOf(catalogue, call.model) }));
+  }
+
   /**
    * `prefixctl advise`: the recorded calls of a session, or of every session built in a workspace
    * (each priced on its own calls), priced under each retention with the price book's write prices.
@@ -591,7 +615,10 @@ export class CacheMonitor {
         context: "sessionId" in scope ? { session_id: scope.sessionId } : { workspace: scope.workspace },
       });
     }
-    const advice = adviseRetention(calls, (model) => pricesFor(this.deps.prices, model));
+    const catalogue = this.deps.catalogue ?? BUILTIN_PROVIDER_CATALOGUE;
+    const advice = adviseRetention(this.withDefaultRetentions(calls), (model) =>
+      withRetentionsSold(pricesFor(this.deps.prices, model), catalogue, model),
+    );
     return {
       sessionId: "sessionId" in scope ? scope.sessionId : "",
       workspace: "workspace" in scope ? scope.workspace : "",
@@ -603,6 +630,7 @@ export class CacheMonitor {
       recommended: advice.cheapest ?? "",
       savingVsDefault: advice.savingVsDefault,
       savingVsNext: advice.savingVsNext,
+      defaultRetention: advice.defaultRetention,
     };
   }
 

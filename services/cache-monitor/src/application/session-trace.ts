@@ -33,7 +33,9 @@ function builtAtOf(parts: BuildParts): number {
 function traceOf(requestId: string, parts: BuildParts, thresholds: AttributionThresholds): BuildTrace {
   const { observation, change, usage, collapse } = parts;
   const prefix = {
-    observed: observation ? { firstBuild: observation.firstBuild } : null,
+    observed: observation
+      ? { firstBuild: observation.firstBuild, ...(observation.prefixChanged === true ? { prefixChanged: true } : {}) }
+      : null,
     change: change ?? null,
   };
   const attribution = collapse

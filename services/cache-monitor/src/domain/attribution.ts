@@ -39,9 +39,18 @@ export function providerSaysOf(usage: UsageFacts): string {
   return reason !== "" ? `; provider says: ${reason}` : "";
 }
 
+/** Whether the build's observation arrived but the PrefixChanged it announced has not. */
+export function changeAwaited(prefix: PrefixJoin): boolean {
+  return prefix.change === null && prefix.observed?.prefixChanged === true;
+}
+
+/**
+ * "unknown" until what our fingerprints saw is known: no observation yet, or one that announced a
+ * PrefixChanged still on its way (calling that "unchanged" would blame the provider, issue 27 §6a).
+ */
 export function ourVerdictOf(prefix: PrefixJoin): OurVerdict {
   if (prefix.change !== null) return "changed";
-  if (prefix.observed === null) return "unknown";
+  if (prefix.observed === null || changeAwaited(prefix)) return "unknown";
   return prefix.observed.firstBuild ? "first_build" : "unchanged";
 }
 
@@ -126,7 +135,9 @@ export function collapseCause(usage: UsageFacts, prefix: PrefixJoin, previous: E
     return cause + providerSays;
   }
   if (ours === "unknown") {
-    return `no prompt.prefix.v1 fingerprint for request ${usage.requestId} yet: cause not known${providerSays}`;
+    return changeAwaited(prefix)
+      ? `the PrefixChanged of request ${usage.requestId} has not arrived yet: cause not known until it does${providerSays}`
+      : `no prompt.prefix.v1 fingerprint for request ${usage.requestId} yet: cause not known${providerSays}`;
   }
   if (ours === "first_build") {
     return previous === null
@@ -146,7 +157,7 @@ export function collapseCause(usage: UsageFacts, prefix: PrefixJoin, previous: E
 
 /**
  * Sections a collapse is counted under in the totals: "(none)" when our fingerprints saw no change
- * (the cause is outside us), "(unknown)" while no fingerprint of the build has arrived.
+ * (the cause is outside us), "(unknown)" while what they saw has not arrived.
  */
 export const NO_SECTION = "(none)";
 export const UNKNOWN_SECTION = "(unknown)";
@@ -155,7 +166,7 @@ const HISTORY_SECTION = "(history)";
 
 export function sectionsOfCollapse(prefix: PrefixJoin): string[] {
   const change = prefix.change;
-  if (change === null) return [prefix.observed === null ? UNKNOWN_SECTION : NO_SECTION];
+  if (change === null) return [ourVerdictOf(prefix) === "unknown" ? UNKNOWN_SECTION : NO_SECTION];
   if (change.changedSections.length > 0) return [...new Set(change.changedSections)];
   const sections: string[] = [];
   if (change.toolsChanged) sections.push(TOOLS_SECTION);

@@ -52,6 +52,8 @@ const rulesChange: PrefixChange = {
 const changed: PrefixJoin = { observed: { firstBuild: false }, change: rulesChange };
 const unchanged: PrefixJoin = { observed: { firstBuild: false }, change: null };
 const firstBuild: PrefixJoin = { observed: { firstBuild: true }, change: null };
+/** The observation announced a PrefixChanged that has not arrived (issue 27 §6a). */
+const changeOnItsWay: PrefixJoin = { observed: { firstBuild: false, prefixChanged: true }, change: null };
 const hit = usage({ cachedTokens: 452_000 });
 
 const previous = (overrides: Partial<EarlierCall> = {}): EarlierCall => ({
@@ -70,6 +72,11 @@ describe("ourVerdictOf", () => {
     expect(ourVerdictOf(unchanged)).toBe("unchanged");
     expect(ourVerdictOf(firstBuild)).toBe("first_build");
     expect(ourVerdictOf(NO_PREFIX_DATA)).toBe("unknown");
+  });
+
+  it("is unknown, not unchanged, while the PrefixChanged the observation announced is on its way", () => {
+    expect(ourVerdictOf(changeOnItsWay)).toBe("unknown");
+    expect(ourVerdictOf({ ...changeOnItsWay, change: rulesChange })).toBe("changed");
   });
 });
 
@@ -146,6 +153,9 @@ describe("collapseCause", () => {
     expect(collapseCause(usage(), NO_PREFIX_DATA, null)).toBe(
       "no prompt.prefix.v1 fingerprint for request req-811-478 yet: cause not known",
     );
+    expect(collapseCause(usage(), changeOnItsWay, previous())).toBe(
+      "the PrefixChanged of request req-811-478 has not arrived yet: cause not known until it does",
+    );
   });
 
   it("explains a provider-side miss: stated reason, model switch, idle time", () => {
@@ -187,6 +197,7 @@ describe("sectionsOfCollapse", () => {
   it("is (none) when our fingerprints saw no change and (unknown) before any fingerprint arrived", () => {
     expect(sectionsOfCollapse(unchanged)).toEqual(["(none)"]);
     expect(sectionsOfCollapse(NO_PREFIX_DATA)).toEqual(["(unknown)"]);
+    expect(sectionsOfCollapse(changeOnItsWay)).toEqual(["(unknown)"]);
   });
 });
 

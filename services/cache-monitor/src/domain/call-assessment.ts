@@ -7,6 +7,7 @@ import {
   type AttributionThresholds,
   attributeBuild,
   type CollapseAttribution,
+  changeAwaited,
   collapseAttributionOf,
   collapseCause,
   DEFAULT_ATTRIBUTION_THRESHOLDS,
@@ -72,11 +73,18 @@ function callCost(usage: UsageFacts, prices: PriceTable): number {
   return usage.reportedCost ?? costOf(usage, prices);
 }
 
-function causeOf(usage: UsageFacts, ours: OurVerdict, change: OurChange | null, previous: EarlierCall | null) {
+function causeOf(
+  usage: UsageFacts,
+  ours: OurVerdict,
+  change: OurChange | null,
+  previous: EarlierCall | null,
+  awaited = false,
+) {
   const modelSwitched = previous !== null && previous.model !== "" && previous.model !== usage.model;
   return classifyCause({
     ours,
     change,
+    changeAwaited: awaited,
     providerReason: usage.providerReport?.cacheMissReason ?? "",
     modelSwitch: modelSwitched ? { from: previous.model, to: usage.model } : null,
     idleMs: previous === null ? null : Math.max(0, usage.calledAtMs - previous.calledAtMs),
@@ -112,7 +120,7 @@ export function explainCollapse(
       causeDisagreement: cause.disagreement,
     };
   }
-  const cause = causeOf(usage, monitorForgot ? "unknown" : ourVerdict, prefix.change, previous);
+  const cause = causeOf(usage, monitorForgot ? "unknown" : ourVerdict, prefix.change, previous, changeAwaited(prefix));
   return {
     changedSections: prefix.change ? [...prefix.change.changedSections] : [],
     totalsSections: monitorForgot ? [UNKNOWN_SECTION] : sectionsOfCollapse(prefix),

@@ -64,6 +64,11 @@ export interface CauseEvidence {
   readonly ours: OurVerdict;
   /** What our fingerprints saw change; null when they saw no change or have not arrived. */
   readonly change: OurChange | null;
+  /**
+   * The build announced a PrefixChanged that has not arrived: our change ranks above the provider's
+   * reason and the expiry, so only a model switch can be named before it comes. Absent = false.
+   */
+  readonly changeAwaited?: boolean;
   /** The provider's miss reason verbatim; "" when it gave none. */
   readonly providerReason: string;
   /** The previous call's and this call's model, when they differ (a provider caches per model). */
@@ -148,6 +153,7 @@ export function classifyCause(evidence: CauseEvidence): CauseVerdict {
   let code: CauseCode;
   if (evidence.modelSwitch !== null) code = "model_changed";
   else if (ours !== null) code = ours;
+  else if (evidence.changeAwaited === true) code = "unknown";
   else if (providerCode !== "provider_only") code = providerCode;
   else if (expired) code = "ttl_expired";
   else if (providerKind !== null || evidence.ours === "unchanged") code = "provider_only";
@@ -167,5 +173,6 @@ export const CAUSE_ADVICE: Readonly<Record<CauseKind, string>> = {
   model_changed: "the model changed: caches are per model, switch models only at a compaction",
   ttl_expired: "the gap since the previous call outlived the retention: `prefixctl advise` prices a longer one",
   provider_only: "nothing we sent changed: provider-side eviction or routing; send a stable cache key",
-  unknown: "not enough evidence yet (no fingerprint for the build): check again once prompt.prefix.v1 arrives",
+  unknown:
+    "not enough evidence yet (the build's fingerprint or PrefixChanged has not arrived): check again once prompt.prefix.v1 arrives",
 };

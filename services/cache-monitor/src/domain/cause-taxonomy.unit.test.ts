@@ -213,6 +213,18 @@ describe("classifyCause", () => {
     expect([...produced].sort()).toEqual([...CAUSE_CODES].sort());
   });
 
+  it("names nothing but a model switch while our announced PrefixChanged is on its way", () => {
+    // Our change ranks above the provider's reason and the expiry: naming either now would be
+    // contradicted by the record once the PrefixChanged arrives.
+    const awaited = { ours: "unknown" as const, changeAwaited: true };
+    expect(classifyCause(evidence(awaited)).code).toBe("unknown");
+    expect(classifyCause(evidence({ ...awaited, idleMs: 6 * MINUTE })).code).toBe("unknown");
+    expect(classifyCause(evidence({ ...awaited, providerReason: "tools_changed" })).code).toBe("unknown");
+    expect(classifyCause(evidence({ ...awaited, modelSwitch: switched })).code).toBe("model_changed");
+    // Without the announcement, an unknown verdict still lets the expiry speak.
+    expect(classifyCause(evidence({ ours: "unknown", idleMs: 6 * MINUTE })).code).toBe("ttl_expired");
+  });
+
   it("keeps the provider's reason verbatim, trimmed", () => {
     expect(classifyCause(evidence({ providerReason: "  system_changed " })).providerReason).toBe("system_changed");
   });

@@ -1,3 +1,4 @@
+import type { Retention } from "@prefix-guard/providers";
 // What cache-monitor knows about one LLM call and about the build whose body it sent. Plain data,
 // independent of the protobuf types, so the rules in this folder can be tested without the wire.
 
@@ -13,13 +14,9 @@ export interface TokenUsage {
 }
 
 /** The provider's own diagnostics (Anthropic / OpenAI), when the harness passes them on. */
-export interface ProviderCacheReport {
-  readonly cacheMissReason: string;
-  readonly cacheReadInputTokens: number;
-  readonly cacheCreationInputTokens: number;
-  readonly openaiCachedTokens: number;
-  readonly rawJson: string;
-}
+import type { ProviderCacheReport } from "@prefix-guard/providers/usage";
+
+export type { ProviderCacheReport };
 
 export interface UsageFacts extends TokenUsage {
   readonly cacheCreation1hTokens: number;
@@ -42,6 +39,8 @@ export interface EarlierCall {
   readonly cacheCreation1hTokens?: number;
   /** The retention its build asked the provider for ("" or absent: the provider's default). */
   readonly cacheRetention?: string;
+  /** Its model's default retention (the provider catalogue's), when the build asked for none. Absent = 5m. */
+  readonly defaultRetention?: Retention;
   /** The session's first recorded call: its cache was cold by construction. */
   readonly firstOfSession: boolean;
 }
@@ -70,8 +69,15 @@ export interface ObservedFingerprint {
  * another topic and may arrive after the usage), a FingerprintObserved only, or also a PrefixChanged.
  */
 export interface PrefixJoin {
-  /** A FingerprintObserved for the request arrived; `firstBuild` is its flag, `workspace` its build's. */
-  readonly observed: { readonly firstBuild: boolean; readonly workspace?: string } | null;
+  /**
+   * A FingerprintObserved for the request arrived; `firstBuild` is its flag, `workspace` its build's,
+   * `prefixChanged` true when it said a PrefixChanged of the build follows (absent: none, or it did not say).
+   */
+  readonly observed: {
+    readonly firstBuild: boolean;
+    readonly workspace?: string;
+    readonly prefixChanged?: boolean;
+  } | null;
   readonly change: PrefixChange | null;
   /**
    * Only for a build prompt-assembly called a first build: this build's fingerprint and the

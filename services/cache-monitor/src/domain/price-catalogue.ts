@@ -1,18 +1,19 @@
-// Built-in list prices per model family, USD per million tokens, consulted only when
-// PRICE_CATALOGUE=builtin. An exact model in PRICE_MODEL_OVERRIDES always wins over it, and a model
-// no family matches uses the PRICE_* defaults. Standard (non-batch, non-priority) tier, prompts up
-// to the providers' long-context threshold. Where the numbers come from, as published in 2025–2026:
-// - Anthropic: platform.claude.com/docs/en/about-claude/pricing — a 5-minute cache write costs
-//   1.25× the input price, a 1-hour write 2×, a cache read 0.1×.
-// - OpenAI: developers.openai.com/api/docs/pricing — cached input as listed; writes are not billed
-//   apart (they cost the input price). GPT-5.x and GPT-4.1 also take 24-hour retention
-//   (`prompt_cache_retention: "24h"`, extended prompt caching), at no extra price.
-// - Google: ai.google.dev/gemini-api/docs/pricing (Gemini 2.5, prompts ≤ 200k tokens); context-cache
-//   storage per hour is not a per-call price and is not modelled.
-// - DeepSeek: api-docs.deepseek.com/quick_start/pricing (V3.2, from 2025-09-29: cache hit 0.028,
-//   cache miss 0.28, output 0.42; writes are not billed apart).
-// Prices change: check the providers' pages and override with PRICE_MODEL_OVERRIDES.
+// The price book's per-family list prices (PRICE_CATALOGUE=builtin), derived from the provider
+// catalogue (libs/providers/catalogue.json, extended by PROVIDER_CATALOGUE_FILE): each family's input
+// and output prices, its read multiplier and a write multiplier per retention it sells. An exact model
+// in PRICE_MODEL_OVERRIDES always wins over it, and a model no family matches uses the PRICE_* defaults.
+// Where the numbers come from is in each family's `docs` and `checked`; `prefixctl providers` prints them.
 
+import {
+  BUILTIN_PROVIDER_CATALOGUE,
+  catalogueModelName,
+  familyOf,
+  JUDGED_RETENTIONS,
+  judgedRetention,
+  type ModelFamily,
+  type ProviderCatalogue,
+  type Retention,
+} from "@prefix-guard/providers";
 import type { PriceTable } from "./pricing";
 
 export interface CatalogueEntry {
@@ -21,72 +22,49 @@ export interface CatalogueEntry {
   readonly prices: PriceTable;
 }
 
-/** Anthropic's multipliers on the base input price. */
-function anthropic(input: number, output: number): PriceTable {
-  return {
-    inputPerMillion: input,
-    cachedInputPerMillion: round(input * 0.1),
-    cacheWritePerMillion: round(input * 1.25),
-    cacheWrite1hPerMillion: round(input * 2),
-    outputPerMillion: output,
-    retentions: ["5m", "1h"],
-  };
-}
-
-/** Writes not billed apart; only the provider's default in-memory retention (judged as 5m). */
-function plain(input: number, cached: number, output: number): PriceTable {
-  return { inputPerMillion: input, cachedInputPerMillion: cached, outputPerMillion: output, retentions: ["5m"] };
-}
-
-/** OpenAI models that also take `prompt_cache_retention: "24h"`, whose writes cost the input price too. */
-function openAiExtended(input: number, cached: number, output: number): PriceTable {
-  return { ...plain(input, cached, output), cacheWrite24hPerMillion: input, retentions: ["5m", "24h"] };
-}
+export const CATALOGUE_CURRENCY = "USD";
 
 const round = (n: number): number => Math.round(n * 1e6) / 1e6;
 
-export const CATALOGUE_CURRENCY = "USD";
-
-export const BUILTIN_CATALOGUE: readonly CatalogueEntry[] = [
-  { family: "claude-opus-4-7", prices: anthropic(5, 25) },
-  { family: "claude-opus-4-6", prices: anthropic(5, 25) },
-  { family: "claude-opus-4-5", prices: anthropic(5, 25) },
-  { family: "claude-opus-4", prices: anthropic(15, 75) },
-  { family: "claude-sonnet-4", prices: anthropic(3, 15) },
-  { family: "claude-3-7-sonnet", prices: anthropic(3, 15) },
-  { family: "claude-3-5-sonnet", prices: anthropic(3, 15) },
-  { family: "claude-haiku-4-5", prices: anthropic(1, 5) },
-  { family: "claude-3-5-haiku", prices: anthropic(0.8, 4) },
-  { family: "gpt-5.5", prices: openAiExtended(5, 0.5, 30) },
-  { family: "gpt-5.4-mini", prices: openAiExtended(0.75, 0.075, 4.5) },
-  { family: "gpt-5.4-nano", prices: openAiExtended(0.2, 0.02, 1.25) },
-  { family: "gpt-5.4", prices: openAiExtended(2.5, 0.25, 15) },
-  { family: "gpt-5.2", prices: openAiExtended(1.75, 0.175, 14) },
-  { family: "gpt-5-mini", prices: openAiExtended(0.25, 0.025, 2) },
-  { family: "gpt-5-nano", prices: openAiExtended(0.05, 0.005, 0.4) },
-  { family: "gpt-5", prices: openAiExtended(1.25, 0.125, 10) },
-  { family: "gpt-4.1-mini", prices: openAiExtended(0.4, 0.1, 1.6) },
-  { family: "gpt-4.1-nano", prices: openAiExtended(0.1, 0.025, 0.4) },
-  { family: "gpt-4.1", prices: openAiExtended(2, 0.5, 8) },
-  { family: "gpt-4o-mini", prices: plain(0.15, 0.075, 0.6) },
-  { family: "gpt-4o", prices: plain(2.5, 1.25, 10) },
-  { family: "gemini-2.5-pro", prices: plain(1.25, 0.125, 10) },
-  { family: "gemini-2.5-flash-lite", prices: plain(0.1, 0.01, 0.4) },
-  { family: "gemini-2.5-flash", prices: plain(0.3, 0.03, 2.5) },
-  { family: "deepseek-chat", prices: plain(0.28, 0.028, 0.42) },
-  { family: "deepseek-reasoner", prices: plain(0.28, 0.028, 0.42) },
-];
-
-/**
- * The model name as the catalogue knows it: lower case, without a route prefix (`models/`,
- * `openai/`) or a Bedrock inference-profile prefix (`us.anthropic.`).
- */
-export function catalogueName(model: string): string {
-  const lower = model.trim().toLowerCase();
-  const afterSlash = lower.slice(lower.lastIndexOf("/") + 1);
-  const anthropicAt = afterSlash.indexOf("anthropic.");
-  return anthropicAt >= 0 ? afterSlash.slice(anthropicAt + "anthropic.".length) : afterSlash;
+/** The retentions a family's provider sells it for: its default and every one a build may opt into, shortest first. */
+function offered(family: ModelFamily): Retention[] {
+  const sold = new Set<Retention>([family.defaultRetention, ...family.retentions.map(judgedRetention)]);
+  return JUDGED_RETENTIONS.filter((retention) => sold.has(retention));
 }
+
+/** One family's prices as the price book reads them. */
+export function priceTableOf(family: ModelFamily): PriceTable {
+  const { inputPerMillion, outputPerMillion, readMultiplier, writeMultipliers } = family.prices;
+  const writePerMillion: Partial<Record<Retention, number>> = {};
+  for (const retention of JUDGED_RETENTIONS) {
+    const multiplier = writeMultipliers[retention];
+    if (multiplier !== undefined) writePerMillion[retention] = round(inputPerMillion * multiplier);
+  }
+  const oneHour = writePerMillion["1h"];
+  const day = writePerMillion["24h"];
+  return {
+    inputPerMillion,
+    cachedInputPerMillion: round(inputPerMillion * readMultiplier),
+    outputPerMillion,
+    // A write the usage does not split by TTL is written under the family's default retention.
+    cacheWritePerMillion: writePerMillion[family.defaultRetention] ?? inputPerMillion,
+    ...(oneHour === undefined ? {} : { cacheWrite1hPerMillion: oneHour }),
+    ...(day === undefined ? {} : { cacheWrite24hPerMillion: day }),
+    writePerMillion,
+    defaultRetention: family.defaultRetention,
+    retentions: offered(family),
+  };
+}
+
+/** Every family of the catalogue as a price-book entry. */
+export function priceCatalogueOf(catalogue: ProviderCatalogue): CatalogueEntry[] {
+  return catalogue.families.map((family) => ({ family: family.family, prices: priceTableOf(family) }));
+}
+
+export const BUILTIN_CATALOGUE: readonly CatalogueEntry[] = priceCatalogueOf(BUILTIN_PROVIDER_CATALOGUE);
+
+/** The model name as the catalogue knows it (see catalogueModelName). */
+export const catalogueName = catalogueModelName;
 
 const BOUNDARY = new Set(["-", ".", ":", "@", "_"]);
 
@@ -101,4 +79,19 @@ export function catalogueEntryFor(catalogue: readonly CatalogueEntry[], model: s
     if (best === null || entry.family.length > best.family.length) best = entry;
   }
   return best;
+}
+
+/** What a model's provider keeps its cache for when a build opts into nothing (5m for a model the catalogue lacks). */
+export function defaultRetentionOf(catalogue: ProviderCatalogue, model: string): Retention {
+  return familyOf(catalogue, model)?.defaultRetention ?? "5m";
+}
+
+/**
+ * A model's prices with the retentions its provider sells and its default, from the catalogue, whatever
+ * book priced it (the seed's yuan defaults know no retentions): the advisor recommends only those.
+ */
+export function withRetentionsSold(prices: PriceTable, catalogue: ProviderCatalogue, model: string): PriceTable {
+  const family = familyOf(catalogue, model);
+  if (family === null) return prices;
+  return { ...prices, retentions: offered(family), defaultRetention: family.defaultRetention };
 }

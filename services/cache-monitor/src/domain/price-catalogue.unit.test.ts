@@ -30,17 +30,34 @@ describe("built-in price catalogue", () => {
       cacheWritePerMillion: 3.75,
       cacheWrite1hPerMillion: 6,
       outputPerMillion: 15,
+      writePerMillion: { "5m": 3.75, "1h": 6 },
+      defaultRetention: "5m",
       retentions: ["5m", "1h"],
     });
     expect(catalogueEntryFor(BUILTIN_CATALOGUE, "claude-opus-4-5")?.prices.cacheWrite1hPerMillion).toBe(10);
   });
 
-  it("leaves OpenAI, Gemini and DeepSeek writes at the input price", () => {
-    for (const model of ["gpt-5", "gemini-2.5-pro", "deepseek-chat"]) {
+  it("leaves OpenAI before gpt-5.6, Gemini and DeepSeek writes at the input price", () => {
+    for (const model of ["gpt-5", "gpt-5.5", "gemini-2.5-pro", "deepseek-chat"]) {
       const prices = catalogueEntryFor(BUILTIN_CATALOGUE, model)?.prices;
-      expect(prices?.cacheWritePerMillion).toBeUndefined();
+      expect(prices?.cacheWritePerMillion).toBe(prices?.inputPerMillion);
       expect(prices?.cacheWrite1hPerMillion).toBeUndefined();
     }
+  });
+
+  it("prices gpt-5.6 cache_write_tokens at 1.25× input under its 30-minute default, reads at 0.1×", () => {
+    const prices = catalogueEntryFor(BUILTIN_CATALOGUE, "gpt-5.6-terra")?.prices;
+    expect(prices).toMatchObject({
+      inputPerMillion: 2.5,
+      cachedInputPerMillion: 0.25,
+      cacheWritePerMillion: 3.125,
+      defaultRetention: "30m",
+      retentions: ["30m"],
+    });
+    const usage = { promptTokens: 10_000, cachedTokens: 0, cacheCreationTokens: 8_000, completionTokens: 0 };
+    // 2,000 × 2.5 + 8,000 × 3.125 = 30,000 per million; as plain input it would be 25,000.
+    expect(costOf(usage, prices ?? SEED_001_PRICES)).toBeCloseTo(0.03, 10);
+    expect(catalogueEntryFor(BUILTIN_CATALOGUE, "gpt-5.5")?.prices.retentions).toEqual(["24h"]);
   });
 
   it("is consulted only when the book carries it; an exact override wins, other models keep the defaults", () => {

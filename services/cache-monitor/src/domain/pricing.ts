@@ -21,8 +21,12 @@ export interface PriceTable {
   readonly cacheWrite1hPerMillion?: number;
   /** Prompt tokens written with 24-hour retention (OpenAI bills them as input). Unset = the 1-hour write price. */
   readonly cacheWrite24hPerMillion?: number;
-  /** The retentions the provider sells for this model (the advisor recommends only these); unset = not known, all three. */
+  /** The retentions the provider sells for this model (the advisor recommends only these); unset = not known, all. */
   readonly retentions?: readonly Retention[];
+  /** Write price per retention (the catalogue's write multipliers); consulted before the fields above. */
+  readonly writePerMillion?: Readonly<Partial<Record<Retention, number>>>;
+  /** What the model's cache lives for when a build opts into nothing (gpt-5.6: 30m). Unset = 5m. */
+  readonly defaultRetention?: Retention;
 }
 
 export interface PriceBook {

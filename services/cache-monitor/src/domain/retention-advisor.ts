@@ -4,7 +4,9 @@
 //   and misses under one that does not;
 // - a call that missed after a gap longer than the retention it ran under (an expiry) would have
 //   hit under a retention outliving the gap, reading the warm prefix (the previous prompt, at the
-//   session's median observed reuse);
+//   session's median observed reuse), but no further than the prefix break when our builder saw the
+//   prefix change during the gap: the longer retention would have kept the old prefix, and the
+//   call's new one matches it only up to the first changed byte;
 // - any other miss (a prefix change, a model switch, the first call) misses under every retention:
 //   retention cannot fix it.
 // Every prompt token not read from the cache is written at the retention's write price, as a harness
@@ -26,6 +28,14 @@ export interface AdvisedCall {
   readonly cacheCreation1hTokens: number;
   /** The retention its build asked for ("" or absent: the provider's default). */
   readonly cacheRetention?: string;
+  /** Its model's default retention (the provider catalogue's), when the build asked for none. Absent = 5m. */
+  readonly defaultRetention?: Retention;
+  /**
+   * When our builder saw this call's prefix differ from its session's previous build: the tokens from
+   * the first changed byte to the end (prompt.prefix.v1 PrefixChanged.tokens_after_break). Absent: no
+   * change seen, or not known.
+   */
+  readonly tokensAfterBreak?: number;
   /** What was recorded for it (billed or priced at the time). */
   readonly cost: number;
 }
@@ -43,11 +53,13 @@ export interface RetentionAdvice {
   readonly calls: number;
   /** What the calls cost as recorded. */
   readonly recordedCost: number;
-  /** One per retention, in RETENTIONS order. */
+  /** The classic three (5m, 1h, 24h) and any other the calls' providers sell, in RETENTIONS order. */
   readonly retentions: readonly RetentionCost[];
+  /** What the calls' provider keeps their cache for when a build opts into nothing (gpt-5.6: 30m). */
+  readonly defaultRetention: Retention;
   /** The cheapest offered retention; null without calls. */
   readonly cheapest: Retention | null;
-  /** How much the cheapest saves against the 5-minute default (0 when that is the cheapest). */
+  /** How much the cheapest saves against the default retention (0 when that is the cheapest). */
   readonly savingVsDefault: number;
   /** How much the cheapest saves against the next cheapest offered retention. */
   readonly savingVsNext: number;
@@ -57,18 +69,33 @@ export interface RetentionAdvice {
 const HIT_SHARE = 0.05;
 const PER_MILLION = 1_000_000;
 
-/** The write price of a retention, each unset price falling back to the next shorter one, then the input price. */
+/** Priced and shown for every model, whatever its provider sells: the retentions an advice always compares. */
+const CLASSIC_RETENTIONS: readonly Retention[] = ["5m", "1h", "24h"];
+
+/**
+ * The write price of a retention: the table's own price for it (the catalogue's write multiplier),
+ * else the next shorter retention's, ending at the 5-minute write price, then the input price.
+ */
 export function writePriceFor(prices: PriceTable, retention: Retention): number {
+  const own = prices.writePerMillion?.[retention];
+  if (own !== undefined) return own;
   const fiveMinutes = prices.cacheWritePerMillion ?? prices.inputPerMillion;
   const oneHour = prices.cacheWrite1hPerMillion ?? fiveMinutes;
-  if (retention === "5m") return fiveMinutes;
-  if (retention === "1h") return oneHour;
-  return prices.cacheWrite24hPerMillion ?? oneHour;
+  switch (retention) {
+    case "5m":
+    case "30m":
+      return fiveMinutes;
+    case "1h":
+    case "12h":
+      return oneHour;
+    case "24h":
+      return prices.cacheWrite24hPerMillion ?? oneHour;
+  }
 }
 
-/** Retentions the price table declares; a table that declares none is assumed to offer all three. */
+/** Retentions the price table declares; a table that declares none is assumed to offer the classic three. */
 export function offeredRetentions(prices: PriceTable): readonly Retention[] {
-  return prices.retentions ?? RETENTIONS;
+  return prices.retentions ?? CLASSIC_RETENTIONS;
 }
 
 function median(values: readonly number[]): number {
@@ -100,8 +127,10 @@ function warmReads(calls: readonly AdvisedCall[], before: readonly (AdvisedCall 
     if (previous === undefined || previous.model !== call.model) return null;
     if (cachedShareOf(call) > HIT_SHARE) return call.cachedTokens;
     const gap = call.calledAtMs - previous.calledAtMs;
-    const expired = gap > RETENTION_TTL_MS[retentionInForce(previous)];
-    return expired ? Math.min(call.promptTokens, Math.round(previous.promptTokens * normalReuse)) : null;
+    if (gap <= RETENTION_TTL_MS[retentionInForce(previous)]) return null;
+    const warm = Math.min(call.promptTokens, Math.round(previous.promptTokens * normalReuse));
+    const read = Math.min(warm, call.promptTokens - (call.tokensAfterBreak ?? 0));
+    return read > 0 ? read : null;
   });
 }
 
@@ -125,12 +154,15 @@ export function adviseRetention(
 ): RetentionAdvice {
   const before = predecessors(calls);
   const reads = warmReads(calls, before);
-  const retentions = RETENTIONS.map((retention): RetentionCost => {
+  const pricesOfCall = calls.map((call) => pricesOf(call.model));
+  const sold = new Set(pricesOfCall.flatMap((prices) => offeredRetentions(prices)));
+  const compared = RETENTIONS.filter((retention) => CLASSIC_RETENTIONS.includes(retention) || sold.has(retention));
+  const retentions = compared.map((retention): RetentionCost => {
     let cost = 0;
     let hits = 0;
     let offered = true;
     calls.forEach((call, index) => {
-      const prices = pricesOf(call.model);
+      const prices = pricesOfCall[index] ?? pricesOf(call.model);
       if (!offeredRetentions(prices).includes(retention)) offered = false;
       const previous = before[index];
       const read = reads[index] ?? null;
@@ -143,13 +175,15 @@ export function adviseRetention(
   });
   const ranked = retentions.filter((r) => r.offered).sort((a, b) => a.cost - b.cost);
   const cheapest = calls.length === 0 ? null : (ranked[0] ?? null);
-  const fiveMinutes = retentions.find((r) => r.retention === "5m");
+  const defaultRetention = pricesOfCall[0]?.defaultRetention ?? "5m";
+  const byDefault = retentions.find((r) => r.retention === defaultRetention);
   return {
     calls: calls.length,
     recordedCost: calls.reduce((sum, call) => sum + call.cost, 0),
     retentions,
+    defaultRetention,
     cheapest: cheapest?.retention ?? null,
-    savingVsDefault: cheapest !== null && fiveMinutes !== undefined ? fiveMinutes.cost - cheapest.cost : 0,
+    savingVsDefault: cheapest !== null && byDefault !== undefined ? byDefault.cost - cheapest.cost : 0,
     savingVsNext: cheapest !== null && ranked[1] !== undefined ? ranked[1].cost - cheapest.cost : 0,
   };
 }

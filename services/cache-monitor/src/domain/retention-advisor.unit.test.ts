@@ -95,6 +95,36 @@ describe("adviseRetention", () => {
     expect(fiveMinutes - oneHour).toBeCloseTo((37_500 - (2_700 + 6_000) - firstThreeExtra) / 1_000_000, 9);
   });
 
+  it("reads an expiry only up to its prefix break when the prefix changed during the gap (replay's naive run)", () => {
+    // A session paused 20 minutes between calls; a sibling edited AGENTS.md during three of the four
+    // pauses, so those calls match the old prefix only over the 4,000 tokens of tool definitions.
+    const afterEdit = { tokensAfterBreak: 96_000 };
+    const calls = [
+      call(0, 100_000, 0),
+      call(20, 100_000, 0),
+      call(40, 100_000, 0, afterEdit),
+      call(60, 100_000, 0, afterEdit),
+      call(80, 100_000, 0, afterEdit),
+    ];
+    const advice = adviseRetention(calls, catalogue);
+    // 5m: every call writes 100,000 × 3.75. 1h: 100,000×6 | 100,000×0.3 | 3 × (4,000×0.3 + 96,000×6).
+    // Reading whole previous prompts instead, 1h would seem to cost 0.72 + outputs and win.
+    const outputs = (5 * 100 * 15) / 1_000_000;
+    expect(costOf(advice, "5m")?.cost).toBeCloseTo(1.875 + outputs, 9);
+    expect(costOf(advice, "1h")).toMatchObject({ hits: 4, misses: 1 });
+    expect(costOf(advice, "1h")?.cost).toBeCloseTo((600_000 + 30_000 + 3 * (1_200 + 576_000)) / 1_000_000 + outputs, 9);
+    expect(advice.cheapest).toBe("5m");
+  });
+
+  it("misses an expiry under every retention when its break is at the start, and never reads past the warm prefix", () => {
+    const toolsChanged = [call(0, 20_000, 0), call(30, 20_000, 0, { tokensAfterBreak: 20_000 })];
+    expect(adviseRetention(toolsChanged, catalogue).retentions.filter((r) => r.hits > 0)).toEqual([]);
+    // A break in the new tail leaves the previous prompt (10,000) as the read.
+    const lateBreak = [call(0, 10_000, 0), call(30, 12_000, 0, { tokensAfterBreak: 500 })];
+    const oneHour = costOf(adviseRetention(lateBreak, catalogue), "1h")?.cost ?? 0;
+    expect(oneHour).toBeCloseTo((10_000 * 6 + 10_000 * 0.3 + 2_000 * 6 + 2 * 100 * 15) / 1_000_000, 9);
+  });
+
   it("prices several sessions together, each call against its own session's previous call", () => {
     const one = [call(0, 100_000, 0), call(20, 100_000, 3_000)].map((c) => ({ ...c, sessionId: "a" }));
     const two = [call(21, 100_000, 0), call(41, 100_000, 3_000)].map((c) => ({ ...c, sessionId: "b" }));
@@ -123,5 +153,35 @@ describe("write prices per retention", () => {
     expect(offeredRetentions(seed)).toEqual(["5m", "1h", "24h"]);
     expect(offeredRetentions(catalogue("gpt-5"))).toEqual(["5m", "24h"]);
     expect(offeredRetentions(catalogue("deepseek-chat"))).toEqual(["5m"]);
+  });
+});
+
+describe("gpt-5.6: the 30-minute retention its provider sells, writes at 1.25× input", () => {
+  const model = "gpt-5.6-terra";
+  // Four calls 20 minutes apart: within gpt-5.6's 30-minute life, past a 5-minute one.
+  const calls = [0, 20, 40, 60].map((minute, index) =>
+    call(minute, 100_000, index === 0 ? 0 : 96_000, { model, defaultRetention: "30m" }),
+  );
+  const advice = adviseRetention(calls, () => catalogue(model));
+
+  it("compares 30m with the classic three and recommends it, the default, saving nothing against itself", () => {
+    expect(advice.retentions.map((r) => [r.retention, r.offered])).toEqual([
+      ["5m", false],
+      ["30m", true],
+      ["1h", false],
+      ["24h", false],
+    ]);
+    expect(advice.defaultRetention).toBe("30m");
+    expect(advice.cheapest).toBe("30m");
+    expect(advice.savingVsDefault).toBe(0);
+    expect(costOf(advice, "30m")?.hits).toBe(3);
+    expect(costOf(advice, "5m")?.hits).toBe(0);
+  });
+
+  it("prices the writes at the catalogue's 1.25× (3.125 per million for terra), reads at 0.1×", () => {
+    expect(writePriceFor(catalogue(model), "30m")).toBe(3.125);
+    // Call 1 writes 100,000; calls 2–4 read 96,000 and write 4,000 each; 100 output tokens each at 15.
+    const expected = (100_000 * 3.125 + 3 * (96_000 * 0.25 + 4_000 * 3.125) + 4 * 100 * 15) / 1_000_000;
+    expect(costOf(advice, "30m")?.cost).toBeCloseTo(expected, 9);
   });
 });

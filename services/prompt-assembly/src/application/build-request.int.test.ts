@@ -513,6 +513,129 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
     expect(pa.logger.prefixChangedLines(sessionId)).toEqual([]);
   });
 
+  describe("REPIN_WHEN_COLD: an AGENTS.md edit held back lands once the cache is cold", () => {
+    const MINUTE = 60_000;
+
+    /**
+     * A session pinned on AGENTS_MD_V1 at 13:01 whose rules then changed on disk, held back by the
+     * build of 13:03 (RETAINED_DISK_CHANGED). glm-4.6 is not in the catalogue: its cache is judged
+     * under the 5-minute default.
+     */
+    async function heldBackEdit(pa: ReturnType<typeof service>, request: Partial<BuildRequestRequest> = {}) {
+      const sessionId = nextSessionId();
+      await pa.events.createSession(sessionId, { atMs: shanghai("2026-10-14", "13:00") });
+      pa.clock.ms = shanghai("2026-10-14", "13:01");
+      await pa.events.saveMessage(sessionId, { atMs: pa.clock.ms, role: "user", content: "压测重试" });
+      const pinned = await pa.build(harnessRequest(sessionId, request));
+      expect(pinned.rulesDecision).toBe(Decision.DECISION_PINNED);
+      pa.rules.disk = AGENTS_MD_V2;
+      pa.clock.ms = shanghai("2026-10-14", "13:03");
+      const held = await turn(pa, sessionId, request);
+      expect(held.rulesDecision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+      expect(held.prefix).toMatchObject({ changed: false });
+      return { sessionId, held };
+    }
+
+    async function turn(
+      pa: ReturnType<typeof service>,
+      sessionId: string,
+      request: Partial<BuildRequestRequest> = {},
+    ): Promise<BuildRequestResponse> {
+      await pa.events.saveMessage(sessionId, { atMs: pa.clock.ms, role: "assistant", content: "好的" });
+      await pa.events.saveMessage(sessionId, { atMs: pa.clock.ms, role: "user", content: "继续" });
+      return pa.build(harnessRequest(sessionId, request));
+    }
+
+    const lastResolve = (pa: ReturnType<typeof service>) => pa.rules.calls.at(-1)?.request;
+
+    it("re-pins on the first build after a gap longer than the retention, as an expected change", async () => {
+      const pa = service({ repinWhenCold: true });
+      const { sessionId, held } = await heldBackEdit(pa);
+      pa.clock.ms += 6 * MINUTE;
+      const cold = await turn(pa, sessionId);
+
+      expect(lastResolve(pa)?.cacheCold).toBe(true);
+      expect(cold.rulesDecision).toBe(Decision.DECISION_REPINNED_COLD_CACHE);
+      expect(cold.bodyJson).toContain("知识索引");
+      expect(held.bodyJson).not.toContain("知识索引");
+      expect(cold.prefix).toMatchObject({
+        changed: true,
+        changedSections: ["workspace-rules"],
+        toolsChanged: false,
+        historyRewritten: false,
+        cause:
+          "workspace-rules re-pinned on a cold cache (idle 6m outlived the 5m cache retention): the AGENTS.md edit held back since the last pin takes effect",
+      });
+      // Expected, not avoidable: logged at info, not warn.
+      const logged = pa.logger.lines.filter((line) => line.message.startsWith(`prefix changed session=${sessionId} `));
+      expect(logged.map((line) => line.level)).toEqual(["info"]);
+      const changed = (await prefixEvents(sessionId)).at(-1);
+      if (changed?.payload?.$case !== "changed") throw new Error("PrefixChanged expected");
+      expect(changed.payload.value.cause).toBe(cold.prefix?.cause);
+
+      // Pinned again: the next turn, a minute later, retains it and asks nothing more.
+      pa.clock.ms += MINUTE;
+      const next = await turn(pa, sessionId);
+      expect(lastResolve(pa)?.cacheCold).toBeUndefined();
+      expect(next.rulesDecision).toBe(Decision.DECISION_RETAINED);
+      expect(next.prefix).toMatchObject({ changed: false });
+    });
+
+    it("holds the edit back while the cache may be warm: a gap within the retention", async () => {
+      const pa = service({ repinWhenCold: true });
+      const { sessionId } = await heldBackEdit(pa);
+      pa.clock.ms += 5 * MINUTE;
+      const warm = await turn(pa, sessionId);
+      expect(lastResolve(pa)?.cacheCold).toBeUndefined();
+      expect(warm.rulesDecision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+      expect(warm.bodyJson).not.toContain("知识索引");
+      expect(warm.prefix).toMatchObject({ changed: false });
+    });
+
+    it("judges the gap against the retention the previous build carried (1h: 30 minutes are warm)", async () => {
+      const pa = service({ repinWhenCold: true });
+      const anthropic1h: Partial<BuildRequestRequest> = {
+        wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
+        model: "claude-sonnet-4-6",
+        cache: { retention: "1h", previousResponseId: "", mode: "" },
+      };
+      const { sessionId } = await heldBackEdit(pa, anthropic1h);
+      pa.clock.ms += 30 * MINUTE;
+      expect((await turn(pa, sessionId, anthropic1h)).rulesDecision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+      pa.clock.ms += 61 * MINUTE;
+      const cold = await turn(pa, sessionId, anthropic1h);
+      expect(cold.rulesDecision).toBe(Decision.DECISION_REPINNED_COLD_CACHE);
+      expect(cold.prefix?.cause).toContain("(idle 61m outlived the 1h cache retention)");
+    });
+
+    it("never re-pins with the option off, however long the session was idle", async () => {
+      const pa = service();
+      const { sessionId } = await heldBackEdit(pa);
+      pa.clock.ms += 2 * 24 * 60 * MINUTE;
+      const idle = await turn(pa, sessionId);
+      expect(pa.rules.calls.every((call) => call.request.cacheCold === undefined)).toBe(true);
+      expect(idle.rulesDecision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+      expect(idle.bodyJson).not.toContain("知识索引");
+    });
+
+    it("after a restart, and when another replica built since, goes by the stored row", async () => {
+      const pa = service({ repinWhenCold: true });
+      const { sessionId } = await heldBackEdit(pa);
+      // Another replica built the session 2 minutes ago: what this process remembers (13:03) is stale.
+      pa.clock.ms += 6 * MINUTE;
+      await store.db("pa_prefix_fingerprint")
+        .where({ session_id: sessionId })
+        .update({ updated_at_ms: pa.clock.ms - 2 * MINUTE });
+      expect((await turn(pa, sessionId)).rulesDecision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+
+      await pa.restart();
+      pa.clock.ms += 4 * MINUTE;
+      expect((await turn(pa, sessionId)).rulesDecision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+      pa.clock.ms += 6 * MINUTE;
+      expect((await turn(pa, sessionId)).rulesDecision).toBe(Decision.DECISION_REPINNED_COLD_CACHE);
+    });
+  });
+
   it("a compaction changes only the rules section and the history, and the cause names the generation", async () => {
     const pa = service();
     const sessionId = nextSessionId();
@@ -798,6 +921,10 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       ["FingerprintObserved", "observed"],
       ["PrefixChanged", "changed"],
     ]);
+    // Each observation says whether a PrefixChanged of its build follows (cache-monitor waits for it).
+    expect(
+      events.map((event) => (event.payload?.$case === "observed" ? event.payload.value.prefixChanged : "change")),
+    ).toEqual([false, false, true, "change"]);
     const observed = events[0];
     if (observed?.payload?.$case !== "observed") throw new Error("observed");
     expect(observed).toMatchObject({ sessionId, requestId: first.requestId, schemaVersion: 1 });

@@ -20,10 +20,11 @@ import type { ChatRequest, ToolDefinition, WireFormat } from "./model";
 import { comparePrefix, type ToolsChangeKind } from "./prefix-monitor";
 import { orderTools } from "./tool-order";
 import type { AnthropicMessagesBody } from "./wire-formats/anthropic-messages";
+import type { BedrockConverseBody } from "./wire-formats/bedrock-converse";
 import type { OpenAiChatBody } from "./wire-formats/openai-chat";
 import type { OpenAiResponsesBody } from "./wire-formats/openai-responses";
 
-const FORMATS: readonly WireFormat[] = ["openai_chat", "anthropic_messages", "openai_responses"];
+const FORMATS: readonly WireFormat[] = ["openai_chat", "anthropic_messages", "openai_responses", "bedrock_converse"];
 const hashOf = (text: string): string => `h(${text})`;
 
 /** A deep copy whose objects list their keys in a seeded random order. */
@@ -149,7 +150,12 @@ function buildWorkload(): BuiltSession[] {
       summaryChars: 600,
       seed: session + 1,
     });
-    const bodies: Record<WireFormat, unknown[]> = { openai_chat: [], anthropic_messages: [], openai_responses: [] };
+    const bodies: Record<WireFormat, unknown[]> = {
+      openai_chat: [],
+      anthropic_messages: [],
+      openai_responses: [],
+      bedrock_converse: [],
+    };
     for (const step of steps) {
       const { request, options } = assembleRequest(step, {
         model: "claude-sonnet-4-5",
@@ -179,6 +185,10 @@ function stablePrefixOf(format: WireFormat, body: unknown): string {
     const anthropic = body as AnthropicMessagesBody;
     return canonicalJson({ system: anthropic.system, tools: anthropic.tools });
   }
+  if (format === "bedrock_converse") {
+    const bedrock = body as BedrockConverseBody;
+    return canonicalJson({ system: bedrock.system, toolConfig: bedrock.toolConfig });
+  }
   const responses = body as OpenAiResponsesBody;
   return canonicalJson({ instructions: responses.instructions, tools: responses.tools });
 }
@@ -186,6 +196,7 @@ function stablePrefixOf(format: WireFormat, body: unknown): string {
 function historyOf(format: WireFormat, body: unknown): string {
   if (format === "openai_chat") return canonicalJson((body as OpenAiChatBody).messages.slice(1));
   if (format === "anthropic_messages") return canonicalJson((body as AnthropicMessagesBody).messages);
+  if (format === "bedrock_converse") return canonicalJson((body as BedrockConverseBody).messages);
   return canonicalJson((body as OpenAiResponsesBody).input);
 }
 
@@ -262,9 +273,9 @@ describe("provider cache hints", () => {
     expect(allKeys.size).toBe(SESSIONS);
   });
 
-  it("anthropic bodies never carry prompt_cache_key", () => {
+  it("anthropic and bedrock bodies never carry prompt_cache_key", () => {
     for (const session of workload) {
-      for (const body of session.bodies.anthropic_messages) {
+      for (const body of [...session.bodies.anthropic_messages, ...session.bodies.bedrock_converse]) {
         expect(Object.keys(body as object)).not.toContain("prompt_cache_key");
         expect(canonicalJson(body)).not.toContain("prompt_cache_key");
       }

@@ -6,6 +6,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { canonicalJson } from "./canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, SystemSection, ToolDefinition } from "./model";
+import { appliedCacheRetention } from "./provider-cache";
 import { compareCodeUnits } from "./tool-order";
 import { MessageMemo } from "./wire-formats/message-memo";
 
@@ -59,7 +60,11 @@ export function fingerprintRequest(request: ChatRequest, sha256: Sha256): Prefix
     toolsSetHash: sha256(canonicalJson(sortedTools.map(neutralTool), "tools")),
     messageHashes,
     historyHash: sha256(canonicalJson(messageHashes, "messages")),
-    ...(request.providerCache?.retention === undefined ? {} : { cacheRetention: request.providerCache.retention }),
+    // gpt-5.6+ carries its retention as prompt_cache_options.ttl: a change of it is as much a prefix
+    // change as Anthropic's ttl or OpenAI's prompt_cache_retention.
+    ...(appliedCacheRetention(request.providerCache) === ""
+      ? {}
+      : { cacheRetention: appliedCacheRetention(request.providerCache) }),
   };
 }
 

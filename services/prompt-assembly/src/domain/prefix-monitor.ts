@@ -3,6 +3,7 @@
 // when it built each request (compaction generation, rules snapshot decision, dropped turns,
 // date anchor), so the explanation names the event behind a change, not just the section.
 
+import { type ColdCache, formatIdleGap } from "./cold-cache";
 import { type PrefixFingerprint, sameMessageHash } from "./fingerprint";
 
 export const WORKSPACE_RULES_SECTION_KEY = "workspace-rules";
@@ -16,6 +17,8 @@ export interface CauseHints {
   readonly rulesDecision: RulesDecisionName;
   /** The operator's reason on REPINNED_OPERATOR_REFRESH. */
   readonly rulesRefreshReason?: string;
+  /** Why the cache was cold on REPINNED_COLD_CACHE: the idle gap and the retention it outlived. */
+  readonly coldCache?: ColdCache;
   readonly droppedTurnsBefore: number | null;
   readonly droppedTurnsNow: number;
   readonly anchorDateBefore: string | null;
@@ -67,6 +70,7 @@ export type RulesDecisionName =
   | "DEGRADED_RAW"
   | "SKIPPED_EMBED"
   | "REPINNED_OPERATOR_REFRESH"
+  | "REPINNED_COLD_CACHE"
   | "REREAD";
 
 export const DECISION_PINNED: RulesDecisionName = "PINNED";
@@ -135,9 +139,9 @@ export function comparePrefix(
         sections.changed.length === 0 &&
         toolsChangeKind === "none" &&
         !historyRewritten) ||
-      // A compaction's rewrite and re-pin, or an operator's refresh re-pinning the rules on purpose:
-      // named, but not avoidable breaks.
-      ((compactionMoved(hints) || hints.rulesDecision === "REPINNED_OPERATOR_REFRESH") &&
+      // A compaction's rewrite and re-pin, or the rules re-pinned on purpose (an operator's refresh,
+      // or a held-back edit landing on a cache that had expired anyway): named, but not avoidable breaks.
+      ((compactionMoved(hints) || rulesRepinnedOnPurpose(hints)) &&
         !modelChanged &&
         toolsChangeKind === "none" &&
         (compactionMoved(hints) || firstChangedMessageIndex === null) &&
@@ -254,6 +258,14 @@ const WORKSPACE_RULES_CHANGE: Record<RulesDecisionName, RulesChangeExplanation> 
   REPINNED_STALE_GENERATION: afterCompaction,
   REPINNED_OPERATOR_REFRESH: (_kind, hints) =>
     `new workspace-rules snapshot pinned after an operator refresh (reason: ${hints.rulesRefreshReason || "none given"})`,
+  REPINNED_COLD_CACHE: (_kind, hints) => {
+    const gap = hints.coldCache;
+    const why =
+      gap === undefined
+        ? "the cache had expired"
+        : `idle ${formatIdleGap(gap.idleMs)} outlived the ${gap.retention} cache retention`;
+    return `workspace-rules re-pinned on a cold cache (${why}): the AGENTS.md edit held back since the last pin takes effect`;
+  },
   REPINNED_WORKSPACE_MISMATCH: () =>
     "new workspace-rules snapshot pinned for another workspace (the snapshot held was of a different workspace)",
   DEGRADED_RAW: () => "workspace-rules degraded to raw text (snapshot store unavailable)",
@@ -287,6 +299,10 @@ function explainHistory(index: number, hints: CauseHints): string {
     return `history rewritten: dropped turns ${droppedBefore}→${hints.droppedTurnsNow}`;
   }
   return `history rewritten at message ${index} (message edited or deleted)`;
+}
+
+function rulesRepinnedOnPurpose(hints: CauseHints): boolean {
+  return hints.rulesDecision === "REPINNED_OPERATOR_REFRESH" || hints.rulesDecision === "REPINNED_COLD_CACHE";
 }
 
 function compactionMoved(hints: CauseHints): boolean {

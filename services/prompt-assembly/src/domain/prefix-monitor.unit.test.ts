@@ -107,6 +107,35 @@ describe("comparePrefix", () => {
     expect(comparePrefix(fingerprint(), skillsToo, refreshed)).toMatchObject({ changed: true, expected: false });
   });
 
+  it("names a re-pin on a cold cache with its gap, as expected, and counts its break expected", () => {
+    const cold = {
+      ...steady,
+      rulesDecision: "REPINNED_COLD_CACHE" as const,
+      coldCache: { idleMs: 12 * 60_000 + 30_000, retention: "5m" as const },
+    };
+    const rulesOnly = fingerprint({ system: replaceSection("workspace-rules", "rules v2") });
+    const comparison = comparePrefix(fingerprint(), rulesOnly, cold);
+    expect(comparison).toMatchObject({
+      changed: true,
+      expected: true,
+      changedSections: ["workspace-rules"],
+      cause:
+        "workspace-rules re-pinned on a cold cache (idle 12m outlived the 5m cache retention): the AGENTS.md edit held back since the last pin takes effect",
+    });
+    expect(prefixBreaksOf(comparison)).toEqual([
+      { section: "workspace-rules", cause: "section_changed", expected: true },
+    ]);
+    // The same change under a retained snapshot is the avoidable break the freeze exists to prevent.
+    expect(comparePrefix(fingerprint(), rulesOnly, steady)).toMatchObject({ changed: true, expected: false });
+    // Anything else that moved in the same build is still avoidable.
+    const skillsToo = fingerprint({
+      system: replaceSection("skills", "skill list v2").map((s) =>
+        s.key === "workspace-rules" ? { ...s, text: "rules v2" } : s,
+      ),
+    });
+    expect(comparePrefix(fingerprint(), skillsToo, cold)).toMatchObject({ changed: true, expected: false });
+  });
+
   it("reports a first build without calling it a change", () => {
     const comparison = comparePrefix(null, fingerprint(), steady);
     expect(comparison).toMatchObject({

@@ -1,14 +1,21 @@
-// Issue 17 §4: the provider cache options a harness may opt into per request — how long the
-// provider keeps the cached prefix (retention) and the provider's own miss diagnostics against the
-// session's previous response. Both are model-gated: a model not listed in config gets neither, so a
-// provider never sees a field that model's API would reject. Nothing asked = the body as before.
+// The provider cache options a harness may opt into per request: how long the provider keeps the
+// cached prefix (retention), the provider's own miss diagnostics against the session's previous
+// response, and the cache mode (OpenAI gpt-5.6+ implicit or explicit breakpoints, Anthropic's
+// automatic top-level cache_control). What a model takes comes from the provider catalogue
+// (libs/providers): a model whose family does not take an option gets no field for it, so a provider
+// never sees a field that model's API would reject (gpt-5.5 refuses `in_memory`; gpt-5.6 refuses
+// `prompt_cache_retention`). Nothing asked = the body as before, except where the family's cache API
+// itself needs fields (gpt-5.6+ breakpoints).
 
 import { ValidationError } from "@prefix-guard/errors";
 import { checkId } from "@prefix-guard/events/ids";
+import type { ModelFamily, ProviderEntry, RequestRetention } from "@prefix-guard/providers";
 
-/** Anthropic cache_control.ttl values, then OpenAI prompt_cache_retention values. */
-export const CACHE_RETENTIONS = ["5m", "1h", "in_memory", "24h"] as const;
-export type CacheRetention = (typeof CACHE_RETENTIONS)[number];
+export type CacheRetention = RequestRetention;
+
+/** `implicit`/`explicit`: OpenAI prompt_cache_options.mode; `automatic`: Anthropic's top-level cache_control. */
+export const CACHE_MODES = ["implicit", "explicit", "automatic"] as const;
+export type CacheMode = (typeof CACHE_MODES)[number];
 
 const MAX_RESPONSE_ID_CHARS = 200;
 
@@ -16,70 +23,126 @@ const MAX_RESPONSE_ID_CHARS = 200;
 export interface ProviderCacheRequest {
   readonly retention: CacheRetention | null;
   readonly previousResponseId: string | null;
+  readonly mode: CacheMode | null;
 }
 
-export const NO_PROVIDER_CACHE_REQUEST: ProviderCacheRequest = { retention: null, previousResponseId: null };
+export const NO_PROVIDER_CACHE_REQUEST: ProviderCacheRequest = {
+  retention: null,
+  previousResponseId: null,
+  mode: null,
+};
 
-/** Model-id prefixes that accept each option (config). */
-export interface ProviderCacheGates {
-  readonly retentionModels: readonly string[];
-  readonly diagnosticsModels: readonly string[];
-}
-
-/** What the body carries (ChatRequest.providerCache): only the options the model passed the gate for. */
-export interface ProviderCacheOptions {
-  readonly retention?: CacheRetention;
-  readonly previousResponseId?: string;
+/** What a wire format can express: WireFormatPlugin.cacheRetentions and cacheModes. */
+export interface CacheVocabulary {
+  readonly retentions: readonly CacheRetention[];
+  readonly modes: readonly CacheMode[];
 }
 
 /**
- * @param accepted the retentions the request's wire format can express (WireFormatPlugin.cacheRetentions).
- * @throws ValidationError naming `cache.retention` or `cache.previous_response_id`.
+ * OpenAI gpt-5.6+ (`prompt_cache_options`): the body carries its cache fields in that one object and
+ * marks breakpoints with `prompt_cache_breakpoint`; it must never carry `prompt_cache_retention`.
+ */
+export interface PromptCacheOptionsApi {
+  readonly mode?: "implicit" | "explicit";
+  readonly ttl?: CacheRetention;
+  /** Explicit breakpoints one request may write, the implicit one included (catalogue: breakpoints.maxPerRequest). */
+  readonly maxBreakpoints: number;
+}
+
+/** What the body carries (ChatRequest.providerCache): only what the model's family takes. */
+export interface ProviderCacheOptions {
+  readonly retention?: CacheRetention;
+  readonly previousResponseId?: string;
+  /** Present iff the family's cache API is `prompt_cache_options`, asked for or not. */
+  readonly promptCacheOptions?: PromptCacheOptionsApi;
+  /** Anthropic: a top-level automatic cache_control instead of the newest-turn breakpoint. */
+  readonly automatic?: true;
+}
+
+/** The model's family and its provider, as the catalogue has them; null = not catalogued. */
+export interface CacheTarget {
+  readonly family: ModelFamily | null;
+  readonly provider: ProviderEntry | null;
+}
+
+/**
+ * @param vocabulary what the request's wire format can express.
+ * @throws ValidationError naming `cache.retention`, `cache.previous_response_id` or `cache.mode`.
  */
 export function validateProviderCacheRequest(
-  input: { readonly retention: string; readonly previousResponseId: string } | undefined,
-  accepted: readonly CacheRetention[],
+  input: { readonly retention: string; readonly previousResponseId: string; readonly mode?: string } | undefined,
+  vocabulary: CacheVocabulary,
   wireFormatId: string,
 ): ProviderCacheRequest {
   if (input === undefined) return NO_PROVIDER_CACHE_REQUEST;
+  const choices = (values: readonly string[]) => values.map((value) => JSON.stringify(value)).join(", ");
   let retention: CacheRetention | null = null;
   if (input.retention !== "") {
-    const known = CACHE_RETENTIONS.find((value) => value === input.retention);
-    if (known === undefined || !accepted.includes(known))
+    const known = vocabulary.retentions.find((value) => value === input.retention);
+    if (known === undefined)
       throw new ValidationError(
         "cache.retention",
-        `must be one of ${accepted.map((value) => JSON.stringify(value)).join(", ")} for ${wireFormatId} ` +
-          `(or empty for the provider's default), got ${JSON.stringify(input.retention)}`,
+        `must be one of ${choices(vocabulary.retentions)} for ${wireFormatId} ` +
+          `(or empty for the provider's default), got ${JSON.stringify(input.retention.slice(0, 100))}`,
       );
     retention = known;
+  }
+  let mode: CacheMode | null = null;
+  const askedMode = input.mode ?? "";
+  if (askedMode !== "") {
+    const known = vocabulary.modes.find((value) => value === askedMode);
+    if (known === undefined)
+      throw new ValidationError(
+        "cache.mode",
+        vocabulary.modes.length === 0
+          ? `${wireFormatId} has no cache modes: leave it empty, got ${JSON.stringify(askedMode.slice(0, 100))}`
+          : `must be one of ${choices(vocabulary.modes)} for ${wireFormatId} (or empty for the default), ` +
+              `got ${JSON.stringify(askedMode.slice(0, 100))}`,
+      );
+    mode = known;
   }
   const previousResponseId =
     input.previousResponseId === ""
       ? null
       : checkId(input.previousResponseId, "cache.previous_response_id", MAX_RESPONSE_ID_CHARS);
-  return { retention, previousResponseId };
+  return { retention, previousResponseId, mode };
 }
 
-const listed = (model: string, prefixes: readonly string[]) => prefixes.some((prefix) => model.startsWith(prefix));
-
-/** The options the body carries for `model`: each one only when asked for and the model is listed. */
-export function gateProviderCache(
-  request: ProviderCacheRequest,
-  model: string,
-  gates: ProviderCacheGates,
-): ProviderCacheOptions {
+/** The options the body carries for the model: each one only when asked for and the family takes it. */
+export function gateProviderCache(request: ProviderCacheRequest, target: CacheTarget): ProviderCacheOptions {
+  const { family, provider } = target;
+  const retention = request.retention && family?.retentions.includes(request.retention) ? request.retention : undefined;
+  const previousResponseId =
+    request.previousResponseId !== null && family?.diagnostics === true && provider?.diagnosticsField != null
+      ? request.previousResponseId
+      : undefined;
+  if (family?.cacheApi === "prompt_cache_options") {
+    const mode = request.mode === "implicit" || request.mode === "explicit" ? request.mode : undefined;
+    return {
+      ...(previousResponseId === undefined ? {} : { previousResponseId }),
+      promptCacheOptions: {
+        ...(mode === undefined ? {} : { mode }),
+        ...(retention === undefined ? {} : { ttl: retention }),
+        maxBreakpoints: provider?.breakpoints?.maxPerRequest ?? 4,
+      },
+    };
+  }
+  const automatic =
+    request.mode === "automatic" && family?.cacheApi === "cache_control" && provider?.automaticCaching != null;
   return {
-    ...(request.retention !== null && listed(model, gates.retentionModels) ? { retention: request.retention } : {}),
-    ...(request.previousResponseId !== null && listed(model, gates.diagnosticsModels)
-      ? { previousResponseId: request.previousResponseId }
-      : {}),
+    ...(retention === undefined ? {} : { retention }),
+    ...(previousResponseId === undefined ? {} : { previousResponseId }),
+    ...(automatic ? { automatic: true as const } : {}),
   };
 }
 
-/** "claude-opus-4,gpt-5" → ["claude-opus-4", "gpt-5"]; blanks dropped. */
-export function parseModelPrefixes(text: string): string[] {
-  return text
-    .split(",")
-    .map((prefix) => prefix.trim())
-    .filter((prefix) => prefix.length > 0);
+/** The mode the body applies: the one asked for when the family took it, "" otherwise. */
+export function appliedCacheMode(options: ProviderCacheOptions | undefined): string {
+  if (options?.automatic === true) return "automatic";
+  return options?.promptCacheOptions?.mode ?? "";
+}
+
+/** The retention value the body carries, "" for none. */
+export function appliedCacheRetention(options: ProviderCacheOptions | undefined): string {
+  return options?.retention ?? options?.promptCacheOptions?.ttl ?? "";
 }

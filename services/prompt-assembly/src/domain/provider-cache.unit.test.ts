@@ -1,4 +1,5 @@
 import { ValidationError } from "@prefix-guard/errors";
+import { BUILTIN_PROVIDER_CATALOGUE, familyOf } from "@prefix-guard/providers";
 import { describe, expect, it } from "vitest";
 import { QUIET_TURN_HINTS } from "../../test/cause-hints";
 import { serializeAnthropicMessages, serializeOpenAiChat, serializeOpenAiResponses } from "../../test/wire";
@@ -7,15 +8,20 @@ import { fingerprintRequest } from "./fingerprint";
 import type { ChatRequest } from "./model";
 import { comparePrefix } from "./prefix-monitor";
 import {
+  appliedCacheMode,
+  appliedCacheRetention,
+  type CacheTarget,
   gateProviderCache,
   NO_PROVIDER_CACHE_REQUEST,
-  parseModelPrefixes,
+  type ProviderCacheRequest,
   validateProviderCacheRequest,
 } from "./provider-cache";
 import { countCacheBreakpoints } from "./wire-formats/anthropic-breakpoints";
-import { OPENAI_CACHE_RETENTIONS } from "./wire-formats/wire-format";
+import { anthropicMessages } from "./wire-formats/anthropic-messages";
+import { openAiChat } from "./wire-formats/openai-chat";
 
-const ANTHROPIC_RETENTIONS = ["5m", "1h"] as const;
+const ANTHROPIC = { retentions: anthropicMessages.cacheRetentions, modes: anthropicMessages.cacheModes };
+const OPENAI = { retentions: openAiChat.cacheRetentions, modes: openAiChat.cacheModes };
 const request: ChatRequest = {
   model: "claude-sonnet-4-5",
   system: [
@@ -33,6 +39,14 @@ const request: ChatRequest = {
 const options = { canonicalToolOrder: false };
 const sha256 = (text: string) => `h${text.length}:${text.slice(0, 40)}`;
 
+/** The model's family and provider as PromptBuilder looks them up. */
+function target(model: string, provider: string): CacheTarget {
+  return {
+    family: familyOf(BUILTIN_PROVIDER_CATALOGUE, model, provider),
+    provider: BUILTIN_PROVIDER_CATALOGUE.providers[provider] ?? null,
+  };
+}
+
 function fieldOf(run: () => unknown): string | undefined {
   try {
     run();
@@ -44,41 +58,93 @@ function fieldOf(run: () => unknown): string | undefined {
 }
 
 describe("validateProviderCacheRequest", () => {
-  it("takes each format's own retention values and a response id", () => {
-    expect(validateProviderCacheRequest(undefined, ANTHROPIC_RETENTIONS, "anthropic_messages")).toBe(
-      NO_PROVIDER_CACHE_REQUEST,
-    );
+  it("takes each format's own retention values and modes, and a response id", () => {
+    expect(validateProviderCacheRequest(undefined, ANTHROPIC, "anthropic_messages")).toBe(NO_PROVIDER_CACHE_REQUEST);
     expect(
-      validateProviderCacheRequest({ retention: "1h", previousResponseId: "msg_01" }, ANTHROPIC_RETENTIONS, "a"),
-    ).toEqual({ retention: "1h", previousResponseId: "msg_01" });
+      validateProviderCacheRequest(
+        { retention: "1h", previousResponseId: "msg_01", mode: "automatic" },
+        ANTHROPIC,
+        "a",
+      ),
+    ).toEqual({ retention: "1h", previousResponseId: "msg_01", mode: "automatic" });
+    expect(validateProviderCacheRequest({ retention: "24h", previousResponseId: "" }, OPENAI, "o")).toEqual({
+      retention: "24h",
+      previousResponseId: null,
+      mode: null,
+    });
     expect(
-      validateProviderCacheRequest({ retention: "24h", previousResponseId: "" }, OPENAI_CACHE_RETENTIONS, "o"),
-    ).toEqual({ retention: "24h", previousResponseId: null });
+      validateProviderCacheRequest({ retention: "30m", previousResponseId: "", mode: "explicit" }, OPENAI, "o"),
+    ).toEqual({ retention: "30m", previousResponseId: null, mode: "explicit" });
   });
 
   it("refuses an unknown value, the other provider's value and a bad id, naming the field", () => {
     const check = (
       retention: string,
       previousResponseId: string,
-      accepted: readonly ("5m" | "1h" | "in_memory" | "24h")[],
-    ) => fieldOf(() => validateProviderCacheRequest({ retention, previousResponseId }, accepted, "format"));
-    expect(check("2h", "", ANTHROPIC_RETENTIONS)).toBe("cache.retention");
-    expect(check("24h", "", ANTHROPIC_RETENTIONS)).toBe("cache.retention");
-    expect(check("1h", "", OPENAI_CACHE_RETENTIONS)).toBe("cache.retention");
-    expect(check("", "msg 01", ANTHROPIC_RETENTIONS)).toBe("cache.previous_response_id");
-    expect(check("", "r".repeat(201), OPENAI_CACHE_RETENTIONS)).toBe("cache.previous_response_id");
+      vocabulary: typeof ANTHROPIC | typeof OPENAI,
+      mode = "",
+    ) => fieldOf(() => validateProviderCacheRequest({ retention, previousResponseId, mode }, vocabulary, "format"));
+    expect(check("2h", "", ANTHROPIC)).toBe("cache.retention");
+    expect(check("24h", "", ANTHROPIC)).toBe("cache.retention");
+    expect(check("1h", "", OPENAI)).toBe("cache.retention");
+    expect(check("", "msg 01", ANTHROPIC)).toBe("cache.previous_response_id");
+    expect(check("", "r".repeat(201), OPENAI)).toBe("cache.previous_response_id");
+    expect(check("", "", ANTHROPIC, "explicit")).toBe("cache.mode");
+    expect(check("", "", OPENAI, "automatic")).toBe("cache.mode");
+    expect(check("", "", OPENAI, "Explicit")).toBe("cache.mode");
+    expect(check("", "", { retentions: [], modes: [] }, "implicit")).toBe("cache.mode");
   });
 });
 
-describe("gateProviderCache", () => {
-  const gates = { retentionModels: parseModelPrefixes(" claude-sonnet-4, gpt-5 ,"), diagnosticsModels: ["gpt-5"] };
-  const asked = { retention: "1h", previousResponseId: "msg_01" } as const;
-  it("passes each option only for a listed model prefix", () => {
-    expect(gates.retentionModels).toEqual(["claude-sonnet-4", "gpt-5"]);
-    expect(gateProviderCache(asked, "claude-sonnet-4-5", gates)).toEqual({ retention: "1h" });
-    expect(gateProviderCache(asked, "gpt-5-mini", gates)).toEqual({ retention: "1h", previousResponseId: "msg_01" });
-    expect(gateProviderCache(asked, "claude-3-haiku-20240307", gates)).toEqual({});
-    expect(gateProviderCache(NO_PROVIDER_CACHE_REQUEST, "gpt-5", gates)).toEqual({});
+describe("gateProviderCache (the provider catalogue)", () => {
+  const asked = (retention: ProviderCacheRequest["retention"], mode: ProviderCacheRequest["mode"] = null) => ({
+    retention,
+    previousResponseId: "resp_01",
+    mode,
+  });
+
+  it("gpt-5.5 takes only 24h and no diagnostics", () => {
+    expect(gateProviderCache(asked("24h"), target("gpt-5.5", "openai"))).toEqual({ retention: "24h" });
+    expect(gateProviderCache(asked("in_memory"), target("gpt-5.5-pro", "openai"))).toEqual({});
+    expect(gateProviderCache(asked("in_memory"), target("gpt-5-mini", "openai"))).toEqual({ retention: "in_memory" });
+  });
+
+  it("gpt-5.6 gets prompt_cache_options, asked for or not, and never a retention of its own", () => {
+    const gpt56 = target("gpt-5.6-terra-2026-11-01", "openai");
+    expect(gateProviderCache(NO_PROVIDER_CACHE_REQUEST, gpt56)).toEqual({ promptCacheOptions: { maxBreakpoints: 4 } });
+    expect(gateProviderCache(asked("30m", "explicit"), gpt56)).toEqual({
+      previousResponseId: "resp_01",
+      promptCacheOptions: { mode: "explicit", ttl: "30m", maxBreakpoints: 4 },
+    });
+    // A retention the family does not take is left out; so is a mode of another provider.
+    expect(gateProviderCache(asked("24h", "automatic"), gpt56)).toEqual({
+      previousResponseId: "resp_01",
+      promptCacheOptions: { maxBreakpoints: 4 },
+    });
+    expect(appliedCacheRetention(gateProviderCache(asked("30m", "implicit"), gpt56))).toBe("30m");
+    expect(appliedCacheMode(gateProviderCache(asked("30m", "implicit"), gpt56))).toBe("implicit");
+  });
+
+  it("claude-3-haiku gets no ttl and no diagnostics; a current Claude gets both, and automatic caching", () => {
+    expect(gateProviderCache(asked("1h", "automatic"), target("claude-3-haiku-20240307", "anthropic"))).toEqual({
+      automatic: true,
+    });
+    expect(gateProviderCache(asked("1h", "automatic"), target("claude-sonnet-4-5", "anthropic"))).toEqual({
+      retention: "1h",
+      previousResponseId: "resp_01",
+      automatic: true,
+    });
+    // OpenAI's modes mean nothing to Anthropic.
+    expect(gateProviderCache(asked(null, "explicit"), target("claude-sonnet-4-5", "anthropic"))).toEqual({
+      previousResponseId: "resp_01",
+    });
+  });
+
+  it("an unknown model gets nothing, and the modes only reach the families that take them", () => {
+    expect(gateProviderCache(asked("1h", "automatic"), target("glm-4.6", "anthropic"))).toEqual({});
+    expect(gateProviderCache(asked("24h", "explicit"), target("my-finetune", "openai"))).toEqual({});
+    expect(gateProviderCache(asked(null, "implicit"), target("gpt-5.5", "openai"))).toEqual({});
+    expect(appliedCacheMode(gateProviderCache(asked(null, "implicit"), target("gpt-5.5", "openai")))).toBe("");
   });
 });
 
@@ -107,20 +173,45 @@ describe("wire formats with provider cache options", () => {
   it.each([
     ["openai_chat", serializeOpenAiChat],
     ["openai_responses", serializeOpenAiResponses],
-  ] as const)("%s: prompt_cache_retention and prompt_cache_options.comparison_response_id", (_format, serialize) => {
-    const plain = serialize(request, options) as unknown as Record<string, unknown>;
-    const opted = serialize(
-      { ...request, providerCache: { retention: "24h", previousResponseId: "resp_01" } },
-      options,
-    ) as unknown as Record<string, unknown>;
-    expect(opted).toEqual({
-      ...plain,
-      prompt_cache_retention: "24h",
-      prompt_cache_options: { comparison_response_id: "resp_01" },
+  ] as const)(
+    "%s before gpt-5.6: prompt_cache_retention and prompt_cache_options.comparison_response_id",
+    (_format, serialize) => {
+      const plain = serialize(request, options) as unknown as Record<string, unknown>;
+      const opted = serialize(
+        { ...request, providerCache: { retention: "24h", previousResponseId: "resp_01" } },
+        options,
+      ) as unknown as Record<string, unknown>;
+      expect(opted).toEqual({
+        ...plain,
+        prompt_cache_retention: "24h",
+        prompt_cache_options: { comparison_response_id: "resp_01" },
+      });
+      expect(Object.keys(plain)).not.toContain("prompt_cache_retention");
+      const retentionOnly = serialize({ ...request, providerCache: { retention: "in_memory" } }, options);
+      expect(retentionOnly).toEqual({ ...plain, prompt_cache_retention: "in_memory" });
+    },
+  );
+
+  it.each([
+    ["openai_chat", serializeOpenAiChat],
+    ["openai_responses", serializeOpenAiResponses],
+  ] as const)("%s from gpt-5.6: only prompt_cache_options, with the fields that are set", (_format, serialize) => {
+    const gpt56 = { ...request, model: "gpt-5.6" };
+    const built = (cache: ProviderCacheRequest) =>
+      serialize({ ...gpt56, providerCache: gateProviderCache(cache, target("gpt-5.6", "openai")) }, options);
+    const everything = built({ retention: "30m", previousResponseId: "resp_01", mode: "explicit" });
+    expect(everything.prompt_cache_options).toEqual({
+      mode: "explicit",
+      ttl: "30m",
+      comparison_response_id: "resp_01",
     });
-    expect(Object.keys(plain)).not.toContain("prompt_cache_retention");
-    const retentionOnly = serialize({ ...request, providerCache: { retention: "in_memory" } }, options);
-    expect(retentionOnly).toEqual({ ...plain, prompt_cache_retention: "in_memory" });
+    expect(everything).not.toHaveProperty("prompt_cache_retention");
+    expect(built({ retention: "30m", previousResponseId: null, mode: null }).prompt_cache_options).toEqual({
+      ttl: "30m",
+    });
+    // Nothing asked: no prompt_cache_options at all (the defaults are OpenAI's).
+    expect(built(NO_PROVIDER_CACHE_REQUEST)).not.toHaveProperty("prompt_cache_options");
+    expect(built(NO_PROVIDER_CACHE_REQUEST)).not.toHaveProperty("prompt_cache_retention");
   });
 
   it("an empty option set leaves every format's body as without it", () => {

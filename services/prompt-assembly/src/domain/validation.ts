@@ -175,7 +175,11 @@ export function validateBuildRequest(request: BuildRequestRequest): ValidatedBui
     allowShellClock: request.allowShellClock,
     locale,
     maxOutputTokens: request.maxOutputTokens,
-    cache: validateProviderCacheRequest(request.cache, wireFormatPlugin(wireFormat).cacheRetentions, wireFormat),
+    cache: validateProviderCacheRequest(
+      request.cache,
+      { retentions: wireFormatPlugin(wireFormat).cacheRetentions, modes: wireFormatPlugin(wireFormat).cacheModes },
+      wireFormat,
+    ),
   };
 }
 

@@ -480,6 +480,39 @@ function suite(name: string, open: () => Promise<Backend>) {
       expect(logger.matching(/reason=stale-generation$/)).toHaveLength(1);
     });
 
+    it("re-pins a held-back edit when the caller says the cache is cold, then retains it", async () => {
+      const session = sid("cold");
+      const ws = await workspace(session, "rules v1\n");
+      const { service, logger, events } = harness(db);
+      await service.resolveWorkspaceRules(fileRequest(session, ws, 2));
+      await ws.write("rules v2\n");
+      const warm = await service.resolveWorkspaceRules({ ...fileRequest(session, ws, 2), cacheCold: false });
+      expect(warm.decision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);
+      expect(warm.sectionText).toContain("rules v1");
+
+      const cold = await service.resolveWorkspaceRules({ ...fileRequest(session, ws, 1), cacheCold: true });
+      const v2 = renderWorkspaceRulesSection("rules v2\n", "zh-CN");
+      expect(cold).toEqual({
+        sectionText: v2,
+        decision: Decision.DECISION_REPINNED_COLD_CACHE,
+        rulesHash: sha256(v2),
+        pinnedGeneration: 2,
+        warning: "",
+        refreshReason: "",
+      });
+      const row = await db("session_workspace_rules").where({ session_id: session }).first();
+      expect(row).toMatchObject({ rules_text: v2, rules_hash: sha256(v2), last_reported_disk_hash: null });
+      expect(Number(row.generation)).toBe(2);
+      expect(logger.matching(/reason=cold-cache$/)).toEqual([
+        `workspace rules snapshot invalidated session=${session} reason=cold-cache`,
+      ]);
+      expect(events.ofType("RulesPinned").at(-1)).toMatchObject({
+        payload: { $case: "pinned", value: { reason: "cold_cache", generation: 2 } },
+      });
+      const next = await service.resolveWorkspaceRules({ ...fileRequest(session, ws, 2), cacheCold: true });
+      expect(next).toMatchObject({ decision: Decision.DECISION_RETAINED, sectionText: v2 });
+    });
+
     it("invalidates on request, then pins what is read next", async () => {
       const session = sid("invalidate");
       const ws = await workspace(session, "before\n");

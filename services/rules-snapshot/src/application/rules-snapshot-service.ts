@@ -69,7 +69,7 @@ export interface RulesSnapshotServiceDeps {
 
 export type ResolveRequest = Pick<
   ProtoResolveRequest,
-  "sessionId" | "workspace" | "source" | "compactionGeneration" | "embed" | "locale"
+  "sessionId" | "workspace" | "source" | "compactionGeneration" | "embed" | "locale" | "cacheCold"
 >;
 
 export type ResolveResponse = Omit<ProtoResolveResponse, "_unknownFields">;
@@ -90,6 +90,7 @@ const PROTO_DECISIONS: Record<ResolutionDecision, Decision> = {
   DEGRADED_RAW: Decision.DECISION_DEGRADED_RAW,
   SKIPPED_EMBED: Decision.DECISION_SKIPPED_EMBED,
   REPINNED_OPERATOR_REFRESH: Decision.DECISION_REPINNED_OPERATOR_REFRESH,
+  REPINNED_COLD_CACHE: Decision.DECISION_REPINNED_COLD_CACHE,
 };
 
 const NO_RAW: RawRules = { sectionText: "", sourcePath: null, sourceMtimeMs: null, rawHash: "" };
@@ -129,6 +130,7 @@ export class RulesSnapshotService {
         raw: NO_RAW,
         callerGeneration,
         embed: true,
+        cacheCold: false,
       });
       return this.responseFromPlan(plan);
     }
@@ -145,7 +147,7 @@ export class RulesSnapshotService {
     let response: ResolveResponse;
     try {
       response = await withDbTimeout(
-        this.resolveAgainstStore(sessionId, workspace, raw, callerGeneration, storedRead),
+        this.resolveAgainstStore(sessionId, workspace, raw, callerGeneration, request.cacheCold === true, storedRead),
         this.deps.dbTimeoutMs,
         "workspace rules resolve",
       );
@@ -279,11 +281,12 @@ export class RulesSnapshotService {
     workspace: string,
     raw: RawRules,
     callerGeneration: number,
+    cacheCold: boolean,
     storedRead: Promise<SnapshotRow | null>,
   ): Promise<ResolveResponse> {
     const { store } = this.deps;
     const existing = await storedRead;
-    let plan = decideResolution({ sessionId, existing, workspace, raw, callerGeneration, embed: false });
+    let plan = decideResolution({ sessionId, existing, workspace, raw, callerGeneration, embed: false, cacheCold });
     const action = plan.action;
     switch (action.kind) {
       case "none":

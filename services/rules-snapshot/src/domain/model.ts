@@ -51,7 +51,8 @@ export type ResolutionDecision =
   | "EMPTY_NOT_PINNED"
   | "DEGRADED_RAW"
   | "SKIPPED_EMBED"
-  | "REPINNED_OPERATOR_REFRESH";
+  | "REPINNED_OPERATOR_REFRESH"
+  | "REPINNED_COLD_CACHE";
 
 export type RulesEventPayload = NonNullable<RulesSnapshotEvent["payload"]>;
 
@@ -66,4 +67,10 @@ export type InvalidationReason =
 export type DeletionReason = "session-deleted" | "side-task-promoted";
 
 /** RulesPinned.reason values. */
-export type PinReason = "first" | "after_invalidate" | "workspace_mismatch" | "stale_generation" | "invalid_row";
+export type PinReason =
+  | "first"
+  | "after_invalidate"
+  | "workspace_mismatch"
+  | "stale_generation"
+  | "invalid_row"
+  | "cold_cache";

@@ -15,6 +15,11 @@ export interface ResolutionInput {
   /** The session's current compaction generation as the caller knows it. */
   readonly callerGeneration: number;
   readonly embed: boolean;
+  /**
+   * The caller says the session's provider cache is cold (ResolveRequest.cache_cold, REPIN_WHEN_COLD):
+   * a snapshot held back from a changed disk no longer protects any cached prefix.
+   */
+  readonly cacheCold: boolean;
 }
 
 export type SnapshotAction =
@@ -57,6 +62,7 @@ function pinPlan(
   decision: ResolutionDecision,
   reason: PinReason,
   action: "insert" | "overwrite",
+  generation: number = input.callerGeneration,
 ): ResolutionPlan {
   const snapshot: PinnedSnapshot = {
     sessionId: input.sessionId,
@@ -65,7 +71,7 @@ function pinPlan(
     rulesHash: input.raw.rawHash,
     sourcePath: input.raw.sourcePath,
     sourceMtimeMs: input.raw.sourceMtimeMs,
-    generation: input.callerGeneration,
+    generation,
   };
   const pinned = pinnedLogLine({
     sessionId: input.sessionId,
@@ -79,11 +85,17 @@ function pinPlan(
     rulesHash: snapshot.rulesHash,
     pinnedGeneration: snapshot.generation,
     action: action === "insert" ? { kind: "insert", snapshot } : { kind: "overwrite", snapshot },
-    logLines:
-      reason === "stale_generation" ? [invalidatedLogLine(input.sessionId, "stale-generation"), pinned] : [pinned],
+    logLines: [...replacedLogLines(input.sessionId, reason), pinned],
     event: pinnedPayload(snapshot, reason),
     refreshReason: "",
   };
+}
+
+/** A pin that replaces a valid snapshot says first why the old one went. */
+function replacedLogLines(sessionId: string, reason: PinReason): string[] {
+  if (reason === "stale_generation") return [invalidatedLogLine(sessionId, "stale-generation")];
+  if (reason === "cold_cache") return [invalidatedLogLine(sessionId, "cold-cache")];
+  return [];
 }
 
 function emptyPlan(
@@ -180,6 +192,13 @@ export function decideResolution(input: ResolutionInput): ResolutionPlan {
 
   // §4.2 branch 1: the snapshot wins over whatever the disk says now, even an empty read (§3.4 评审补充).
   if (raw.rawHash === row.rulesHash) return retainedPlan(row, "RETAINED", NO_ACTION, [], null);
+  // The freeze exists to keep the provider's cached prefix; once that is gone (the caller says the
+  // cache is cold), holding an edit back only costs stale rules. The row keeps its generation (never
+  // below the caller's), so the fencing above still compares against the session's compactions. An
+  // empty read is still no reason to drop the section (§3.4 评审补充).
+  if (input.cacheCold && !rawEmpty) {
+    return pinPlan(input, "REPINNED_COLD_CACHE", "cold_cache", "overwrite", row.generation);
+  }
   const decision: ResolutionDecision = rawEmpty ? "RETAINED_DISK_EMPTY" : "RETAINED_DISK_CHANGED";
   // Report once per disk hash per session (the empty read has a hash too, the hash of ''), also across restarts.
   if (row.lastReportedDiskHash === raw.rawHash) return retainedPlan(row, decision, NO_ACTION, [], null);

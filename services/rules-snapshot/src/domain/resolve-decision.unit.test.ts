@@ -39,6 +39,7 @@ function input(overrides: Partial<ResolutionInput>): ResolutionInput {
     raw: raw("## 工作区规则\n\nfresh rules", "ab12freshhash000"),
     callerGeneration: 2,
     embed: false,
+    cacheCold: false,
     ...overrides,
   };
 }
@@ -262,6 +263,56 @@ describe("decideResolution", () => {
       action: { kind: "delete", belowGeneration: 1 },
     });
     expect(plan.event).toEqual({ $case: "invalidated", value: { reason: "stale-generation", generation: 1 } });
+  });
+
+  describe("on a cold cache (ResolveRequest.cache_cold, REPIN_WHEN_COLD)", () => {
+    const changedRow = () => row({ generation: 3, lastReportedDiskHash: "ab12freshhash000" });
+
+    it("re-pins a snapshot the disk moved away from, keeping the row's generation", () => {
+      const plan = decideResolution(input({ existing: changedRow(), cacheCold: true }));
+      expect(plan).toMatchObject({
+        decision: "REPINNED_COLD_CACHE",
+        sectionText: "## 工作区规则\n\nfresh rules",
+        rulesHash: "ab12freshhash000",
+        pinnedGeneration: 3,
+        refreshReason: "",
+      });
+      expect(plan.action).toEqual({
+        kind: "overwrite",
+        snapshot: {
+          sessionId: "811",
+          workspace: WORKSPACE,
+          rulesText: "## 工作区规则\n\nfresh rules",
+          rulesHash: "ab12freshhash000",
+          sourcePath: `${WORKSPACE}/AGENTS.md`,
+          sourceMtimeMs: 1_760_000_000_123,
+          generation: 3,
+        },
+      });
+      expect(plan.event).toMatchObject({ $case: "pinned", value: { reason: "cold_cache", generation: 3 } });
+      expect(plan.logLines[0]).toBe("workspace rules snapshot invalidated session=811 reason=cold-cache");
+      expect(plan.logLines[1]).toMatch(/^workspace rules snapshot pinned session=811 /);
+    });
+
+    it("keeps holding the change back while the cache may be warm", () => {
+      const plan = decideResolution(input({ existing: changedRow(), cacheCold: false }));
+      expect(plan).toMatchObject({ decision: "RETAINED_DISK_CHANGED", action: { kind: "none" } });
+      expect(plan.sectionText).toBe(changedRow().rulesText);
+    });
+
+    it("changes nothing else: an unchanged disk is retained, an empty read keeps the section", () => {
+      const pinned = row();
+      const same = decideResolution(
+        input({ existing: pinned, raw: raw(pinned.rulesText, pinned.rulesHash), cacheCold: true }),
+      );
+      expect(same).toMatchObject({ decision: "RETAINED", action: { kind: "none" } });
+      const empty = decideResolution(input({ existing: pinned, raw: EMPTY_RAW, cacheCold: true }));
+      expect(empty).toMatchObject({ decision: "RETAINED_DISK_EMPTY", sectionText: pinned.rulesText });
+      const stale = decideResolution(input({ existing: row({ generation: 1 }), callerGeneration: 2, cacheCold: true }));
+      expect(stale.decision).toBe("REPINNED_STALE_GENERATION");
+      const first = decideResolution(input({ cacheCold: true }));
+      expect(first.decision).toBe("PINNED");
+    });
   });
 
   it("checks the workspace before the generation", () => {

@@ -84,6 +84,8 @@ export interface StoredObservation {
   /** Who the session belongs to ("" from builders that did not say). */
   readonly scope: string;
   readonly owner: string;
+  /** The build said a PrefixChanged of it follows (true) or none does (false); null: it did not say. */
+  readonly prefixChanged: boolean | null;
 }
 
 export interface StoredChange extends PrefixChange {
@@ -236,6 +238,7 @@ export function toObservation(row: Row): StoredObservation {
     cacheRetention: str(row.cache_retention),
     scope: str(row.scope),
     owner: str(row.owner),
+    prefixChanged: row.prefix_changed === null || row.prefix_changed === undefined ? null : bool(row.prefix_changed),
   };
 }
 

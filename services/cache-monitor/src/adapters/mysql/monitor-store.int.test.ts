@@ -40,6 +40,7 @@ function observation(
 ): StoredObservation {
   return {
     compactionRequest,
+    prefixChanged: null,
     workspace: "/ws/oc_4fc3",
     cacheRetention: "",
     scope: "",
@@ -136,6 +137,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0011_cm_observation_workspace",
         "0012_cm_observation_cache_retention",
         "0013_cm_observation_ownership",
+        "0014_cm_observation_prefix_changed",
       ]);
       store = new MonitorStore(db);
     });

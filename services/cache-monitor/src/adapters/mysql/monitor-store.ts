@@ -12,7 +12,7 @@ import {
   toObservation,
   toUsage,
 } from "./monitor-rows";
-import { ObservationStore } from "./observation-store";
+import { type BuildArrival, ObservationStore } from "./observation-store";
 import { UsageStore } from "./usage-store";
 
 /**
@@ -55,15 +55,13 @@ export class MonitorStore {
   }
 
   /**
-   * Whether prompt-assembly's FingerprintObserved of this build has been stored: cache-monitor's
-   * only record that prefix-guard built the request (a compaction request counts too).
+   * How much of prompt-assembly's record of this build has been stored: its FingerprintObserved is
+   * cache-monitor's only record that prefix-guard built the request (a compaction request counts
+   * too), and the PrefixChanged it announced is what explains the build's call.
    */
-  async hasBuild(sessionId: string, requestId: string): Promise<boolean> {
+  async buildArrival(sessionId: string, requestId: string): Promise<BuildArrival> {
     try {
-      const row = await this.db("cm_prefix_observation")
-        .where({ session_id: sessionId, request_id: requestId })
-        .first("event_id");
-      return row !== undefined;
+      return await this.observations.buildArrival(this.db, sessionId, requestId);
     } catch (error) {
       throw translateDbError(error, { session_id: sessionId });
     }

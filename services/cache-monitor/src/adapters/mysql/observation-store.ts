@@ -12,9 +12,33 @@ import {
   toObservation,
 } from "./monitor-rows";
 
+/**
+ * How much of a build's record has arrived: nothing; its FingerprintObserved, but not yet the
+ * PrefixChanged it said follows; or all of it (an observation that announced no PrefixChanged, or
+ * did not say, is all there is until a PrefixChanged arrives).
+ */
+export type BuildArrival = "none" | "awaiting_change" | "complete";
+
 /** What prompt-assembly observed of each build (cm_prefix_observation, cm_prefix_change) and the join of a usage with it. */
 export class ObservationStore {
   constructor(readonly _db: Knex) {}
+
+  /** The build's first observation decides, as it does in prefixJoin. */
+  async buildArrival(executor: DbExecutor, sessionId: string, requestId: string): Promise<BuildArrival> {
+    const observed = (await executor("cm_prefix_observation")
+      .where({ session_id: sessionId, request_id: requestId })
+      .orderBy([
+        { column: "occurred_at_ms", order: "asc" },
+        { column: "event_id", order: "asc" },
+      ])
+      .first("prefix_changed")) as Row | undefined;
+    if (observed === undefined) return "none";
+    if (!bool(observed.prefix_changed)) return "complete";
+    const change = await executor("cm_prefix_change")
+      .where({ session_id: sessionId, request_id: requestId })
+      .first("event_id");
+    return change === undefined ? "awaiting_change" : "complete";
+  }
 
   /** What prompt-assembly said about a request so far: its first observation and first change, if any. */
   async prefixJoin(executor: DbExecutor, sessionId: string, requestId: string): Promise<PrefixJoin> {
@@ -34,7 +58,11 @@ export class ObservationStore {
       .first()) as Row | undefined;
     const join: PrefixJoin = {
       observed: observed
-        ? { firstBuild: bool(observed.first_build), workspace: String(observed.workspace ?? "") }
+        ? {
+            firstBuild: bool(observed.first_build),
+            workspace: String(observed.workspace ?? ""),
+            ...(bool(observed.prefix_changed) ? { prefixChanged: true } : {}),
+          }
         : null,
       change: change ? toChange(change) : null,
     };
@@ -89,6 +117,7 @@ export class ObservationStore {
       cache_retention: observation.cacheRetention,
       scope: observation.scope,
       owner: observation.owner,
+      prefix_changed: observation.prefixChanged,
       received_at_ms: receivedAtMs,
     });
     return true;

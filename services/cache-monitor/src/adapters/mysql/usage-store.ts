@@ -23,6 +23,17 @@ function optedRetention(executor: DbExecutor): Knex.Raw {
   );
 }
 
+/**
+ * Where the builder saw the call's prefix change: tokens from the first changed byte to the end (the
+ * largest when a request has several PrefixChanged, the cautious read for the advisor); NULL = no change seen.
+ */
+function tokensAfterBreak(executor: DbExecutor): Knex.Raw {
+  return executor.raw(
+    `(SELECT MAX(c.tokens_after_break) FROM cm_prefix_change c
+       WHERE c.session_id = cm_usage.session_id AND c.request_id = cm_usage.request_id) AS tokens_after_break`,
+  );
+}
+
 /** Recorded usages (cm_usage) and the calls before one, for collapse detection. */
 export class UsageStore {
   constructor(readonly _db: Knex) {}
@@ -130,6 +141,7 @@ export class UsageStore {
         "cache_creation_1h_tokens",
         "cost",
         optedRetention(executor),
+        tokensAfterBreak(executor),
       )) as Row[];
     return rows.reverse().map((row) => ({
       model: str(row.model),
@@ -140,6 +152,9 @@ export class UsageStore {
       cacheCreationTokens: num(row.cache_creation_tokens),
       cacheCreation1hTokens: num(row.cache_creation_1h_tokens),
       cacheRetention: str(row.cache_retention),
+      ...(row.tokens_after_break === null || row.tokens_after_break === undefined
+        ? {}
+        : { tokensAfterBreak: num(row.tokens_after_break) }),
       cost: num(row.cost),
     }));
   }

@@ -2,8 +2,8 @@
 // call sent, the model, when), turned into the same input the typed path gives validateUsage.
 
 import { ValidationError } from "@prefix-guard/errors";
+import { parseProviderUsage } from "@prefix-guard/providers/usage";
 import type { UsageInput } from "../validation";
-import { parseProviderUsage } from "./index";
 
 /** RecordUsageRequest.raw as it arrived. */
 export interface RawUsageInput {

@@ -177,6 +177,24 @@ export class FingerprintStore {
     await withSql(this.db, (sql) => sql.run(insert.sql, insert.values));
   }
 
+  /**
+   * When the session's last build was recorded, with its fingerprint JSON; null when none was. Read
+   * only to tell whether the session's provider cache is cold (REPIN_WHEN_COLD), so not on every build.
+   */
+  async lastBuild(sessionId: string): Promise<{ recordedAtMs: number; fingerprintJson: string } | null> {
+    try {
+      const row = (await this.db("pa_prefix_fingerprint")
+        .where({ session_id: sessionId })
+        .first("updated_at_ms", "fingerprint_json")) as
+        | { updated_at_ms: number | string; fingerprint_json: string }
+        | undefined;
+      if (row === undefined || row.fingerprint_json === NO_FINGERPRINT) return null;
+      return { recordedAtMs: Number(row.updated_at_ms), fingerprintJson: row.fingerprint_json };
+    } catch (error) {
+      throw translateDbError(error, { session_id: sessionId });
+    }
+  }
+
   /** For tests and operators: the stored fingerprint JSON of a session, or null. */
   async storedFingerprint(sessionId: string): Promise<string | null> {
     try {

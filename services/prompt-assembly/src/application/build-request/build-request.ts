@@ -18,7 +18,7 @@
 // the same bytes and the same id.
 
 import { type Caller, canSeeSession, isConfined, workspaceAllowed } from "@prefix-guard/access";
-import { PermissionDeniedError } from "@prefix-guard/errors";
+import { errorMessage, PermissionDeniedError } from "@prefix-guard/errors";
 import { sha256HexOfParts } from "@prefix-guard/events";
 import type {
   BuildCompactionRequestRequest,
@@ -26,13 +26,24 @@ import type {
   BuildRequestRequest,
   BuildRequestResponse,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import {
+  BUILTIN_PROVIDER_CATALOGUE,
+  familyOf,
+  type ProviderCatalogue,
+  providerOfWireFormat,
+} from "@prefix-guard/providers";
 import { type AssembledRequest, assembleChatRequest } from "../../domain/assemble-request";
-import { cacheMinimumTokensFor, parseCacheMinimums } from "../../domain/cache-minimums";
+import { type ColdCache, coldCacheAt } from "../../domain/cold-cache";
 import { fingerprintRequest, type PrefixFingerprint } from "../../domain/fingerprint";
 import { planCompaction } from "../../domain/history-window";
 import type { ChatMessage } from "../../domain/model";
 import { formatPrefixChangedLog, type PrefixBreak, prefixBreaksOf } from "../../domain/prefix-monitor";
-import { gateProviderCache, type ProviderCacheGates } from "../../domain/provider-cache";
+import {
+  appliedCacheMode,
+  appliedCacheRetention,
+  type CacheTarget,
+  gateProviderCache,
+} from "../../domain/provider-cache";
 import type { ProjectedSessionView } from "../../domain/session-projection";
 import { compactionInstructionText } from "../../domain/texts";
 import { tokensOfUnits } from "../../domain/tokens";
@@ -41,7 +52,7 @@ import { type ValidatedBuildRequest, validateBuildRequest, validateCompactionReq
 import { wireFormatPlugin } from "../../domain/wire-formats/registry";
 import { serializeUtf8 } from "../../domain/wire-formats/wire-format";
 import { type DateAnchoring, localDateIn } from "./dates";
-import type { PrefixMemory, PrefixRecord } from "./prefix-memory";
+import type { PrefixMemory, PrefixRecord, RecordedBuild } from "./prefix-memory";
 import { RememberedSectionTexts, type ResolvedRules, type WorkspaceRulesSource } from "./rules";
 import type { SessionViews } from "./session-views";
 
@@ -109,12 +120,15 @@ export interface PromptBuilderOptions {
   readonly currentDatePosition?: number;
   /** Sort tools by name before fingerprinting and serializing (guards against hash-map order). */
   readonly canonicalToolOrder?: boolean;
-  /** Model-prefix → minimum cacheable tokens, over the published table (domain/cache-minimums.ts). */
-  readonly anthropicCacheMinimums?: Readonly<Record<string, number>>;
   /** Memory for each session's last rules section text, the guess a build starts from (0 turns guessing off). */
   readonly rulesTextCacheBytes?: number;
-  /** Which models may get the opt-in cache fields; absent = none (every option asked for is left out). */
-  readonly providerCacheGates?: ProviderCacheGates;
+  /** What each provider and model family accepts and how long its cache lives; absent = the built-in catalogue. */
+  readonly catalogue?: ProviderCatalogue;
+  /**
+   * REPIN_WHEN_COLD: tell Resolve when the session's cache has gone cold since its previous build, so
+   * an AGENTS.md edit held back for the cache's sake is re-pinned now. Default false.
+   */
+  readonly repinWhenCold?: boolean;
 }
 
 /** What a body is made from: the view, the date and the assembled request (the rules come apart). */
@@ -129,6 +143,8 @@ type ChatRequestLocale = NonNullable<ValidatedBuildRequest["locale"]>;
 
 interface Prepared extends Assembled {
   readonly rules: ResolvedRules;
+  /** The gap that made the session's cache cold, as Resolve was told; null = not cold or not asked. */
+  readonly coldCache: ColdCache | null;
 }
 
 export interface PromptBuilderDeps {
@@ -165,24 +181,24 @@ function timedSync<T>(stage: BuildStage, observe: StageObserver | undefined, wor
   }
 }
 
+/** The minimum for a model the catalogue does not know: the smallest any provider publishes for a breakpoint. */
+const DEFAULT_CACHE_MINIMUM_TOKENS = 1024;
+
 export class PromptBuilder {
   private readonly currentDatePosition: number;
   private readonly canonicalToolOrder: boolean;
-  private readonly anthropicCacheMinimums: Readonly<Record<string, number>>;
   private readonly observe: StageObserver | undefined;
   private readonly sectionTexts: RememberedSectionTexts;
-  private readonly providerCacheGates: ProviderCacheGates;
+  private readonly catalogue: ProviderCatalogue;
+  private readonly repinWhenCold: boolean;
 
   constructor(private readonly deps: PromptBuilderDeps) {
     const options = deps.options ?? {};
+    this.catalogue = options.catalogue ?? BUILTIN_PROVIDER_CATALOGUE;
+    this.repinWhenCold = options.repinWhenCold ?? false;
     this.sectionTexts = new RememberedSectionTexts(options.rulesTextCacheBytes ?? 16 * 1024 * 1024);
-    this.providerCacheGates = options.providerCacheGates ?? { retentionModels: [], diagnosticsModels: [] };
     this.currentDatePosition = options.currentDatePosition ?? 4;
     this.canonicalToolOrder = options.canonicalToolOrder ?? true;
-    this.anthropicCacheMinimums = parseCacheMinimums(
-      options.anthropicCacheMinimums ?? {},
-      "options.anthropicCacheMinimums",
-    );
     this.observe = deps.observeStage;
     if (!Number.isInteger(this.currentDatePosition) || this.currentDatePosition < 0) {
       throw new Error("options.currentDatePosition must be an integer >= 0");
@@ -236,8 +252,9 @@ export class PromptBuilder {
       anchorDate,
       projectionSeq: view.lastSeq,
       usageProvider: wireFormatPlugin(input.wireFormat).usage.provider,
-      cacheRetentionApplied: chatRequest.providerCache?.retention ?? "",
+      cacheRetentionApplied: appliedCacheRetention(chatRequest.providerCache),
       diagnosticsApplied: chatRequest.providerCache?.previousResponseId !== undefined,
+      cacheModeApplied: appliedCacheMode(chatRequest.providerCache),
     });
   }
 
@@ -299,7 +316,7 @@ export class PromptBuilder {
     caller: Caller,
     render: (assembled: Assembled) => R,
   ): Promise<{ prepared: Prepared; rendered: R }> {
-    const { view, rules, guess } = await this.loadViewAndRules(input, caller);
+    const { view, rules, guess, coldCache } = await this.loadViewAndRules(input, caller);
     let speculated: { assembled: Assembled; rendered: R } | undefined;
     if (guess !== undefined) {
       // Node's HTTP/2 session writes a request's frames from a setImmediate callback: assembling
@@ -309,12 +326,26 @@ export class PromptBuilder {
       speculated = { assembled, rendered: render(assembled) };
     }
     const resolved = await rules;
+    // Settled already: Resolve waited for it.
+    const cold = coldCache === null ? null : await coldCache;
     this.sectionTexts.remember(input.sessionId, resolved.sectionText);
     if (speculated !== undefined && resolved.sectionText === guess) {
-      return { prepared: { ...speculated.assembled, rules: resolved }, rendered: speculated.rendered };
+      return {
+        prepared: { ...speculated.assembled, rules: resolved, coldCache: cold },
+        rendered: speculated.rendered,
+      };
     }
     const assembled = this.assemble(input, view, resolved.sectionText);
-    return { prepared: { ...assembled, rules: resolved }, rendered: render(assembled) };
+    return { prepared: { ...assembled, rules: resolved, coldCache: cold }, rendered: render(assembled) };
+  }
+
+  /** The model's family and provider in the catalogue, by the provider the wire format speaks to. */
+  private cacheTarget(input: { readonly model: string; readonly wireFormat: string }): CacheTarget {
+    const providerId = providerOfWireFormat(this.catalogue, input.wireFormat);
+    return {
+      family: familyOf(this.catalogue, input.model, providerId ?? undefined),
+      provider: providerId === null ? null : (this.catalogue.providers[providerId] ?? null),
+    };
   }
 
   /** The date and the assembled request for a view and a rules section text. */
@@ -333,7 +364,7 @@ export class PromptBuilder {
         // changes neither the bytes nor the fingerprint.
         tools: orderTools(input.tools, { canonicalToolOrder: this.canonicalToolOrder }),
         maxOutputTokens: input.maxOutputTokens,
-        providerCache: gateProviderCache(input.cache, input.model, this.providerCacheGates),
+        providerCache: gateProviderCache(input.cache, this.cacheTarget(input)),
         contextWindow: input.contextWindow,
         locale,
         embed,
@@ -357,7 +388,7 @@ export class PromptBuilder {
       wireFormatPlugin(input.wireFormat),
       chatRequest,
       {
-        cacheMinimumTokens: cacheMinimumTokensFor(input.model, this.anthropicCacheMinimums),
+        cacheMinimumTokens: this.cacheTarget(input).family?.minimumCacheableTokens ?? DEFAULT_CACHE_MINIMUM_TOKENS,
         summaryHead: window.summaryText !== null,
       },
       tail,
@@ -390,6 +421,7 @@ export class PromptBuilder {
       scope: prepared.view.scope,
       owner: prepared.view.owner,
       ...(prepared.rules.refreshReason === "" ? {} : { rulesRefreshReason: prepared.rules.refreshReason }),
+      ...(prepared.coldCache === null ? {} : { coldCache: prepared.coldCache }),
       droppedTurns: prepared.assembled.window.stats.droppedTurns,
       anchorDate: prepared.anchorDate,
       dateNotices: prepared.assembled.noticeDates,
@@ -409,7 +441,12 @@ export class PromptBuilder {
   private async loadViewAndRules(
     input: ValidatedBuildRequest,
     caller: Caller,
-  ): Promise<{ view: ProjectedSessionView; rules: Promise<ResolvedRules>; guess: string | undefined }> {
+  ): Promise<{
+    view: ProjectedSessionView;
+    rules: Promise<ResolvedRules>;
+    guess: string | undefined;
+    coldCache: Promise<ColdCache | null> | null;
+  }> {
     const { deps, observe } = this;
     // The rules source names a workspace the server may read files in: a harness may name only its own.
     if (input.workspace.length > 0 && isConfined(caller) && !workspaceAllowed(caller.principal, input.workspace)) {
@@ -427,8 +464,14 @@ export class PromptBuilder {
       embed: input.embed || view.kind === "embed",
       locale: input.locale ?? view.locale,
     });
+    // Asked at the same time as the view; Resolve waits for it only when REPIN_WHEN_COLD is on.
+    const coldCache = this.coldCacheOf(input);
     const resolveFor = (view: Parameters<typeof lookup>[0]) =>
-      timed("resolve_rules", observe, () => deps.rules.resolve(lookup(view)));
+      timed("resolve_rules", observe, () =>
+        coldCache === null
+          ? deps.rules.resolve({ ...lookup(view), cacheCold: false })
+          : coldCache.then((cold) => deps.rules.resolve({ ...lookup(view), cacheCold: cold !== null })),
+      );
     // Resolve pins rules into the session: it goes out early only for a session this caller may see,
     // and otherwise only after the view has shown the session exists and is the caller's.
     const held = deps.views.peek(input.sessionId);
@@ -436,7 +479,7 @@ export class PromptBuilder {
     const loading = timed("load_view", observe, () => deps.views.load(input.sessionId, input.minSeq, caller));
     if (known === undefined) {
       const view = await loading;
-      return { view, rules: resolveFor(view), guess: undefined };
+      return { view, rules: resolveFor(view), guess: undefined, coldCache };
     }
     const early = resolveFor(known);
     // Awaited by the caller once the body is assembled; until then (or if the view read fails and it
@@ -444,8 +487,43 @@ export class PromptBuilder {
     early.catch(() => undefined);
     const view = await loading;
     if (lookupKey(lookup(view)) !== lookupKey(lookup(known)))
-      return { view, rules: resolveFor(view), guess: undefined };
-    return { view, rules: early, guess: this.sectionTexts.guess(input.sessionId) };
+      return { view, rules: resolveFor(view), guess: undefined, coldCache };
+    return { view, rules: early, guess: this.sectionTexts.guess(input.sessionId), coldCache };
+  }
+
+  /**
+   * Whether the session's provider cache has gone cold since its previous build; null when
+   * REPIN_WHEN_COLD is off. What this process remembers is a lower bound on that build's time, so
+   * "warm" from it is final; "cold" or "unknown" is checked against the stored row, which another
+   * replica may have moved since. A failed check is "not cold": holding an edit back is always safe.
+   */
+  private coldCacheOf(input: ValidatedBuildRequest): Promise<ColdCache | null> | null {
+    const memory = this.deps.prefixMemory;
+    if (!this.repinWhenCold || memory.previousBuild === undefined) return null;
+    const nowMs = this.deps.now();
+    // The entry was written under the previous build's model, and the retention its body carried.
+    const coldAfter = (build: RecordedBuild) =>
+      coldCacheAt(
+        {
+          builtAtMs: build.recordedAtMs,
+          family: this.cacheTarget({ model: build.model, wireFormat: input.wireFormat }).family,
+          optedRetention: build.cacheRetention,
+        },
+        nowMs,
+      );
+    const check = async (): Promise<ColdCache | null> => {
+      const remembered = await memory.previousBuild?.(input.sessionId, "remembered");
+      if (remembered != null && coldAfter(remembered) === null) return null;
+      const stored = await memory.previousBuild?.(input.sessionId, "stored");
+      return stored == null ? null : coldAfter(stored);
+    };
+    return check().catch((error: unknown) => {
+      this.deps.logger.warn(
+        { session_id: input.sessionId, err: errorMessage(error) },
+        `previous build unreadable, cache taken as warm session=${input.sessionId}`,
+      );
+      return null;
+    });
   }
 }
 

@@ -22,6 +22,7 @@ import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
 import type { PrefixFingerprint } from "../../domain/fingerprint";
 import { parseStoredFingerprint, storedFingerprintJson } from "../../domain/fingerprint";
+import type { ColdCache } from "../../domain/cold-cache";
 import type { ChatRequest } from "../../domain/model";
 import { costAfterBreak } from "../../domain/prefix-cost";
 import {
@@ -45,6 +46,8 @@ export interface PrefixRecord {
   readonly rulesDecision: RulesDecisionName;
   /** The operator's reason when the rules were re-pinned after a refresh. */
   readonly rulesRefreshReason?: string;
+  /** The gap that made the session's cache cold, when this build found it so (REPIN_WHEN_COLD). */
+  readonly coldCache?: ColdCache;
   /** The build's effective workspace: the request's, or the session's own. */
   readonly workspace: string;
   /** Who the session belongs to, for cache-monitor's answers to a harness. */
@@ -74,6 +77,24 @@ export interface PrefixMemory {
   forget(sessionIds: readonly string[]): Promise<void>;
   /** Records what is queued and stops taking more. */
   close(): Promise<void>;
+  /**
+   * The session's previous build, null when none is known. "remembered" answers from this process's
+   * memory, without I/O: a build at least that recent happened, but another replica may have
+   * recorded a later one. "stored" reads the stored row. Absent: never known (nothing is ever cold).
+   */
+  previousBuild?(sessionId: string, from: "remembered" | "stored"): Promise<RecordedBuild | null>;
+}
+
+/** When a build was recorded, and what its provider cache entry was written under. */
+export interface RecordedBuild {
+  readonly recordedAtMs: number;
+  readonly model: string;
+  /** The retention its body asked for; "" = none (the provider's default). */
+  readonly cacheRetention: string;
+}
+
+function recordedBuild(recordedAtMs: number, fingerprint: PrefixFingerprint): RecordedBuild {
+  return { recordedAtMs, model: fingerprint.model, cacheRetention: fingerprint.cacheRetention ?? "" };
 }
 
 /** What a session's previous build left: its fingerprint and the hints its explanation needs. */
@@ -91,6 +112,7 @@ export function comparePrefixRecord(previous: PreviousPrefix | null, record: Pre
     compactionGenerationNow: record.generation,
     rulesDecision: record.rulesDecision,
     ...(record.rulesRefreshReason === undefined ? {} : { rulesRefreshReason: record.rulesRefreshReason }),
+    ...(record.coldCache === undefined ? {} : { coldCache: record.coldCache }),
     droppedTurnsBefore: previous?.droppedTurns ?? null,
     droppedTurnsNow: record.droppedTurns,
     anchorDateBefore: previous?.anchorDate ?? null,
@@ -118,6 +140,7 @@ export function prefixEvents(
 ): PrefixEvent[] {
   const { sessionId, requestId, fingerprint } = record;
   const envelope = { sessionId, occurredAtMs: nowMs, schemaVersion: PREFIX_EVENT_SCHEMA_VERSION, requestId };
+  const changed = comparison.changed && previous !== null;
   const events: PrefixEvent[] = [
     {
       ...envelope,
@@ -142,11 +165,13 @@ export function prefixEvents(
           cacheRetention: fingerprint.cacheRetention ?? "",
           scope: record.scope,
           owner: record.owner,
+          // cache-monitor answers RecordUsage only once the PrefixChanged announced here is stored too.
+          prefixChanged: changed,
         },
       },
     },
   ];
-  if (comparison.changed && previous !== null) {
+  if (changed) {
     const cost = costAfterBreak(previous, fingerprint, record.chatRequest, comparison);
     events.push({
       ...envelope,
@@ -188,6 +213,7 @@ export function prefixOutboxEntries(
 interface Remembered extends PreviousPrefix {
   readonly version: number;
   readonly bytes: number;
+  readonly recordedAtMs: number;
 }
 
 interface GroupPlan {
@@ -249,6 +275,16 @@ export class DurablePrefixMemory implements PrefixMemory {
   async forget(sessionIds: readonly string[]): Promise<void> {
     for (const sessionId of sessionIds) this.evict(sessionId);
     await this.options.store.forget(sessionIds);
+  }
+
+  async previousBuild(sessionId: string, from: "remembered" | "stored"): Promise<RecordedBuild | null> {
+    if (from === "remembered") {
+      const memory = this.remembered.get(sessionId);
+      return memory?.fingerprint == null ? null : recordedBuild(memory.recordedAtMs, memory.fingerprint);
+    }
+    const stored = await this.options.store.lastBuild(sessionId);
+    const fingerprint = stored === null ? null : parseStoredFingerprint(stored.fingerprintJson);
+    return stored === null || fingerprint === null ? null : recordedBuild(stored.recordedAtMs, fingerprint);
   }
 
   async observeCompactionRequest(record: PrefixRecord): Promise<void> {
@@ -313,7 +349,7 @@ export class DurablePrefixMemory implements PrefixMemory {
       this.fail(candidates, error);
       return group.filter((pending) => !stored.has(pending.record.sessionId));
     }
-    this.rememberWritten(plan.rows, written);
+    this.rememberWritten(plan.rows, written, nowMs);
     candidates.forEach((pending, index) => {
       if (written.has(pending.record.sessionId)) pending.resolve(plan.comparisons[index] as PrefixComparison);
     });
@@ -339,7 +375,7 @@ export class DurablePrefixMemory implements PrefixMemory {
           return { write: { rows: planned.rows, events: planned.events }, result: planned };
         }),
       );
-      this.rememberWritten(plan.rows, new Set(sessionIds));
+      this.rememberWritten(plan.rows, new Set(sessionIds), nowMs);
       group.forEach((pending, index) => {
         pending.resolve(plan.comparisons[index] as PrefixComparison);
       });
@@ -393,8 +429,8 @@ export class DurablePrefixMemory implements PrefixMemory {
     return { comparisons, events, eventsOf, rows };
   }
 
-  /** Remembers the rows of `written` sessions as this process wrote them. */
-  private rememberWritten(rows: GroupPlan["rows"], written: ReadonlySet<string>): void {
+  /** Remembers the rows of `written` sessions as this process wrote them, at `nowMs`. */
+  private rememberWritten(rows: GroupPlan["rows"], written: ReadonlySet<string>, nowMs: number): void {
     for (const { sessionId, record, version } of rows) {
       if (!written.has(sessionId)) continue;
       this.remember(sessionId, {
@@ -404,6 +440,7 @@ export class DurablePrefixMemory implements PrefixMemory {
         anchorDate: record.anchorDate,
         version,
         bytes: rememberedBytes(record.fingerprint),
+        recordedAtMs: nowMs,
       });
     }
   }

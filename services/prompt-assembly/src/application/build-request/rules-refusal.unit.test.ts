@@ -31,6 +31,7 @@ const lookup = {
   generation: 0,
   embed: false,
   locale: "en" as const,
+  cacheCold: false,
 };
 
 const logger = { warn: () => undefined };

@@ -19,6 +19,8 @@ export interface RulesLookup {
   readonly generation: number;
   readonly embed: boolean;
   readonly locale: Locale;
+  /** The session's provider cache is cold (REPIN_WHEN_COLD): a held-back disk change may be re-pinned now. */
+  readonly cacheCold: boolean;
 }
 
 export interface ResolvedRules {
@@ -78,6 +80,7 @@ const DECISION_NAMES: Record<Decision, RulesDecisionName> = {
   [Decision.DECISION_DEGRADED_RAW]: "DEGRADED_RAW",
   [Decision.DECISION_SKIPPED_EMBED]: "SKIPPED_EMBED",
   [Decision.DECISION_REPINNED_OPERATOR_REFRESH]: "REPINNED_OPERATOR_REFRESH",
+  [Decision.DECISION_REPINNED_COLD_CACHE]: "REPINNED_COLD_CACHE",
   [Decision.UNRECOGNIZED]: "UNSPECIFIED",
 };
 
@@ -123,6 +126,8 @@ export function snapshotRulesSource(
             compactionGeneration: lookup.generation,
             embed: false,
             locale: lookup.locale,
+            // Unset unless cold: the request stays what it was for everyone without REPIN_WHEN_COLD.
+            ...(lookup.cacheCold ? { cacheCold: true } : {}),
           },
           options.timeoutMs,
         );

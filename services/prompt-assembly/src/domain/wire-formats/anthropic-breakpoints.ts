@@ -24,8 +24,13 @@
 // after this one finds the prefix this one wrote there through Anthropic's lookback from its own
 // newest-turn marker. Adding more rolling markers further back (the spare slot when there is no
 // summary) would make those move every turn, so the slot is left unused on purpose.
+//
+// Automatic caching (BuildRequest `cache.mode` "automatic"): the body carries a top-level
+// `cache_control` and Anthropic puts that breakpoint on the last cacheable block itself, moving it
+// forward as the history grows: it is candidate 4, so 4 is not placed here (a marker of our own on
+// the same block would be a no-op at best, and uses one of the four slots the automatic one counts
+// in). 1–3 stay, at most three, so the total with the automatic one is still four at most.
 
-import { ValidationError } from "@prefix-guard/errors";
 import { canonicalJson } from "../canonical-json";
 import { estimateTokens } from "../tokens";
 import type {
@@ -35,46 +40,29 @@ import type {
   AnthropicMessagesBody,
   AnthropicTool,
 } from "./anthropic-messages";
+import {
+  type BreakpointPlacement,
+  type CacheElementTokens,
+  type ChosenBreakpoints,
+  chooseCacheBreakpoints,
+  IMAGE_BLOCK_ESTIMATED_TOKENS,
+} from "./breakpoint-placement";
 
-/** Anthropic rejects requests with more cache_control markers than this. */
+// The placement rule itself is shared with the other formats that mark breakpoints (OpenAI
+// gpt-5.6+): breakpoint-placement.ts. Its names stay importable from here.
+export {
+  type BlockPosition,
+  type BreakpointPlacement,
+  type CacheElementTokens,
+  type ChosenBreakpoints,
+  IMAGE_BLOCK_ESTIMATED_TOKENS,
+  requireMinimumTokens,
+} from "./breakpoint-placement";
+
+/** Anthropic rejects requests with more cache_control markers than this (the automatic one included). */
 export const ANTHROPIC_MAX_CACHE_BREAKPOINTS = 4;
 
-/**
- * An image costs width×height/750 tokens at Anthropic, which cannot be known without decoding
- * it. 54 is a 200×200 image, smaller than almost anything sent, so an image can make the estimate
- * fall short (a breakpoint skipped) but hardly push it over a minimum the real prefix misses.
- */
-export const IMAGE_BLOCK_ESTIMATED_TOKENS = 54;
-
 export const EPHEMERAL: AnthropicCacheControl = { type: "ephemeral" };
-
-/** A content block in `body.messages`: message index, then block index within its content. */
-export interface BlockPosition {
-  readonly message: number;
-  readonly block: number;
-}
-
-export interface BreakpointPlacement {
-  /** No breakpoint on a block whose cumulative prefix is below this many estimated tokens. */
-  readonly minimumTokens: number;
-  /** The summary block at the head of the history, when there is one. */
-  readonly summaryBlock?: BlockPosition;
-}
-
-/** Estimated tokens of the cacheable elements, in cache order. */
-export interface CacheElementTokens {
-  readonly tools: readonly number[];
-  readonly system: readonly number[];
-  /** Per message, per block. */
-  readonly blocks: readonly (readonly number[])[];
-}
-
-export interface ChosenBreakpoints {
-  readonly toolsEnd: boolean;
-  readonly systemEnd: boolean;
-  /** Marked message blocks as "message:block". */
-  readonly blocks: ReadonlySet<string>;
-}
 
 /** Estimated tokens of one tool definition as the provider renders it: its JSON. */
 export function toolTokens(tool: AnthropicTool): number {
@@ -96,43 +84,13 @@ export function blockTokens(block: AnthropicContentBlock): number {
   }
 }
 
-/** The rule above, on sizes alone. */
-export function chooseBreakpoints(tokens: CacheElementTokens, placement: BreakpointPlacement): ChosenBreakpoints {
-  let cumulative = 0;
-  let toolsEnd: number | undefined;
-  for (const size of tokens.tools) toolsEnd = cumulative += size;
-  let systemEnd: number | undefined;
-  for (const size of tokens.system) systemEnd = cumulative += size;
-  const blockEnds = tokens.blocks.map((message) => message.map((size) => (cumulative += size)));
-  const worthCaching = (end: number | undefined): boolean => end !== undefined && end >= placement.minimumTokens;
-
-  const blocks = new Set<string>();
-  const markBlock = (position: BlockPosition | undefined): void => {
-    if (position !== undefined && worthCaching(blockEnds[position.message]?.[position.block])) {
-      blocks.add(`${position.message}:${position.block}`);
-    }
-  };
-  markBlock(placement.summaryBlock);
-  const finalMessage = tokens.blocks.length - 1;
-  const finalBlocks = tokens.blocks[finalMessage]?.length ?? 0;
-  if (finalBlocks > 0) markBlock({ message: finalMessage, block: finalBlocks - 1 });
-  const chosen = { toolsEnd: worthCaching(toolsEnd), systemEnd: worthCaching(systemEnd), blocks };
-  const count = Number(chosen.toolsEnd) + Number(chosen.systemEnd) + blocks.size;
-  if (count > ANTHROPIC_MAX_CACHE_BREAKPOINTS) {
-    throw new ValidationError(
-      "body",
-      `${count} cache breakpoints exceed the limit of ${ANTHROPIC_MAX_CACHE_BREAKPOINTS}`,
-    );
-  }
-  return chosen;
-}
-
-/** @throws ValidationError unless `minimumTokens` is an integer >= 0. */
-export function requireMinimumTokens(minimumTokens: number): number {
-  if (!Number.isSafeInteger(minimumTokens) || minimumTokens < 0) {
-    throw new ValidationError("options.cacheMinimumTokens", `must be an integer >= 0, got ${String(minimumTokens)}`);
-  }
-  return minimumTokens;
+/** The rule above, on sizes alone: at most `maxBreakpoints` markers (four, or three beside an automatic one). */
+export function chooseBreakpoints(
+  tokens: CacheElementTokens,
+  placement: BreakpointPlacement,
+  maxBreakpoints: number = ANTHROPIC_MAX_CACHE_BREAKPOINTS,
+): ChosenBreakpoints {
+  return chooseCacheBreakpoints(tokens, placement, maxBreakpoints);
 }
 
 /**

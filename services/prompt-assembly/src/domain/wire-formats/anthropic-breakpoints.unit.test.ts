@@ -1,4 +1,5 @@
 import { ValidationError } from "@prefix-guard/errors";
+import { BUILTIN_PROVIDER_CATALOGUE, familyOf } from "@prefix-guard/providers";
 import { describe, expect, it } from "vitest";
 import {
   assembleRequest,
@@ -8,13 +9,6 @@ import {
   workloadSteps,
 } from "../../../test/cache-workload";
 import { serializeAnthropicMessages } from "../../../test/wire";
-import {
-  ANTHROPIC_CACHE_MINIMUMS,
-  cacheMinimumTokensFor,
-  DEFAULT_CACHE_MINIMUM_TOKENS,
-  normalizeModelId,
-  parseCacheMinimums,
-} from "../cache-minimums";
 import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest, Locale } from "../model";
 import { estimateTokens } from "../tokens";
@@ -146,47 +140,31 @@ function markedPaths(body: AnthropicMessagesBody): string[] {
 
 // ---------------------------------------------------------------------------------------------
 
-describe("cache minimums table", () => {
-  it("gives the published minimums by model prefix and the default to everything else", () => {
-    expect(cacheMinimumTokensFor("claude-3-5-haiku-20241022")).toBe(2048);
-    expect(cacheMinimumTokensFor("claude-3-haiku-20240307")).toBe(2048);
-    expect(cacheMinimumTokensFor("claude-haiku-4-5-20251001")).toBe(4096);
-    expect(cacheMinimumTokensFor("claude-opus-4-5-20251101")).toBe(4096);
-    expect(cacheMinimumTokensFor("claude-sonnet-4-6")).toBe(2048);
-    for (const model of [
-      "claude-sonnet-4-5-20250929",
-      "claude-opus-4-1-20250805",
-      "claude-3-7-sonnet-latest",
-      "glm-4.6",
-    ]) {
-      expect(cacheMinimumTokensFor(model)).toBe(DEFAULT_CACHE_MINIMUM_TOKENS);
+/** The minimum PromptBuilder passes for an Anthropic model: its family's in the provider catalogue. */
+function anthropicMinimum(model: string): number {
+  const family = familyOf(BUILTIN_PROVIDER_CATALOGUE, model, "anthropic");
+  if (family === null) throw new Error(`${model} is not in the catalogue`);
+  return family.minimumCacheableTokens;
+}
+
+describe("cache minimums from the provider catalogue", () => {
+  it("gives each Anthropic family its published minimum", () => {
+    expect(anthropicMinimum("claude-3-5-haiku-20241022")).toBe(2048);
+    expect(anthropicMinimum("claude-3-haiku-20240307")).toBe(2048);
+    expect(anthropicMinimum("claude-haiku-4-5-20251001")).toBe(4096);
+    expect(anthropicMinimum("claude-opus-4-5-20251101")).toBe(4096);
+    expect(anthropicMinimum("claude-sonnet-4-6")).toBe(2048);
+    for (const model of ["claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805", "claude-3-7-sonnet-latest"]) {
+      expect(anthropicMinimum(model)).toBe(1024);
     }
+    expect(familyOf(BUILTIN_PROVIDER_CATALOGUE, "glm-4.6", "anthropic")).toBeNull();
   });
 
   it("reads Bedrock and gateway spellings of the same model", () => {
-    expect(normalizeModelId("us.anthropic.claude-3-haiku-20240307-v1:0")).toBe("claude-3-haiku-20240307-v1:0");
-    expect(cacheMinimumTokensFor("anthropic.claude-3-5-haiku-20241022-v1:0")).toBe(2048);
-    expect(cacheMinimumTokensFor("anthropic/claude-3.5-haiku")).toBe(2048);
-    expect(cacheMinimumTokensFor("Claude-Haiku-4-5")).toBe(4096);
-  });
-
-  it("lets configuration override or extend the table, longest prefix first", () => {
-    const overrides = { "claude-3-5-haiku": 1500, claude: 3000, "claude-next-7": 8192 };
-    expect(cacheMinimumTokensFor("claude-3-5-haiku-20241022", overrides)).toBe(1500);
-    // "claude" is shorter than the published "claude-haiku-4-5", which still wins for that family.
-    expect(cacheMinimumTokensFor("claude-haiku-4-5", overrides)).toBe(ANTHROPIC_CACHE_MINIMUMS["claude-haiku-4-5"]);
-    expect(cacheMinimumTokensFor("claude-sonnet-4-5", overrides)).toBe(3000);
-    expect(cacheMinimumTokensFor("claude-next-7-preview", overrides)).toBe(8192);
-    expect(cacheMinimumTokensFor("gpt-5", overrides, 0)).toBe(0);
-  });
-
-  it("rejects a malformed table", () => {
-    expect(() => parseCacheMinimums([1, 2])).toThrow(ValidationError);
-    expect(() => parseCacheMinimums({ "claude-x": -1 })).toThrow(ValidationError);
-    expect(() => parseCacheMinimums({ "claude-x": 1.5 })).toThrow(ValidationError);
-    expect(() => parseCacheMinimums({ "claude-x": "2048" })).toThrow(ValidationError);
-    expect(() => parseCacheMinimums({ " ": 10 })).toThrow(ValidationError);
-    expect(parseCacheMinimums({ "Anthropic.Claude-X": 10 })).toEqual({ "claude-x": 10 });
+    expect(anthropicMinimum("us.anthropic.claude-3-haiku-20240307-v1:0")).toBe(2048);
+    expect(anthropicMinimum("anthropic.claude-3-5-haiku-20241022-v1:0")).toBe(2048);
+    expect(anthropicMinimum("anthropic/claude-3.5-haiku")).toBe(2048);
+    expect(anthropicMinimum("Claude-Haiku-4-5")).toBe(4096);
   });
 });
 
@@ -379,7 +357,7 @@ const SCENARIOS: readonly Scenario[] = [
 
 describe("placeAnthropicBreakpoints across 50 appended turns", () => {
   it.each(SCENARIOS)("$name", (scenario) => {
-    const minimum = cacheMinimumTokensFor(scenario.model);
+    const minimum = anthropicMinimum(scenario.model);
     const steps = workloadSteps({ ...FIFTY_TURNS, sessionId: "s-breakpoints", compactAt: scenario.compactAt });
     expect(steps).toHaveLength(100);
     const sections = makeSections(scenario.sectionWords);
@@ -475,5 +453,53 @@ describe("placeAnthropicBreakpoints across 50 appended turns", () => {
     });
     expect(breakpointViolations(ours, 0)).toEqual([]);
     expect(breakpointViolations(ours, 1024).some((violation) => violation.includes("< 1024"))).toBe(true);
+  });
+});
+
+describe("automatic caching (cache.mode automatic)", () => {
+  const scenario = SCENARIOS.find((each) => each.expectMaxMarkers === 4) as Scenario;
+  const steps = workloadSteps({ ...FIFTY_TURNS, turns: 30, sessionId: "s-automatic", compactAt: scenario.compactAt });
+  const bodiesWith = (providerCache: ChatRequest["providerCache"]) =>
+    steps.map((step) => {
+      const { request, options } = assembleRequest(step, {
+        model: scenario.model,
+        sections: makeSections(scenario.sectionWords),
+        tools: scenario.tools,
+        rulesText: "## Workspace rules\n- keep tables sorted",
+        locale: scenario.locale,
+        canonicalToolOrder: true,
+      });
+      return serializeAnthropicMessages(providerCache === undefined ? request : { ...request, providerCache }, {
+        ...options,
+        cacheMinimumTokens: anthropicMinimum(scenario.model),
+      });
+    });
+
+  it("keeps the pinned markers, leaves the newest turn to the top-level marker, four at most in all", () => {
+    const fixed = bodiesWith(undefined);
+    const automatic = bodiesWith({ automatic: true });
+    automatic.forEach((body, index) => {
+      expect(body.cache_control).toEqual({ type: "ephemeral" });
+      const finalPath = cacheElements(body).at(-1)?.path;
+      const pinned = markedPaths(fixed[index] as AnthropicMessagesBody).filter((path) => path !== finalPath);
+      const summaryIsFinal = cacheElements(body).at(-1)?.content.includes("<session-summary>") === true;
+      expect(markedPaths(body)).toEqual(summaryIsFinal ? markedPaths(fixed[index] as AnthropicMessagesBody) : pinned);
+      expect(countCacheBreakpoints(body) + 1).toBeLessThanOrEqual(ANTHROPIC_MAX_CACHE_BREAKPOINTS);
+    });
+    // The scenario fills every slot: tools, system and summary pinned, plus the automatic one.
+    expect(Math.max(...automatic.map(countCacheBreakpoints))).toBe(3);
+    // Markers aside, the bodies are the same.
+    const unmarked = (body: AnthropicMessagesBody) =>
+      canonicalJson(body).replaceAll('"cache_control":{"type":"ephemeral"},', "");
+    expect(automatic.map(unmarked)).toEqual(fixed.map(unmarked));
+  });
+
+  it("carries the retention on the top-level marker too, and no top-level marker without the mode", () => {
+    const opted = bodiesWith({ automatic: true, retention: "1h" }).at(-1) as AnthropicMessagesBody;
+    expect(opted.cache_control).toEqual({ type: "ephemeral", ttl: "1h" });
+    expect(canonicalJson(opted).split('"cache_control":{"ttl":"1h","type":"ephemeral"}').length - 1).toBe(
+      countCacheBreakpoints(opted) + 1,
+    );
+    expect(bodiesWith({ retention: "1h" }).at(-1)).not.toHaveProperty("cache_control");
   });
 });

@@ -3,24 +3,26 @@
 // come first in them), and cache breakpoints placed by anthropic-breakpoints.ts.
 
 import { ValidationError } from "@prefix-guard/errors";
-import { JsonFragment, parseJsonStrict } from "../canonical-json";
+import { JsonFragment } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
 import type { CacheRetention } from "../provider-cache";
 import { estimateTokens } from "../tokens";
 import {
-  type BlockPosition,
-  blockTokens,
-  cacheControlFor,
-  chooseBreakpoints,
-  markLastIf,
-  requireMinimumTokens,
-  toolTokens,
-} from "./anthropic-breakpoints";
+  type Turn as AlternatingTurn,
+  base64DataUrl,
+  chooseTurnBreakpoints,
+  mergeTurns,
+  summaryHeadBlock,
+  type TurnBlock,
+  toolInputObject,
+  turnFragment,
+  turnRoleOf,
+} from "./alternating-turns";
+import { blockTokens, cacheControlFor, markLastIf, requireMinimumTokens, toolTokens } from "./anthropic-breakpoints";
 import { MessageMemo } from "./message-memo";
 import {
   assertMessagesWellFormed,
   type ImagePart,
-  isPlainObject,
   type SerializeOptions,
   type ToolResultPart,
   type WireFormatPlugin,
@@ -75,21 +77,14 @@ export interface AnthropicMessagesBody {
   readonly system?: readonly AnthropicSystemBlock[];
   readonly tools?: readonly AnthropicTool[];
   readonly messages: readonly AnthropicMessage[];
+  /** Opt-in automatic caching (`cache.mode` "automatic"): Anthropic marks the last cacheable block itself. */
+  readonly cache_control?: AnthropicCacheControl;
   /** Opt-in: ask for cache_miss_reason against the session's previous response. */
   readonly diagnostics?: { readonly previous_message_id: string };
 }
 
-/** A block with what placement and writing need of it, computed once per stored message. */
-interface Block {
-  readonly wire: AnthropicContentBlock;
-  readonly tokens: number;
-  readonly json: JsonFragment;
-}
-
-interface Turn {
-  readonly role: AnthropicMessage["role"];
-  readonly blocks: readonly Block[];
-}
+type Block = TurnBlock<AnthropicContentBlock>;
+type Turn = AlternatingTurn<Block>;
 
 function blocksOf(message: ChatMessage, index: number): Turn {
   const field = `messages[${index}]`;
@@ -97,10 +92,15 @@ function blocksOf(message: ChatMessage, index: number): Turn {
     throw new ValidationError(`${field}.role`, "Anthropic has no system role in messages; use request.system");
   }
   return {
-    role: message.role === "assistant" ? "assistant" : "user",
+    role: turnRoleOf(message.role),
     blocks: message.content.map((part, partIndex) => {
       const wire = anthropicBlock(part, `${field}.content[${partIndex}]`);
-      return { wire, tokens: blockTokens(wire), json: JsonFragment.of(wire, `${field}.content[${partIndex}]`) };
+      return {
+        kind: part.type,
+        wire,
+        tokens: blockTokens(wire),
+        json: JsonFragment.of(wire, `${field}.content[${partIndex}]`),
+      };
     }),
   };
 }
@@ -130,14 +130,15 @@ function anthropicBody(
   const turns = request.messages.map(turnOf);
   const summaryBlock = options.summaryHead === true ? summaryHeadBlock(turns) : undefined;
   const merged = mergeTurns(turns);
-  const chosen = chooseBreakpoints(
-    {
-      tools: tools.map(toolTokens),
-      system: system.map((block) => estimateTokens(block.text)),
-      blocks: merged.map((turn) => turn.blocks.map((block) => block.tokens)),
-    },
-    { minimumTokens, ...(summaryBlock === undefined ? {} : { summaryBlock: locateBlock(merged, summaryBlock) }) },
-  );
+  const automatic = cache?.automatic === true;
+  const chosen = chooseTurnBreakpoints({
+    tools: tools.map(toolTokens),
+    system: system.map((block) => estimateTokens(block.text)),
+    turns: merged,
+    summaryBlock,
+    minimumTokens,
+    automaticNewestTurn: automatic,
+  });
   return {
     model: request.model,
     max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
@@ -158,6 +159,9 @@ function anthropicBody(
       // joining it here would rewrite the bytes of the last turn and move no marker onto it.
       ...(tail === undefined ? [] : [anthropicTail(tail, request.messages.length)]),
     ],
+    // Automatic caching marks the last cacheable block: with a tail, the tail. The field is there
+    // either way, so the body before the tail is still byte for byte the body without it.
+    ...(automatic ? { cache_control: marker } : {}),
     ...(cache?.previousResponseId === undefined
       ? {}
       : { diagnostics: { previous_message_id: cache.previousResponseId } }),
@@ -186,6 +190,7 @@ export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
     outputTokens: "usage.output_tokens",
   },
   cacheRetentions: ["5m", "1h"],
+  cacheModes: ["automatic"],
   protoValue: 2,
   serialize: (request, options, tail) =>
     anthropicBody(
@@ -206,61 +211,6 @@ export const anthropicMessages: WireFormatPlugin<AnthropicMessagesBody> = {
       tail,
     ),
 };
-
-function summaryHeadBlock(turns: readonly Turn[]): Block {
-  const first = turns[0];
-  const block = first?.blocks[0];
-  if (first?.role !== "user" || block?.wire.type !== "text") {
-    throw new ValidationError("options.summaryHead", "the first message must be a user message starting with text");
-  }
-  return block;
-}
-
-function locateBlock(turns: readonly Turn[], wanted: Block): BlockPosition {
-  for (const [message, { blocks }] of turns.entries()) {
-    const block = blocks.indexOf(wanted);
-    if (block >= 0) return { message, block };
-  }
-  throw new ValidationError("options.summaryHead", "summary block lost while merging turns");
-}
-
-/**
- * Anthropic requires user and assistant turns to alternate, and tool results travel in user
- * turns, so consecutive same-role messages are joined into one. Inside a joined user turn the
- * tool_result blocks move to the front (stable), as the API requires them before any text.
- */
-function mergeTurns(turns: readonly Turn[]): Turn[] {
-  const merged: Turn[] = [];
-  for (const turn of turns) {
-    const last = merged[merged.length - 1];
-    if (last !== undefined && last.role === turn.role) {
-      merged[merged.length - 1] = { role: last.role, blocks: [...last.blocks, ...turn.blocks] };
-    } else {
-      merged.push(turn);
-    }
-  }
-  return merged.map((turn) => {
-    if (turn.role !== "user") return turn;
-    const blocks = [
-      ...turn.blocks.filter((block) => block.wire.type === "tool_result"),
-      ...turn.blocks.filter((block) => block.wire.type !== "tool_result"),
-    ];
-    // Unchanged turns stay the same object, so what was written for them can be reused.
-    return blocks.every((block, index) => block === turn.blocks[index]) ? turn : { role: "user", blocks };
-  });
-}
-
-/** A whole turn as written, for turns that are one stored message, unmerged and without a marker. */
-const writtenTurns = new WeakMap<Turn, JsonFragment>();
-
-function turnFragment(turn: Turn): JsonFragment {
-  let fragment = writtenTurns.get(turn);
-  if (fragment === undefined) {
-    fragment = JsonFragment.of({ role: turn.role, content: turn.blocks.map((block) => block.json) });
-    writtenTurns.set(turn, fragment);
-  }
-  return fragment;
-}
 
 function anthropicTool(tool: ToolDefinition): AnthropicTool {
   return { name: tool.name, description: tool.description, input_schema: tool.inputSchema };
@@ -293,25 +243,8 @@ function toolResultBlock(part: ToolResultPart): AnthropicContentBlock {
   };
 }
 
-/** tool_use.input must be an object; an empty arguments string (a call without arguments) means {}. */
-function toolInputObject(argumentsJson: string, field: string): Record<string, unknown> {
-  if (argumentsJson.trim().length === 0) return {};
-  const parsed = parseJsonStrict(argumentsJson, field);
-  if (!isPlainObject(parsed)) {
-    throw new ValidationError(field, "tool call arguments must be a JSON object");
-  }
-  return parsed;
-}
-
 function anthropicImageSource(part: ImagePart, field: string): AnthropicImageSource {
   if (!part.url.startsWith("data:")) return { type: "url", url: part.url };
-  // data:[<media type>][;param]*;base64,<data>
-  const comma = part.url.indexOf(",");
-  if (comma < 0) throw new ValidationError(field, "data URL without a comma");
-  const [declaredType = "", ...params] = part.url.slice("data:".length, comma).split(";");
-  if (!params.includes("base64")) {
-    throw new ValidationError(field, "only base64 data URLs can be sent to Anthropic");
-  }
-  const mediaType = declaredType.length > 0 ? declaredType : part.mediaType;
-  return { type: "base64", media_type: mediaType, data: part.url.slice(comma + 1) };
+  const { mediaType, data } = base64DataUrl(part.url, field, "Anthropic");
+  return { type: "base64", media_type: mediaType.length > 0 ? mediaType : part.mediaType, data };
 }

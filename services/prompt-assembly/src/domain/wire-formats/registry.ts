@@ -4,6 +4,7 @@
 
 import { ValidationError } from "@prefix-guard/errors";
 import { anthropicMessages } from "./anthropic-messages";
+import { bedrockConverse } from "./bedrock-converse";
 import { openAiChat } from "./openai-chat";
 import { openAiResponses } from "./openai-responses";
 import type { WireFormatPlugin } from "./wire-format";
@@ -12,6 +13,7 @@ export const WIRE_FORMATS = {
   openai_chat: openAiChat,
   anthropic_messages: anthropicMessages,
   openai_responses: openAiResponses,
+  bedrock_converse: bedrockConverse,
 } as const satisfies Record<string, WireFormatPlugin>;
 
 export type WireFormat = keyof typeof WIRE_FORMATS;

@@ -38,6 +38,7 @@ function plainTextBody(request: ChatRequest, tail?: ChatMessage): PlainTextBody 
 const plainText: WireFormatPlugin<PlainTextBody> = {
   id: "plain_text",
   cacheRetentions: [],
+  cacheModes: [],
   usage: {
     provider: "openai_chat",
     promptTokens: "usage.prompt_tokens",

@@ -15,18 +15,20 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { type CanonicalUtf8, canonicalJson, canonicalJsonUtf8 } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, Role, SystemSection } from "../model";
-import type { CacheRetention } from "../provider-cache";
+import type { CacheMode, CacheRetention } from "../provider-cache";
 
 export interface SerializeOptions {
   /**
-   * Anthropic only: the smallest cumulative prefix, in estimated tokens, that may carry a cache
-   * breakpoint; the model's published minimum (cacheMinimumTokensFor in cache-minimums.ts).
-   * Omitted means 0: breakpoints are placed by position alone.
+   * Formats that place cache breakpoints (Anthropic, Bedrock, OpenAI gpt-5.6+): the smallest
+   * cumulative prefix, in estimated tokens, that may carry one; the model family's
+   * minimumCacheableTokens in the provider catalogue. Omitted means 0: breakpoints are placed by
+   * position alone.
    */
   readonly cacheMinimumTokens?: number;
   /**
-   * Anthropic only: the first part of the first message is the summary slot (attachSummary puts
-   * it there), the head of the history that stays byte-stable until the next compaction.
+   * Formats that place cache breakpoints: the first part of the first message is the summary slot
+   * (attachSummary puts it there), the head of the history that stays byte-stable until the next
+   * compaction.
    */
   readonly summaryHead?: boolean;
 }
@@ -53,6 +55,8 @@ export interface WireFormatPlugin<Body = unknown> {
   readonly protoValue: number;
   /** The cache retentions the provider's API takes in this format (BuildRequest's `cache.retention`). */
   readonly cacheRetentions: readonly CacheRetention[];
+  /** The cache modes (BuildRequest's `cache.mode`) the format can express, `[]` for none. */
+  readonly cacheModes: readonly CacheMode[];
   /**
    * The body as plain data, for readers and tests. A `tail` message goes after the request's
    * messages as its own message: never merged into the last one, never carrying a cache marker, so
@@ -141,18 +145,43 @@ export function partsOfType<T extends ContentPart["type"]>(
   return parts.filter((part): part is Extract<ContentPart, { type: T }> => part.type === type);
 }
 
-/** OpenAI's retention values: Chat Completions and Responses take the same ones. */
-export const OPENAI_CACHE_RETENTIONS: readonly CacheRetention[] = ["in_memory", "24h"];
+/**
+ * OpenAI's retention values, Chat Completions and Responses alike: `prompt_cache_retention` before
+ * gpt-5.6, `prompt_cache_options.ttl` from it (the catalogue says which family takes which).
+ */
+export const OPENAI_CACHE_RETENTIONS: readonly CacheRetention[] = ["in_memory", "24h", "30m"];
+
+/** OpenAI gpt-5.6+ `prompt_cache_options.mode`. */
+export const OPENAI_CACHE_MODES: readonly CacheMode[] = ["implicit", "explicit"];
+
+/** What OpenAI bodies carry in `prompt_cache_options`: only the fields that are set. */
+export interface OpenAiPromptCacheOptions {
+  readonly mode?: "implicit" | "explicit";
+  readonly ttl?: string;
+  readonly comparison_response_id?: string;
+}
 
 /**
- * OpenAI's opt-in cache fields (Chat Completions and Responses alike): `prompt_cache_retention` and
- * the diagnostics request `prompt_cache_options.comparison_response_id`. None asked: no field at all.
+ * OpenAI's opt-in cache fields (Chat Completions and Responses alike). gpt-5.6 and later
+ * (providerCache.promptCacheOptions): `prompt_cache_options` with the mode, the ttl and the
+ * diagnostics request `comparison_response_id` that are set, nothing when none is, and never
+ * `prompt_cache_retention` (OpenAI refuses a body with both). Earlier models: `prompt_cache_retention`
+ * and `prompt_cache_options.comparison_response_id`, as before. None asked: no field at all.
  */
 export function openAiCacheFields(request: ChatRequest): {
   readonly prompt_cache_retention?: string;
-  readonly prompt_cache_options?: { readonly comparison_response_id: string };
+  readonly prompt_cache_options?: OpenAiPromptCacheOptions;
 } {
   const options = request.providerCache;
+  const api = options?.promptCacheOptions;
+  if (api !== undefined) {
+    const fields: OpenAiPromptCacheOptions = {
+      ...(api.mode === undefined ? {} : { mode: api.mode }),
+      ...(api.ttl === undefined ? {} : { ttl: api.ttl }),
+      ...(options?.previousResponseId === undefined ? {} : { comparison_response_id: options.previousResponseId }),
+    };
+    return Object.keys(fields).length === 0 ? {} : { prompt_cache_options: fields };
+  }
   return {
     ...(options?.retention === undefined ? {} : { prompt_cache_retention: options.retention }),
     ...(options?.previousResponseId === undefined

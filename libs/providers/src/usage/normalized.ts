@@ -1,6 +1,13 @@
 // What every provider's usage becomes: the counts the typed RecordUsage path carries.
 
-import type { ProviderCacheReport } from "../model";
+/** The provider's own account of its cache, when its usage format has one. */
+export interface ProviderCacheReport {
+  readonly cacheMissReason: string;
+  readonly cacheReadInputTokens: number;
+  readonly cacheCreationInputTokens: number;
+  readonly openaiCachedTokens: number;
+  readonly rawJson: string;
+}
 
 export interface NormalizedUsage {
   /** The whole prompt: uncached, read from the cache and written to it. */

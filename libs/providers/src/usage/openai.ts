@@ -1,6 +1,7 @@
 // OpenAI Chat Completions `usage` and Responses `usage`. The prompt count includes the cached tokens
-// (prompt_tokens_details.cached_tokens / input_tokens_details.cached_tokens). Writes are not billed
-// apart by OpenAI; `cache_write_tokens` is read where a gateway reports it. The miss diagnostic is
+// (prompt_tokens_details.cached_tokens / input_tokens_details.cached_tokens). Writes are billed apart
+// from gpt-5.6 (1.25× input) and reported as `*_tokens_details.cache_write_tokens`; read there, or
+// beside the counts where a gateway reports them. The miss diagnostic is
 // `prompt_cache_diagnostics` ({type: "cache_miss", reason, cache_missed_tokens}), on the response
 // beside `usage` (or inside it, where a harness put it there).
 
@@ -52,7 +53,13 @@ function parseOpenAi(json: string, shape: OpenAiShape): NormalizedUsage {
       details?.field("cached_tokens") ?? usage.field(shape.details),
       `${cachedTokens} exceeds ${shape.prompt} ${promptTokens}`,
     );
-  const cacheCreationTokens = details?.optionalCount("cache_write_tokens") ?? usage.optionalCount("cache_write_tokens");
+  // gpt-5.6+ report writes in the details object (billed at 1.25× input); some gateways put them
+  // beside the counts. optionalCount answers 0 for an absent field, so presence decides the source.
+  const inDetails = details?.object.cache_write_tokens;
+  const cacheCreationTokens =
+    inDetails !== undefined && inDetails !== null
+      ? (details?.optionalCount("cache_write_tokens") ?? 0)
+      : usage.optionalCount("cache_write_tokens");
   const completionTokens = usage.requiredCount(shape.completion);
   const diagnostics = diagnosticsOf(usage, envelope);
   return {

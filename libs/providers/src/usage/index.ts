@@ -10,7 +10,7 @@ import type { NormalizedUsage, RawProvider } from "./normalized";
 import { SUPPORTED_PROVIDERS } from "./normalized";
 import { parseOpenAiChatUsage, parseOpenAiResponsesUsage } from "./openai";
 
-export { type NormalizedUsage, type RawProvider, SUPPORTED_PROVIDERS } from "./normalized";
+export { type NormalizedUsage, type ProviderCacheReport, type RawProvider, SUPPORTED_PROVIDERS } from "./normalized";
 
 /** Large enough for any usage object with its diagnostics; the same bound as a typed provider report. */
 export const MAX_USAGE_JSON_CHARS = 64_000;
