@@ -3,7 +3,7 @@
 // steps in the same order as PromptBuilder.buildRequest (date anchor, history window, date-change
 // notices, summary at the head). Pure: every timestamp is derived from the turn number.
 
-import { canonicalJson } from "../src/domain/canonical-json";
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import {
   applyDateChangeNotices,
   CURRENT_DATE_SECTION_KEY,

@@ -4,9 +4,9 @@
 // unless both give the same bytes and the same estimate as the plain body: each serializer test is
 // a test of every representation.
 
-import { canonicalJson } from "../src/domain/canonical-json";
+import { canonicalJson } from "@prefix-guard/canonical-json";
+import { estimateTokens, tokensOfUnits } from "@prefix-guard/canonical-json/tokens";
 import type { ChatRequest, WireFormat } from "../src/domain/model";
-import { estimateTokens, tokensOfUnits } from "../src/domain/tokens";
 import { orderTools } from "../src/domain/tool-order";
 import type { AnthropicMessagesBody } from "../src/domain/wire-formats/anthropic-messages";
 import type { BedrockConverseBody } from "../src/domain/wire-formats/bedrock-converse";

@@ -1,5 +1,6 @@
 import { setTimeout } from "node:timers/promises";
 import { LOCAL_HARNESS } from "@prefix-guard/access";
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import {
   FailedPreconditionError,
   NotFoundError,
@@ -34,7 +35,6 @@ import {
   type TestStore,
 } from "../../test/application-fixtures";
 import { FingerprintStore } from "../adapters/mysql/fingerprint-store";
-import { canonicalJson } from "../domain/canonical-json";
 import type { PromptBuilderOptions } from "./build-request/build-request";
 
 const FORMATS = [
@@ -623,7 +623,8 @@ describe.each(STORES)("PromptBuilder on $name", ({ open }) => {
       const { sessionId } = await heldBackEdit(pa);
       // Another replica built the session 2 minutes ago: what this process remembers (13:03) is stale.
       pa.clock.ms += 6 * MINUTE;
-      await store.db("pa_prefix_fingerprint")
+      await store
+        .db("pa_prefix_fingerprint")
         .where({ session_id: sessionId })
         .update({ updated_at_ms: pa.clock.ms - 2 * MINUTE });
       expect((await turn(pa, sessionId)).rulesDecision).toBe(Decision.DECISION_RETAINED_DISK_CHANGED);

@@ -1,13 +1,14 @@
 import { sealedContentOf } from "@prefix-guard/events";
+
 // Converts between the wire contract (proto ContentPart, Role, SessionKind) and the domain model,
 // and between the domain content and its stored JSON. Kept apart from the projection so the rules
 // of "what a part becomes" are in one place and testable without a database.
 
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { InternalError, unhandledCase, ValidationError } from "@prefix-guard/errors";
 import { MAX_ID_CHARS } from "@prefix-guard/events/ids";
 import { type ContentPart as ProtoContentPart, Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
-import { canonicalJson } from "../domain/canonical-json";
 import type { ContentPart, Role as DomainRole, SessionView } from "../domain/model";
 import type { ProjectedEvent } from "../domain/session-projection";
 

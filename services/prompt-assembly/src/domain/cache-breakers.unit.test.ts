@@ -2,6 +2,7 @@
 // (openai/codex#2611, stanfordnlp/dspy#10216), provider cache-routing hints, and clock or random
 // values leaking into the stable prefix.
 
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { describe, expect, it } from "vitest";
 import {
   assembleRequest,
@@ -14,7 +15,6 @@ import {
 } from "../../test/cache-workload";
 import { QUIET_TURN_HINTS as HINTS } from "../../test/cause-hints";
 import { type SerializeOptions, serializeRequest } from "../../test/wire";
-import { canonicalJson } from "./canonical-json";
 import { fingerprintRequest } from "./fingerprint";
 import type { ChatRequest, ToolDefinition, WireFormat } from "./model";
 import { comparePrefix, type ToolsChangeKind } from "./prefix-monitor";

@@ -3,8 +3,8 @@
 // body: wire-only details such as Anthropic's rolling cache_control marker move every turn and
 // must not count as a prefix change, and the same fingerprint then serves every wire format.
 
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
-import { canonicalJson } from "./canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, SystemSection, ToolDefinition } from "./model";
 import { appliedCacheRetention } from "./provider-cache";
 import { compareCodeUnits } from "./tool-order";

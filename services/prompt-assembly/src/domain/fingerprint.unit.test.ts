@@ -1,9 +1,9 @@
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
 import { sha256Hex } from "@prefix-guard/events";
 import { describe, expect, it } from "vitest";
 import { QUIET_TURN_HINTS as HINTS } from "../../test/cause-hints";
 import { serializeAnthropicMessages } from "../../test/wire";
-import { canonicalJson } from "./canonical-json";
 import {
   fingerprintRequest,
   parseStoredFingerprint,

@@ -4,11 +4,11 @@
 // role and content). Measured on the neutral model, like the fingerprint, so it is the same for
 // every wire format and does not count Anthropic's moving cache_control marker.
 
-import { canonicalJson } from "./canonical-json";
+import { canonicalJson } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import type { PrefixFingerprint, SectionFingerprint } from "./fingerprint";
 import type { ChatRequest } from "./model";
 import type { PrefixComparison } from "./prefix-monitor";
-import { estimateTokens } from "./tokens";
 
 function utf8Bytes(text: string): number {
   let bytes = 0;

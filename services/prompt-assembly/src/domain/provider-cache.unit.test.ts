@@ -1,9 +1,9 @@
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
 import { BUILTIN_PROVIDER_CATALOGUE, familyOf } from "@prefix-guard/providers";
 import { describe, expect, it } from "vitest";
 import { QUIET_TURN_HINTS } from "../../test/cause-hints";
 import { serializeAnthropicMessages, serializeOpenAiChat, serializeOpenAiResponses } from "../../test/wire";
-import { canonicalJson } from "./canonical-json";
 import { fingerprintRequest } from "./fingerprint";
 import type { ChatRequest } from "./model";
 import { comparePrefix } from "./prefix-monitor";

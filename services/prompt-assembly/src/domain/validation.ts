@@ -2,6 +2,7 @@
 // with the error naming the field as the harness sent it. Pure, in the domain tier, like every
 // service's validation. The result is the request in domain terms.
 
+import { parseJsonStrict } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
 import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/events/ids";
 import { checkJsonLimits } from "@prefix-guard/events/json-limits";
@@ -10,7 +11,6 @@ import type {
   BuildRequestRequest,
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import { parseJsonStrict } from "./canonical-json";
 import { CURRENT_DATE_SECTION_KEY } from "./date-anchor";
 import type { Locale, SystemSection, ToolDefinition, WireFormat } from "./model";
 import { WORKSPACE_RULES_SECTION_KEY } from "./prefix-monitor";

@@ -18,6 +18,7 @@
 // the same bytes and the same id.
 
 import { type Caller, canSeeSession, isConfined, workspaceAllowed } from "@prefix-guard/access";
+import { tokensOfUnits } from "@prefix-guard/canonical-json/tokens";
 import { errorMessage, PermissionDeniedError } from "@prefix-guard/errors";
 import { sha256HexOfParts } from "@prefix-guard/events";
 import type {
@@ -46,7 +47,6 @@ import {
 } from "../../domain/provider-cache";
 import type { ProjectedSessionView } from "../../domain/session-projection";
 import { compactionInstructionText } from "../../domain/texts";
-import { tokensOfUnits } from "../../domain/tokens";
 import { orderTools } from "../../domain/tool-order";
 import { type ValidatedBuildRequest, validateBuildRequest, validateCompactionRequest } from "../../domain/validation";
 import { wireFormatPlugin } from "../../domain/wire-formats/registry";

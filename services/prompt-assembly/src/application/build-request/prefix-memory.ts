@@ -20,9 +20,9 @@ import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
 import { Topics } from "@prefix-guard/events";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
+import type { ColdCache } from "../../domain/cold-cache";
 import type { PrefixFingerprint } from "../../domain/fingerprint";
 import { parseStoredFingerprint, storedFingerprintJson } from "../../domain/fingerprint";
-import type { ColdCache } from "../../domain/cold-cache";
 import type { ChatRequest } from "../../domain/model";
 import { costAfterBreak } from "../../domain/prefix-cost";
 import {

@@ -3,8 +3,8 @@
 // anthropic-breakpoints.ts. Each format converts a message to blocks its own way; merging, the
 // summary head, the marker choice and the written form of a turn are the same for both.
 
+import { JsonFragment, parseJsonStrict } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
-import { JsonFragment, parseJsonStrict } from "../canonical-json";
 import type { ContentPart, Role } from "../model";
 import {
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,

@@ -31,8 +31,8 @@
 // the same block would be a no-op at best, and uses one of the four slots the automatic one counts
 // in). 1–3 stay, at most three, so the total with the automatic one is still four at most.
 
-import { canonicalJson } from "../canonical-json";
-import { estimateTokens } from "../tokens";
+import { canonicalJson } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import type {
   AnthropicCacheControl,
   AnthropicContentBlock,

@@ -1,3 +1,5 @@
+import { canonicalJson } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { ValidationError } from "@prefix-guard/errors";
 import { BUILTIN_PROVIDER_CATALOGUE, familyOf } from "@prefix-guard/providers";
 import { describe, expect, it } from "vitest";
@@ -9,9 +11,7 @@ import {
   workloadSteps,
 } from "../../../test/cache-workload";
 import { serializeAnthropicMessages } from "../../../test/wire";
-import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest, Locale } from "../model";
-import { estimateTokens } from "../tokens";
 import {
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,
   countCacheBreakpoints,

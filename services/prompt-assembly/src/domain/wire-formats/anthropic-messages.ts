@@ -2,11 +2,11 @@
 // alternate (consecutive same-role messages are joined, tool results travel in user turns and
 // come first in them), and cache breakpoints placed by anthropic-breakpoints.ts.
 
+import { JsonFragment } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { ValidationError } from "@prefix-guard/errors";
-import { JsonFragment } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
 import type { CacheRetention } from "../provider-cache";
-import { estimateTokens } from "../tokens";
 import {
   type Turn as AlternatingTurn,
   base64DataUrl,

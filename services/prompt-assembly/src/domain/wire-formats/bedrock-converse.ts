@@ -11,11 +11,11 @@
 // Converse refuses two user messages in a row (Anthropic joins them itself). Everything before the
 // tail's first block is still the body without it.
 
+import { canonicalJson, JsonFragment } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { ValidationError } from "@prefix-guard/errors";
-import { canonicalJson, JsonFragment } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
 import type { CacheRetention } from "../provider-cache";
-import { estimateTokens } from "../tokens";
 import {
   base64DataUrl,
   chooseTurnBreakpoints,

@@ -1,9 +1,9 @@
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
 import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { describe, expect, it } from "vitest";
 import { assembleRequest, makeSections, makeTools, workloadSteps } from "../../../test/cache-workload";
 import { type SerializeOptions, serializeAnthropicMessages, serializeBedrockConverse } from "../../../test/wire";
-import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "../model";
 import { validateProviderCacheRequest } from "../provider-cache";
 import type { AnthropicMessagesBody } from "./anthropic-messages";

@@ -5,10 +5,10 @@
 // without a summary and a compaction tail. The options come from gateProviderCache and the serialize
 // options from the family, as PromptBuilder passes them.
 
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { BUILTIN_PROVIDER_CATALOGUE, familyOf, type ModelFamily, type ProviderEntry } from "@prefix-guard/providers";
 import { describe, expect, it } from "vitest";
 import { serializeRequest } from "../../../test/wire";
-import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest } from "../model";
 import {
   appliedCacheMode,

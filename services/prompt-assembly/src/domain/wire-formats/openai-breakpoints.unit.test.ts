@@ -1,9 +1,9 @@
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
 import { BUILTIN_PROVIDER_CATALOGUE, familyOf } from "@prefix-guard/providers";
 import { describe, expect, it } from "vitest";
 import { assembleRequest, makeSections, makeTools, workloadSteps } from "../../../test/cache-workload";
 import { type SerializeOptions, serializeOpenAiChat, serializeOpenAiResponses } from "../../../test/wire";
-import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest } from "../model";
 import { gateProviderCache, type ProviderCacheRequest } from "../provider-cache";
 import { isPlainObject } from "./wire-format";

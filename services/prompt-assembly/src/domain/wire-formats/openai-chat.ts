@@ -4,9 +4,9 @@
 // breakpoints are placed by openai-breakpoints.ts: a system, user or tool message that carries one
 // is sent as an array of parts (a string cannot carry it), the same text either way.
 
-import { canonicalJson, JsonFragment } from "../canonical-json";
+import { canonicalJson, JsonFragment } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import type { ChatMessage, ChatRequest, ContentPart, ToolDefinition } from "../model";
-import { estimateTokens } from "../tokens";
 import { IMAGE_BLOCK_ESTIMATED_TOKENS, NO_BREAKPOINTS } from "./breakpoint-placement";
 import { MessageMemo } from "./message-memo";
 import {

@@ -3,9 +3,9 @@
 // item, and each tool call and tool result is its own item, in part order. For gpt-5.6 and later,
 // explicit cache breakpoints are placed by openai-breakpoints.ts.
 
-import { canonicalJson, JsonFragment } from "../canonical-json";
+import { canonicalJson, JsonFragment } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "../model";
-import { estimateTokens } from "../tokens";
 import { IMAGE_BLOCK_ESTIMATED_TOKENS, NO_BREAKPOINTS } from "./breakpoint-placement";
 import { MessageMemo } from "./message-memo";
 import {

@@ -3,10 +3,10 @@
 // createWireFormatRegistry), and a proto enum value (here one the real enum does not have, so the
 // toy never reaches the product). The default registry must be the same registry built the same way.
 
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
 import { WireFormat as ProtoWireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { describe, expect, it } from "vitest";
-import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest } from "../model";
 import { createWireFormatRegistry, WIRE_FORMATS, wireFormatOfProto, wireFormatPlugin } from "./registry";
 import { assertMessagesWellFormed, partsOfType, serializeJson, systemText, type WireFormatPlugin } from "./wire-format";

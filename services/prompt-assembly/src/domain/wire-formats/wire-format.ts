@@ -12,8 +12,8 @@
 // - Wire objects are built field by field from the typed model: internal fields that ride along
 //   on message objects at runtime (messageId, seq, localDate ...) never reach a provider.
 
+import { type CanonicalUtf8, canonicalJson, canonicalJsonUtf8 } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
-import { type CanonicalUtf8, canonicalJson, canonicalJsonUtf8 } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ContentPart, Role, SystemSection } from "../model";
 import type { CacheMode, CacheRetention } from "../provider-cache";
 

@@ -1,3 +1,4 @@
+import { canonicalJson } from "@prefix-guard/canonical-json";
 import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
 import {
@@ -7,7 +8,6 @@ import {
   serializeOpenAiResponses,
   serializeRequest,
 } from "../../../test/wire";
-import { canonicalJson } from "../canonical-json";
 import type { ChatMessage, ChatRequest, ToolDefinition, WireFormat } from "../model";
 import {
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,
