@@ -79,12 +79,14 @@ function causeOf(
   change: OurChange | null,
   previous: EarlierCall | null,
   awaited = false,
+  rulesDecision = "",
 ) {
   const modelSwitched = previous !== null && previous.model !== "" && previous.model !== usage.model;
   return classifyCause({
     ours,
     change,
     changeAwaited: awaited,
+    rulesDecision,
     providerReason: usage.providerReport?.cacheMissReason ?? "",
     modelSwitch: modelSwitched ? { from: previous.model, to: usage.model } : null,
     idleMs: previous === null ? null : Math.max(0, usage.calledAtMs - previous.calledAtMs),
@@ -120,7 +122,14 @@ export function explainCollapse(
       causeDisagreement: cause.disagreement,
     };
   }
-  const cause = causeOf(usage, monitorForgot ? "unknown" : ourVerdict, prefix.change, previous, changeAwaited(prefix));
+  const cause = causeOf(
+    usage,
+    monitorForgot ? "unknown" : ourVerdict,
+    prefix.change,
+    previous,
+    changeAwaited(prefix),
+    prefix.observed?.rulesDecision,
+  );
   return {
     changedSections: prefix.change ? [...prefix.change.changedSections] : [],
     totalsSections: monitorForgot ? [UNKNOWN_SECTION] : sectionsOfCollapse(prefix),

@@ -79,6 +79,29 @@ describe("assessCall on seed 001's session 811", () => {
     });
   });
 
+  it("codes a collapse on rules re-pinned on a cold cache (REPIN_WHEN_COLD) as the expiry, with the builder's cause", () => {
+    const cause =
+      "workspace-rules re-pinned on a cold cache (idle 12m outlived the 5m cache retention): the AGENTS.md edit held back since the last pin takes effect";
+    const repinned: PrefixJoin = {
+      observed: { firstBuild: false, rulesDecision: "REPINNED_COLD_CACHE" },
+      change: { ...(rulesChanged.change as NonNullable<PrefixJoin["change"]>), cause },
+    };
+    const earlier = hitStateHistory();
+    const usage = { ...collapse811, calledAtMs: (earlier.at(-1)?.calledAtMs ?? 0) + 12 * 60_000 };
+    const collapse = assessCall({ ...input, usage, earlier, prefix: repinned }).collapse;
+    expect(collapse).toMatchObject({
+      causeCode: "ttl_expired",
+      causeDisagreement: "",
+      cause,
+      changedSections: ["workspace-rules"],
+      attribution: "none",
+    });
+    // The same change under a held snapshot stays a section change: the freeze should have kept it.
+    expect(assessCall({ ...input, usage, earlier, prefix: rulesChanged }).collapse?.causeCode).toBe(
+      "section_changed:workspace-rules",
+    );
+  });
+
   it("prices the expectation at the session's own norm when that is below 100%", () => {
     const earlier = hitStateHistory().map((call) =>
       call.firstOfSession ? call : { ...call, cachedTokens: Math.round(call.promptTokens * 0.998) },

@@ -69,6 +69,8 @@ export interface CauseEvidence {
    * reason and the expiry, so only a model switch can be named before it comes. Absent = false.
    */
   readonly changeAwaited?: boolean;
+  /** The build's rules decision as prompt-assembly named it; absent = not known. */
+  readonly rulesDecision?: string;
   /** The provider's miss reason verbatim; "" when it gave none. */
   readonly providerReason: string;
   /** The previous call's and this call's model, when they differ (a provider caches per model). */
@@ -152,7 +154,7 @@ export function classifyCause(evidence: CauseEvidence): CauseVerdict {
   const ours = ourCauseCode(evidence.change);
   let code: CauseCode;
   if (evidence.modelSwitch !== null) code = "model_changed";
-  else if (ours !== null) code = ours;
+  else if (ours !== null) code = rulesRepinnedOnColdCache(evidence, expired) ? "ttl_expired" : ours;
   else if (evidence.changeAwaited === true) code = "unknown";
   else if (providerCode !== "provider_only") code = providerCode;
   else if (expired) code = "ttl_expired";
@@ -163,6 +165,23 @@ export function classifyCause(evidence: CauseEvidence): CauseVerdict {
     providerReason: evidence.providerReason.trim(),
     disagreement: providerKind === null ? "" : disagreementOf(providerKind, evidence, expired),
   };
+}
+
+/**
+ * prompt-assembly re-pinned the rules only because the session's cache had expired (REPIN_WHEN_COLD)
+ * and nothing else of ours moved: the expiry is the cause, the re-pin rode on it for free. Unless our
+ * own gap says the previous call was within the retention: then the re-pin broke a warm cache.
+ */
+function rulesRepinnedOnColdCache(evidence: CauseEvidence, expired: boolean): boolean {
+  const change = evidence.change;
+  return (
+    evidence.rulesDecision === "REPINNED_COLD_CACHE" &&
+    (expired || evidence.idleMs === null) &&
+    change !== null &&
+    !change.toolsChanged &&
+    !change.historyRewritten &&
+    change.changedSections.every((key) => key === "workspace-rules")
+  );
 }
 
 /** What the README's table says to do, one line per kind (prefixctl prints it under a collapse). */

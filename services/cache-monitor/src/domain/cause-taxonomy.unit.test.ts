@@ -225,6 +225,32 @@ describe("classifyCause", () => {
     expect(classifyCause(evidence({ ours: "unknown", idleMs: 6 * MINUTE })).code).toBe("ttl_expired");
   });
 
+  it("calls the rules re-pinned on a cold cache (REPIN_WHEN_COLD) an expiry, not a section change", () => {
+    const repinned = {
+      ours: "changed" as const,
+      change: sections("workspace-rules"),
+      rulesDecision: "REPINNED_COLD_CACHE",
+      idleMs: 12 * MINUTE,
+    };
+    expect(classifyCause(evidence(repinned))).toEqual({ code: "ttl_expired", providerReason: "", disagreement: "" });
+    // The provider naming its system prompt changed agrees: our rules section is in it.
+    expect(classifyCause(evidence({ ...repinned, providerReason: "system_changed" }))).toMatchObject({
+      code: "ttl_expired",
+      disagreement: "",
+    });
+    // The same section change under a held snapshot is ours to avoid.
+    expect(classifyCause(evidence({ ...repinned, rulesDecision: "RETAINED" })).code).toBe(
+      "section_changed:workspace-rules",
+    );
+    // Our own gap says the previous call was within the retention: the re-pin broke a warm cache.
+    expect(classifyCause(evidence({ ...repinned, idleMs: 2 * MINUTE })).code).toBe("section_changed:workspace-rules");
+    // Anything else of ours that moved in the same build is still named.
+    expect(classifyCause(evidence({ ...repinned, change: sections("skills", "workspace-rules") })).code).toBe(
+      "section_changed:skills",
+    );
+    expect(classifyCause(evidence({ ...repinned, modelSwitch: switched })).code).toBe("model_changed");
+  });
+
   it("keeps the provider's reason verbatim, trimmed", () => {
     expect(classifyCause(evidence({ providerReason: "  system_changed " })).providerReason).toBe("system_changed");
   });

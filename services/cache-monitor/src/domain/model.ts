@@ -77,6 +77,8 @@ export interface PrefixJoin {
     readonly firstBuild: boolean;
     readonly workspace?: string;
     readonly prefixChanged?: boolean;
+    /** The build's rules decision ("REPINNED_COLD_CACHE" ...); absent where it was not read. */
+    readonly rulesDecision?: string;
   } | null;
   readonly change: PrefixChange | null;
   /**

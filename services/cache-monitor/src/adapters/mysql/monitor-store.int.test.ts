@@ -292,7 +292,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         );
       });
       const joined = await store.observations.prefixJoin(db, session, "r1");
-      expect(joined.observed).toEqual({ firstBuild: true, workspace: "/ws/oc_4fc3" });
+      expect(joined.observed).toEqual({ firstBuild: true, workspace: "/ws/oc_4fc3", rulesDecision: "PINNED" });
       expect(joined.change).toMatchObject({
         changedSections: ["workspace-rules"],
         toolsChanged: false,
@@ -302,7 +302,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         tokensAfterBreak: 444_993,
       });
       expect(await store.observations.prefixJoin(db, session, "r2")).toEqual({
-        observed: { firstBuild: false, workspace: "/ws/oc_4fc3" },
+        observed: { firstBuild: false, workspace: "/ws/oc_4fc3", rulesDecision: "PINNED" },
         change: null,
       });
       expect(await store.observations.prefixJoin(db, "other-session", "r1")).toEqual({ observed: null, change: null });
@@ -329,7 +329,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       });
       // The session's real first build has nothing before it.
       expect(await store.observations.prefixJoin(db, session, "r0")).toEqual({
-        observed: { firstBuild: true, workspace: "/ws/oc_4fc3" },
+        observed: { firstBuild: true, workspace: "/ws/oc_4fc3", rulesDecision: "PINNED" },
         change: null,
       });
       const joined = await store.observations.prefixJoin(db, session, "r2");

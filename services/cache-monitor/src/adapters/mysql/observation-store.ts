@@ -62,6 +62,7 @@ export class ObservationStore {
             firstBuild: bool(observed.first_build),
             workspace: String(observed.workspace ?? ""),
             ...(bool(observed.prefix_changed) ? { prefixChanged: true } : {}),
+            rulesDecision: String(observed.rules_decision ?? ""),
           }
         : null,
       change: change ? toChange(change) : null,

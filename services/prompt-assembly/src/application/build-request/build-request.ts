@@ -13,9 +13,10 @@
 // never depend on the guess.
 //
 // Determinism: the body depends only on the request, the projection (stored timestamps and local
-// dates) and the rules snapshot. The clock enters in exactly one place, "today" for a session
-// without user messages, and the request id is a hash of the body, so the same state always gives
-// the same bytes and the same id.
+// dates) and the rules snapshot. The clock enters the body in exactly one place, "today" for a
+// session without user messages (with REPIN_WHEN_COLD it also tells Resolve whether the cache is
+// cold, which decides only when the snapshot moves), and the request id is a hash of the body, so
+// the same state always gives the same bytes and the same id.
 
 import { type Caller, canSeeSession, isConfined, workspaceAllowed } from "@prefix-guard/access";
 import { tokensOfUnits } from "@prefix-guard/canonical-json/tokens";
