@@ -323,3 +323,86 @@ describe("bodyRuleViolations", () => {
     ).toEqual(["body: cache point TTLs must not increase from tools through system to messages"]);
   });
 });
+
+/** Every object anywhere in the body (depth first), to find the markers a documented example shows. */
+function objectsIn(value: unknown): Record<string, unknown>[] {
+  if (Array.isArray(value)) return value.flatMap(objectsIn);
+  if (!isPlainObject(value)) return [];
+  return [value, ...Object.values(value).flatMap(objectsIn)];
+}
+
+/**
+ * The cache fields as each provider's documentation shows them in its request examples (Anthropic
+ * prompt-caching guide; OpenAI prompt-caching guide and API reference; AWS Bedrock CachePointBlock), and
+ * the request that asks for them. Each catalogued family's body must carry them in exactly that form.
+ */
+const DOCUMENTED: Readonly<
+  Record<string, (family: ModelFamily) => { cache: ProviderCacheRequest; expect: (body: unknown) => void }>
+> = {
+  // "system": [{"type": "text", "text": "…", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+  anthropic_messages: (family) => {
+    const ttl = family.retentions.includes("1h") ? "1h" : null;
+    return {
+      cache: { retention: ttl, previousResponseId: null, mode: null },
+      expect: (body) => {
+        const system = valueAt(body, "system") as unknown[];
+        expect(system.at(-1)).toMatchObject({
+          cache_control: ttl === null ? { type: "ephemeral" } : { type: "ephemeral", ttl },
+        });
+      },
+    };
+  },
+  // {"cachePoint": {"type": "default", "ttl": "1h"}} after the blocks it closes
+  bedrock_converse: (family) => {
+    const ttl = family.retentions.includes("1h") ? "1h" : null;
+    return {
+      cache: { retention: ttl, previousResponseId: null, mode: null },
+      expect: (body) => {
+        const system = valueAt(body, "system") as unknown[];
+        expect(system.at(-1)).toEqual({
+          cachePoint: ttl === null ? { type: "default" } : { type: "default", ttl },
+        });
+      },
+    };
+  },
+  // {"prompt_cache_retention": "24h"}; from gpt-5.6: {"prompt_cache_options": {"mode": "explicit", "ttl": "30m"}}
+  // and {"type": "input_text", "text": "…", "prompt_cache_breakpoint": {"mode": "explicit"}}
+  openai_chat: (family) => openAiDocumented(family),
+  openai_responses: (family) => openAiDocumented(family),
+};
+
+function openAiDocumented(family: ModelFamily) {
+  if (family.cacheApi === "prompt_cache_options")
+    return {
+      cache: { retention: "30m" as const, previousResponseId: null, mode: "explicit" as const },
+      expect: (body: unknown) => {
+        expect(valueAt(body, "prompt_cache_options")).toEqual({ mode: "explicit", ttl: "30m" });
+        expect(valueAt(body, "prompt_cache_retention")).toBeUndefined();
+        const marked = objectsIn(body).filter((object) => object.prompt_cache_breakpoint !== undefined);
+        expect(marked.length).toBeGreaterThan(0);
+        for (const object of marked) expect(object.prompt_cache_breakpoint).toEqual({ mode: "explicit" });
+      },
+    };
+  const retention = family.retentions.includes("24h") ? ("24h" as const) : null;
+  return {
+    cache: { retention, previousResponseId: null, mode: null },
+    expect: (body: unknown) => {
+      expect(valueAt(body, "prompt_cache_retention")).toBe(retention ?? undefined);
+      expect(valueAt(body, "prompt_cache_options")).toBeUndefined();
+      expect(objectsIn(body).some((object) => object.prompt_cache_breakpoint !== undefined)).toBe(false);
+    },
+  };
+}
+
+describe("each catalogued family's body carries the cache fields as its provider documents them", () => {
+  const long = SHAPES[1];
+  it.each(TARGETS.map((target) => [`${target.providerId}/${target.family.family} ${target.format}`, target] as const))(
+    "%s",
+    (_name, target) => {
+      if (long === undefined) throw new Error("no long shape");
+      const documented = DOCUMENTED[target.format]?.(target.family);
+      if (documented === undefined) throw new Error(`no documented example for ${target.format}`);
+      documented.expect(build(target, long, documented.cache));
+    },
+  );
+});
