@@ -72,7 +72,8 @@ docs-providers: install
 format: install
 	biome check --write .
 
-# The bench runs its own broker on 39092 (bench/src/speed/bench.sh); BENCH_ARGS=--quick for a short run.
+# The bench runs its own broker on 39092 (bench/src/speed/bench.sh); BENCH_ARGS=--quick for a short run,
+# BENCH_ONLY=speed|replay|gateway for one part.
 bench: proto mariadb
 	bash bench/src/speed/bench.sh $(BENCH_ARGS)
 

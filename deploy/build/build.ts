@@ -20,6 +20,7 @@ export interface BuildTarget {
   readonly entries: Readonly<Record<string, string>>;
 }
 
+/** The gRPC services: each with its migrations Job's entry and the gRPC container probe. */
 export const serviceNames = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"] as const;
 
 /** The container probe, compiled once per service next to its main.js (the image copies dist/ whole). */
@@ -30,6 +31,15 @@ export const buildTargets: readonly BuildTarget[] = [
     packageDir: `services/${service}`,
     entries: { main: "src/main.ts", migrate: "src/migrate.ts", "grpc-health-check": probeEntry },
   })),
+  // The gateway serves HTTP: its image probes /readyz with the HTTP probe.
+  {
+    packageDir: "services/gateway",
+    entries: {
+      main: "src/main.ts",
+      migrate: "src/migrate.ts",
+      "http-health-check": "../../deploy/docker/http-health-check.ts",
+    },
+  },
   { packageDir: "libs/prefixctl", entries: { prefixctl: "src/main.ts" } },
 ];
 

@@ -1,6 +1,9 @@
 // `make run`: the whole system in one process on its embedded default: SQLite databases under
-// .data/, the SQLite-backed embedded transport, and each service's gRPC server on loopback.
+// .data/, the SQLite-backed embedded transport, each service's gRPC server on loopback, and the
+// gateway (HTTP, OpenAI and Anthropic APIs) on loopback in front of the real providers, or of
+// OPENAI_UPSTREAM_URL / ANTHROPIC_UPSTREAM_URL when set.
 import { loadCacheMonitorConfig, startCacheMonitor } from "@prefix-guard/cache-monitor";
+import { loadGatewayConfig, startGateway } from "@prefix-guard/gateway";
 import { createLogger } from "@prefix-guard/logging";
 import { loadPromptAssemblyConfig, startPromptAssembly } from "@prefix-guard/prompt-assembly";
 import { loadRulesSnapshotConfig, startRulesSnapshot } from "@prefix-guard/rules-snapshot";
@@ -17,6 +20,7 @@ const sessionEventsPort = process.env.SESSION_EVENTS_PORT ?? "50051";
 const rulesSnapshotPort = process.env.RULES_SNAPSHOT_PORT ?? "50052";
 const promptAssemblyPort = process.env.PROMPT_ASSEMBLY_PORT ?? "50053";
 const cacheMonitorPort = process.env.CACHE_MONITOR_PORT ?? "50054";
+const gatewayPort = process.env.GATEWAY_PORT ?? "8787";
 
 const sessionEventsConfig = loadSessionEventsConfig({
   ...env,
@@ -67,12 +71,20 @@ const cacheMonitor = await startCacheMonitor(
   }),
   { bus: bus.bus, logger: logger.child({ component: "cache-monitor" }) },
 );
+const gateway = await startGateway(
+  loadGatewayConfig({
+    ...env,
+    GATEWAY_PORT: gatewayPort,
+    DATABASE_URL: `sqlite:${dataDir}/gateway.sqlite`,
+  }),
+  { bus: bus.bus, logger: logger.child({ component: "gateway" }) },
+);
 
 const metricsServer =
   metricsPort === "0"
     ? null
     : await startCombinedMetricsServer(
-        [sessionEvents.metrics, rulesSnapshot.metrics, promptAssembly.metrics, cacheMonitor.metrics],
+        [sessionEvents.metrics, rulesSnapshot.metrics, promptAssembly.metrics, cacheMonitor.metrics, gateway.metrics],
         sessionEventsConfig.GRPC_HOST,
         Number(metricsPort),
       );
@@ -82,6 +94,7 @@ logger.info(
     sessionEvents: sessionEvents.address,
     rulesSnapshot: rulesSnapshot.address,
     promptAssembly: promptAssembly.address,
+    gateway: gateway.address,
     data: dataDir,
   },
   "prefix-guard running (embedded)",
@@ -94,6 +107,7 @@ process.stdout.write(
     `  rules-snapshot   grpc://${rulesSnapshot.address}   prefixguard.rules.v1.RulesSnapshot`,
     `  prompt-assembly  grpc://${promptAssembly.address}   prefixguard.assembly.v1.PromptAssembly`,
     `  cache-monitor    grpc://${cacheMonitor.address}   prefixguard.monitor.v1.CacheMonitor`,
+    `  gateway          ${gateway.url}   OPENAI_BASE_URL=${gateway.url}/v1  ANTHROPIC_BASE_URL=${gateway.url}`,
     metricsServer === null
       ? "  metrics          off (METRICS_PORT=0)"
       : `  metrics          http://${sessionEventsConfig.GRPC_HOST}:${metricsServer.port}/metrics   every service, label service`,
@@ -105,6 +119,7 @@ process.stdout.write(
 runUntilSignal(
   async () => {
     await metricsServer?.close();
+    await gateway.stop();
     await cacheMonitor.stop();
     await promptAssembly.stop();
     await rulesSnapshot.stop();

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # `make up` / `make down`: each service as its own process on Kafka + MariaDB (one database per service).
+# The gateway serves HTTP (GATEWAY_PORT, 8787) in front of OPENAI_UPSTREAM_URL / ANTHROPIC_UPSTREAM_URL
+# (the real providers unless set); the others serve gRPC.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 run="$repo/.run/stack"
 mkdir -p "$run"
 brokers="${KAFKA_BROKERS:-127.0.0.1:9092}"
-services=(session-events rules-snapshot prompt-assembly cache-monitor)
-declare -A ports=([session-events]=50051 [rules-snapshot]=50052 [prompt-assembly]=50053 [cache-monitor]=50054)
-declare -A metrics=([session-events]=9461 [rules-snapshot]=9462 [prompt-assembly]=9463 [cache-monitor]=9464)
+services=(session-events rules-snapshot prompt-assembly cache-monitor gateway)
+declare -A ports=([session-events]=50051 [rules-snapshot]=50052 [prompt-assembly]=50053 [cache-monitor]=50054 [gateway]="${GATEWAY_PORT:-8787}")
+declare -A metrics=([session-events]=9461 [rules-snapshot]=9462 [prompt-assembly]=9463 [cache-monitor]=9464 [gateway]=9465)
+# How each one is reached: gRPC, or the gateway's base URL.
+endpoint() { if [ "$1" = gateway ]; then echo "http://127.0.0.1:${ports[$1]}"; else echo "127.0.0.1:${ports[$1]}"; fi; }
 
 create_db() {
   local name="prefix_guard_${1//-/_}"
@@ -22,8 +26,8 @@ up() {
   for s in "${services[@]}"; do
     if [ -f "$run/$s.pid" ] && kill -0 "$(cat "$run/$s.pid")" 2>/dev/null; then echo "[stack] $s already running"; continue; fi
     local url; url="$(create_db "$s")"
-    echo "[stack] starting $s on 127.0.0.1:${ports[$s]} (log: $run/$s.log)"
-    TRANSPORT=kafka KAFKA_BROKERS="$brokers" DATABASE_URL="$url" GRPC_PORT="${ports[$s]}" METRICS_PORT="${metrics[$s]}" \
+    echo "[stack] starting $s on $(endpoint "$s") (log: $run/$s.log)"
+    TRANSPORT=kafka KAFKA_BROKERS="$brokers" DATABASE_URL="$url" GRPC_PORT="${ports[$s]}" GATEWAY_PORT="${ports[gateway]}" METRICS_PORT="${metrics[$s]}" \
       SESSION_EVENTS_ADDRESS="127.0.0.1:${ports[session-events]}" RULES_SNAPSHOT_ADDRESS="127.0.0.1:${ports[rules-snapshot]}" \
       nohup node --import tsx "services/$s/src/main.ts" >"$run/$s.log" 2>&1 &
     echo $! > "$run/$s.pid"
@@ -34,7 +38,7 @@ up() {
       kill -0 "$(cat "$run/$s.pid")" 2>/dev/null || { echo "[stack] $s exited; see $run/$s.log"; tail -n 20 "$run/$s.log"; exit 1; }
       sleep 0.5
     done
-    echo "[stack] $s serving on 127.0.0.1:${ports[$s]} (metrics :${metrics[$s]}/metrics)"
+    echo "[stack] $s serving on $(endpoint "$s") (metrics :${metrics[$s]}/metrics)"
   done
 }
 
@@ -51,7 +55,7 @@ down() {
 
 status() {
   for s in "${services[@]}"; do
-    if [ -f "$run/$s.pid" ] && kill -0 "$(cat "$run/$s.pid")" 2>/dev/null; then echo "$s: running (pid $(cat "$run/$s.pid"), 127.0.0.1:${ports[$s]})"; else echo "$s: stopped"; fi
+    if [ -f "$run/$s.pid" ] && kill -0 "$(cat "$run/$s.pid")" 2>/dev/null; then echo "$s: running (pid $(cat "$run/$s.pid"), $(endpoint "$s"))"; else echo "$s: stopped"; fi
   done
 }
 

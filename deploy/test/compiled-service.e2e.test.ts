@@ -1,16 +1,20 @@
 // The image's build steps run on the host (there is no container engine here): `make build`, then
 // deploy/build/package-service.ts lays session-events out as the image's /app. The service then runs
 // from that directory with plain `node dist/main.js` (no tsx anywhere it can resolve from), and the
-// compiled probe answers for it in plaintext, with TLS and with mTLS.
+// compiled probe answers for it in plaintext, with TLS and with mTLS. The gateway is packaged the
+// same way and checked with its HTTP probe: plain on loopback, and HTTPS with principals off it.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import https from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FakeProvider } from "@prefix-guard/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildAll } from "../build/build";
 import { buildOnlyPackages, packageService } from "../build/package-service";
-import { makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
+import { testToken, writePrincipalsFile } from "./principals-fixture";
+import { CLIENT_CERTIFICATE_NAMES, makeTlsFixture, serverTlsEnv, type TlsFixture } from "./tls-fixtures";
 
 const service = "session-events";
 const healthName = "prefixguard.sessionevents.v1.SessionEvents";
@@ -30,6 +34,7 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 let app: string;
+let gatewayApp: string;
 let dataDir: string;
 let tls: TlsFixture;
 const running: ChildProcess[] = [];
@@ -41,8 +46,10 @@ beforeAll(async () => {
   app = join(root, "app");
   dataDir = join(root, "data");
   packageService(service, app);
+  gatewayApp = join(root, "gateway");
+  packageService("gateway", gatewayApp);
   tls = makeTlsFixture();
-}, 180_000);
+}, 240_000);
 
 afterAll(() => {
   for (const child of running) child.kill("SIGKILL");
@@ -202,6 +209,159 @@ describe("compiled session-events and the compiled probe", () => {
     // Plaintext against a TLS port is not healthy.
     expect(probe(port, {}).status).toBe(1);
     await stop(child);
+  });
+});
+
+describe("the compiled gateway and its HTTP probe", () => {
+  const token = testToken("gateway-harness");
+  let fake: FakeProvider;
+
+  beforeAll(async () => {
+    fake = await FakeProvider.start();
+  });
+  afterAll(async () => {
+    await fake?.stop();
+  });
+
+  /** The gateway's compiled probe, as the HEALTHCHECK runs it. */
+  const probeGateway = (url: string, env: Record<string, string> = {}) => {
+    const result = spawnSync(process.execPath, ["dist/http-health-check.js", url], {
+      cwd: gatewayApp,
+      env: cleanEnv(env),
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+  };
+
+  async function startGateway(port: number, env: Record<string, string>, probeEnv: Record<string, string> = {}) {
+    const child = spawn(process.execPath, ["dist/main.js"], {
+      cwd: gatewayApp,
+      env: cleanEnv({
+        GATEWAY_PORT: String(port),
+        METRICS_PORT: "0",
+        LOG_LEVEL: "warn",
+        DATABASE_URL: `sqlite:${join(dataDir, `gw-${port}.sqlite`)}`,
+        BUS_DATABASE_URL: `sqlite:${join(dataDir, `gw-bus-${port}.sqlite`)}`,
+        OPENAI_UPSTREAM_URL: fake.url,
+        ANTHROPIC_UPSTREAM_URL: fake.url,
+        ...env,
+      }),
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    running.push(child);
+    let stderr = "";
+    child.stderr?.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    const scheme = env.GATEWAY_TLS_CERT_FILE ? "https" : "http";
+    const deadline = Date.now() + 60_000;
+    while (probeGateway(`${scheme}://127.0.0.1:${port}/readyz`, probeEnv).status !== 0) {
+      if (child.exitCode !== null) throw new Error(`compiled gateway exited ${child.exitCode}: ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`compiled gateway not ready within 60 s: ${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    return child;
+  }
+
+  /** A Chat Completions call over HTTPS trusting the fixture's CA, with an optional client certificate. */
+  function httpsChat(port: number, headers: Record<string, string>, client?: { cert: string; key: string }) {
+    const body = JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "compiled" }] });
+    return new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = https.request(
+        {
+          host: "127.0.0.1",
+          port,
+          method: "POST",
+          path: "/v1/chat/completions",
+          ca: readFileSync(tls.caCert),
+          ...(client === undefined ? {} : { cert: readFileSync(client.cert), key: readFileSync(client.key) }),
+          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers },
+        },
+        (response) => {
+          let text = "";
+          response.on("data", (chunk) => {
+            text += String(chunk);
+          });
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+        },
+      );
+      request.on("error", reject);
+      request.end(body);
+    });
+  }
+
+  it("is packaged with its compiled probe and migrations Job, and no build tools", () => {
+    for (const file of ["main.js", "http-health-check.js", "migrate.js"])
+      expect(existsSync(join(gatewayApp, "dist", file)), file).toBe(true);
+    for (const tool of buildOnlyPackages) expect(existsSync(join(gatewayApp, "node_modules", tool)), tool).toBe(false);
+  });
+
+  it("serves with plain node on loopback; the probe exits 0 on /readyz and 1 once it is down", async () => {
+    const port = await freePort();
+    const child = await startGateway(port, {});
+    expect(probeGateway(`http://127.0.0.1:${port}/readyz`)).toMatchObject({ status: 0, stdout: "/readyz 200\n" });
+    expect(probeGateway(`http://127.0.0.1:${port}/healthz`).status).toBe(0);
+    await stop(child);
+    const down = probeGateway(`http://127.0.0.1:${port}/readyz`);
+    expect(down.status).toBe(1);
+    expect(down.stderr).toContain("health check at");
+    // An https URL without the CA to check it against is a settings error, before any connection.
+    expect(probeGateway(`https://127.0.0.1:${port}/readyz`).status).toBe(2);
+  });
+
+  it("serves HTTPS off loopback with principals: a token or a listed client certificate gets through", async () => {
+    const principals = writePrincipalsFile([
+      { name: "harness-a", roles: ["harness"], tokens: [token], certificateNames: [CLIENT_CERTIFICATE_NAMES.client] },
+    ]);
+    try {
+      const port = await freePort();
+      const child = await startGateway(
+        port,
+        {
+          GATEWAY_HOST: "0.0.0.0",
+          GATEWAY_TLS_CERT_FILE: tls.serverCert,
+          GATEWAY_TLS_KEY_FILE: tls.serverKey,
+          GATEWAY_TLS_CLIENT_CA_FILE: tls.caCert,
+          ...principals.env(),
+        },
+        {
+          HEALTH_PROBE_CA_FILE: tls.caCert,
+          HEALTH_PROBE_CERT_FILE: tls.clientCert,
+          HEALTH_PROBE_KEY_FILE: tls.clientKey,
+        },
+      );
+      const client = { cert: tls.peerCert, key: tls.peerKey };
+      // The peer certificate is signed by the CA but names no principal: a token is needed.
+      expect((await httpsChat(port, {}, client)).status).toBe(401);
+      const before = fake.requests.length;
+      expect((await httpsChat(port, { "x-prefix-guard-token": token }, client)).status).toBe(200);
+      expect(fake.requests.length).toBe(before + 1);
+      expect(fake.requests.at(-1)?.headers["x-prefix-guard-token"]).toBeUndefined();
+      // The listed certificate alone names the principal.
+      expect((await httpsChat(port, {}, { cert: tls.clientCert, key: tls.clientKey })).status).toBe(200);
+      // Without a client certificate the handshake itself fails.
+      await expect(httpsChat(port, { "x-prefix-guard-token": token })).rejects.toThrow();
+      await stop(child);
+    } finally {
+      principals.remove();
+    }
+  });
+
+  it("refuses to start off loopback without principals, naming the setting", () => {
+    const result = spawnSync(process.execPath, ["dist/main.js"], {
+      cwd: gatewayApp,
+      env: cleanEnv({
+        GATEWAY_HOST: "0.0.0.0",
+        GATEWAY_PORT: "0",
+        BUS_DATABASE_URL: `sqlite:${join(dataDir, "gw-refused-bus.sqlite")}`,
+        DATABASE_URL: `sqlite:${join(dataDir, "gw-refused.sqlite")}`,
+      }),
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(result.status).not.toBe(0);
+    expect(`${result.stdout}${result.stderr}`).toContain("PRINCIPALS_FILE");
   });
 });
 

@@ -1,4 +1,5 @@
 import { createServer } from "node:net";
+import { FakeProvider } from "@prefix-guard/gateway/testing";
 import { checkHealth } from "@prefix-guard/grpc";
 import { describe, expect, it } from "vitest";
 import { startEmbeddedSystem } from "./support";
@@ -38,12 +39,46 @@ describe("make run's one /metrics", () => {
       expect(text).toContain('prefixguard_view_cache_sessions{service="prompt-assembly"} 0');
       expect(text).toContain("# TYPE prefixguard_cache_collapses_total counter");
       expect(text).toContain("# TYPE prefixguard_rules_decisions_total counter");
+      expect(text).toMatch(/^prefixguard_gateway_requests_total\{[^}]*service="gateway"[^}]*\} 0$/m);
       // Prometheus rejects a family declared twice; the runtime's metrics describe one process.
       const declared = text.split("\n").filter((line) => line.startsWith("# TYPE "));
       expect(new Set(declared).size).toBe(declared.length);
       expect(text.match(/^process_cpu_user_seconds_total\{/gm)).toHaveLength(1);
     } finally {
       await system.stop("SIGINT");
+    }
+  });
+});
+
+describe("make run's gateway", () => {
+  it("prints its base URL with the other endpoints and proxies a call to the configured upstream", async () => {
+    const fake = await FakeProvider.start();
+    const system = await startEmbeddedSystem({ OPENAI_UPSTREAM_URL: fake.url, ANTHROPIC_UPSTREAM_URL: fake.url });
+    try {
+      const url = system.gatewayUrl;
+      expect(system.output()).toMatch(
+        new RegExp(
+          `^ {2}gateway {10}${url.replaceAll(".", "\\.")} {3}OPENAI_BASE_URL=${url.replaceAll(".", "\\.")}/v1`,
+          "m",
+        ),
+      );
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      const response = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer sk-make-run-test" },
+        body: JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "hello through make run" }] }),
+      });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { object: string }).object).toBe("chat.completion");
+      const forwarded = fake.requests.at(-1);
+      expect(forwarded?.url).toBe("/v1/chat/completions");
+      expect(forwarded?.headers.authorization).toBe("Bearer sk-make-run-test");
+      expect(forwarded?.body.toString()).toContain("hello through make run");
+    } finally {
+      await system.stop("SIGINT");
+      await fake.stop();
     }
   });
 });

@@ -7,6 +7,7 @@ import { join, posix, resolve } from "node:path";
 import type { z } from "@prefix-guard/config";
 import { parseDatabaseUrl } from "@prefix-guard/db";
 import { dlqTopic, Topics } from "@prefix-guard/events";
+import { gatewayConfigSchema, HEALTH_PATH, READY_PATH } from "@prefix-guard/gateway";
 import { parsePrincipals } from "@prefix-guard/grpc";
 import { promptAssemblyConfigSchema } from "@prefix-guard/prompt-assembly";
 import { rulesSnapshotConfigSchema } from "@prefix-guard/rules-snapshot";
@@ -44,9 +45,14 @@ const schemas: Record<string, ConfigSchema | Error> = {
   "cache-monitor": cacheMonitorSchema,
 };
 const serviceNames = Object.keys(schemas);
+/** The gateway serves HTTP, not gRPC: it has its own cases below ("gateway"), the others share describe.each. */
+const gateway = "gateway";
+const gatewaySchema = gatewayConfigSchema as unknown as ConfigSchema;
+/** Every deployed service: the gRPC services and the gateway. */
+const deployedNames = [...serviceNames, gateway];
 
 function schemaOf(service: string): ConfigSchema {
-  const schema = schemas[service];
+  const schema = service === gateway ? gatewaySchema : schemas[service];
   if (schema === undefined || schema instanceof Error) throw schema ?? new Error(`no schema for ${service}`);
   return schema;
 }
@@ -307,6 +313,60 @@ const dockerignore = read(`${dockerfilePath}.dockerignore`)
   .map((line) => line.trim())
   .filter((line) => line !== "" && !line.startsWith("#"));
 
+/** A service's Deployment and migrations Job, and what its container is given (env, mounted Secrets). */
+function workloadOf(service: string) {
+  const deployment = () => {
+    const found = k8sOf("Deployment", service, "prefix-guard");
+    if (!found) throw new Error(`no Deployment ${service}`);
+    return found;
+  };
+  const migrationJob = () => {
+    const found = k8sOf("Job", `${service}-migrate`, "prefix-guard");
+    if (!found) throw new Error(`no Job ${service}-migrate`);
+    return found;
+  };
+  const container = () => {
+    const containers = deployment().spec.template.spec.containers as Free[];
+    expect(containers).toHaveLength(1);
+    return containers[0] as Free;
+  };
+  /** The env the container starts with: its ConfigMaps, literal values, and a stand-in per Secret key. */
+  const containerEnv = (): Env => {
+    const env: Env = {};
+    for (const source of container().envFrom ?? []) {
+      const configMap = k8sOf("ConfigMap", source.configMapRef?.name, "prefix-guard");
+      expect(configMap, `ConfigMap ${source.configMapRef?.name}`).toBeDefined();
+      for (const [name, value] of Object.entries(configMap?.data ?? {})) {
+        expect(typeof value, `ConfigMap value ${name} must be a string`).toBe("string");
+        env[name] = value as string;
+      }
+    }
+    for (const entry of container().env ?? []) {
+      if (typeof entry.value === "string") env[entry.name] = entry.value;
+      else if (entry.valueFrom?.secretKeyRef) env[entry.name] = "mysql://user:secret@mariadb.example:3306/placeholder";
+    }
+    return env;
+  };
+  /** The Secret and key a file path is read from, with its mount checked: whole and read-only. */
+  const secretFileOf = (path: unknown): { secretName: string; key: string } => {
+    expect(typeof path, "a file path").toBe("string");
+    const mount = ((container().volumeMounts ?? []) as Free[]).find((m) =>
+      (path as string).startsWith(`${m.mountPath}/`),
+    );
+    expect(mount, `${String(path)} lies in a mounted volume`).toBeDefined();
+    expect(mount.readOnly, `${mount.mountPath} is mounted read-only`).toBe(true);
+    // kubelet never updates a subPath mount: a rotated Secret would not reach the pod.
+    expect(mount.subPath, `${mount.mountPath} has no subPath`).toBeUndefined();
+    const volume = ((deployment().spec.template.spec.volumes ?? []) as Free[]).find((v) => v.name === mount.name);
+    expect(volume?.secret?.secretName, `volume ${mount.name} is a Secret`).toBeDefined();
+    expect(volume.secret.items, "file names are the Secret's keys").toBeUndefined();
+    return { secretName: volume.secret.secretName, key: (path as string).slice(mount.mountPath.length + 1) };
+  };
+  const secretKeyRefOf = (name: string) =>
+    ((container().env ?? []) as Free[]).find((e) => e.name === name)?.valueFrom?.secretKeyRef;
+  return { deployment, migrationJob, container, containerEnv, secretFileOf, secretKeyRefOf };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 describe("deploy manifests parse", () => {
@@ -389,9 +449,9 @@ describe("Dockerfile", () => {
       .exec(runs[packages] ?? "")?.[1]
       ?.trim()
       .split(/\s+/);
-    expect(loop?.sort()).toEqual([...serviceNames].sort());
+    expect(loop?.sort()).toEqual([...deployedNames].sort());
     // pnpm deploy --prod installs `dependencies` only: a build tool listed there would reach the image.
-    for (const service of serviceNames) {
+    for (const service of deployedNames) {
       const manifest = JSON.parse(read("services", service, "package.json")) as { dependencies?: object };
       const shipped = Object.keys(manifest.dependencies ?? {});
       expect(
@@ -407,6 +467,7 @@ describe("Dockerfile", () => {
     expect(runtime).toBeDefined();
     const names = effective(runtime as Stage, "ENV").flatMap((i) => [...i.args.matchAll(/(\w+)=/g)].map((m) => m[1]));
     for (const service of serviceNames) expectNamesInSchema(service, names as string[]);
+    expectNamesInSchema(gateway, names as string[]);
   });
 });
 
@@ -532,39 +593,7 @@ describe.each(serviceNames)("%s", (service) => {
   });
 
   describe("kubernetes", () => {
-    const deployment = () => {
-      const found = k8sOf("Deployment", service, "prefix-guard");
-      if (!found) throw new Error(`no Deployment ${service}`);
-      return found;
-    };
-    const migrationJob = () => {
-      const found = k8sOf("Job", `${service}-migrate`, "prefix-guard");
-      if (!found) throw new Error(`no Job ${service}-migrate`);
-      return found;
-    };
-    const container = () => {
-      const containers = deployment().spec.template.spec.containers as Free[];
-      expect(containers).toHaveLength(1);
-      return containers[0] as Free;
-    };
-    /** The env the container starts with: its ConfigMaps, literal values, and a stand-in per Secret key. */
-    const containerEnv = (): Env => {
-      const env: Env = {};
-      for (const source of container().envFrom ?? []) {
-        const configMap = k8sOf("ConfigMap", source.configMapRef?.name, "prefix-guard");
-        expect(configMap, `ConfigMap ${source.configMapRef?.name}`).toBeDefined();
-        for (const [name, value] of Object.entries(configMap?.data ?? {})) {
-          expect(typeof value, `ConfigMap value ${name} must be a string`).toBe("string");
-          env[name] = value as string;
-        }
-      }
-      for (const entry of container().env ?? []) {
-        if (typeof entry.value === "string") env[entry.name] = entry.value;
-        else if (entry.valueFrom?.secretKeyRef)
-          env[entry.name] = "mysql://user:secret@mariadb.example:3306/placeholder";
-      }
-      return env;
-    };
+    const { deployment, migrationJob, container, containerEnv, secretFileOf, secretKeyRefOf } = workloadOf(service);
 
     it("runs the same entrypoint as the image", () => {
       const argv = [...(container().command ?? []), ...(container().args ?? [])];
@@ -620,24 +649,6 @@ describe.each(serviceNames)("%s", (service) => {
       expect(entry?.newTag ?? entry?.digest).toBeDefined();
       expect(["dev", "latest"]).not.toContain(entry?.newTag);
     });
-
-    /** The Secret and key a file path is read from, with its mount checked: whole and read-only. */
-    const secretFileOf = (path: unknown): { secretName: string; key: string } => {
-      expect(typeof path, "a file path").toBe("string");
-      const mount = ((container().volumeMounts ?? []) as Free[]).find((m) =>
-        (path as string).startsWith(`${m.mountPath}/`),
-      );
-      expect(mount, `${String(path)} lies in a mounted volume`).toBeDefined();
-      expect(mount.readOnly, `${mount.mountPath} is mounted read-only`).toBe(true);
-      // kubelet never updates a subPath mount: a rotated Secret would not reach the pod.
-      expect(mount.subPath, `${mount.mountPath} has no subPath`).toBeUndefined();
-      const volume = ((deployment().spec.template.spec.volumes ?? []) as Free[]).find((v) => v.name === mount.name);
-      expect(volume?.secret?.secretName, `volume ${mount.name} is a Secret`).toBeDefined();
-      expect(volume.secret.items, "file names are the Secret's keys").toBeUndefined();
-      return { secretName: volume.secret.secretName, key: (path as string).slice(mount.mountPath.length + 1) };
-    };
-    const secretKeyRefOf = (name: string) =>
-      ((container().env ?? []) as Free[]).find((e) => e.name === name)?.valueFrom?.secretKeyRef;
 
     it("listens off loopback only with TLS, client certificates and the shared principals Secret", () => {
       const config = parseEnv(service, containerEnv());
@@ -808,6 +819,289 @@ describe.each(serviceNames)("%s", (service) => {
   });
 });
 
+describe("gateway", () => {
+  const target = buildTargets.find((t) => t.packageDir === `services/${gateway}`);
+  const image = (): Stage => {
+    const stage = stageNamed(gateway);
+    if (!stage) throw new Error("Dockerfile has no target gateway");
+    return stage;
+  };
+  /** The image's HEALTHCHECK command: the compiled HTTP probe and the URL it GETs. */
+  const imageProbe = () => jsonForm((effective(image(), "HEALTHCHECK").at(-1)?.args ?? "").replace(/^.*?CMD\s+/, ""));
+  const defaultPort = () => defaultOf(gateway, "GATEWAY_PORT") as number;
+
+  describe("image", () => {
+    it("has a target running the compiled entrypoint from /app, listening off loopback on its HTTP port", () => {
+      expect(target?.entries.main).toBe("src/main.ts");
+      expect(existsSync(at("services/gateway/src/main.ts"))).toBe(true);
+      expect(effective(image(), "COPY").map((i) => i.args)).toEqual([`--from=build /out/${gateway} /app`]);
+      expect(effective(image(), "WORKDIR").at(-1)?.args).toBe("/app");
+      expect(jsonForm(effective(image(), "CMD").at(-1)?.args ?? "[]")).toEqual([
+        "node",
+        "--enable-source-maps",
+        "dist/main.js",
+      ]);
+      expect(effective(image(), "EXPOSE").map((i) => Number(i.args))).toEqual([defaultPort()]);
+      const env = Object.fromEntries(
+        effective(image(), "ENV").flatMap((i) => [...i.args.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2]])),
+      );
+      expectNamesInSchema(gateway, Object.keys(env));
+      expect(env.GATEWAY_HOST).toBe("0.0.0.0");
+    });
+
+    it("runs as a numeric non-root user, with no tsx, install or build step in its runtime stages", () => {
+      const [uid] = (effective(image(), "USER").at(-1)?.args ?? "root").split(":");
+      expect(Number(uid)).toBeGreaterThan(0);
+      const chain: Stage[] = [];
+      for (let stage: Stage | undefined = image(); stage; stage = stageNamed(stage.from)) chain.push(stage);
+      expect(chain.map((stage) => stage.name)).not.toContain("build");
+      expect(chain.flatMap((stage) => stage.instructions).filter((i) => i.keyword === "RUN")).toEqual([]);
+    });
+
+    it("health-checks /readyz on its own port with the compiled HTTP probe built next to main.js", () => {
+      const probe = imageProbe();
+      expect(probe.slice(0, 2)).toEqual(["node", "dist/http-health-check.js"]);
+      const entry = target?.entries["http-health-check"];
+      expect(entry, "the probe is built next to main.js").toBeDefined();
+      expect(existsSync(at(target?.packageDir ?? "", entry ?? "missing"))).toBe(true);
+      const url = new URL(probe[2] as string);
+      expect(url.protocol).toBe("http:");
+      expect(url.hostname).toBe("127.0.0.1");
+      expect(Number(url.port)).toBe(defaultPort());
+      expect(url.pathname).toBe(READY_PATH);
+    });
+  });
+
+  describe("compose", () => {
+    const definition = (): ComposeService => {
+      const found = compose.services[gateway];
+      if (!found) throw new Error("compose has no service gateway");
+      return found;
+    };
+
+    it("builds its Dockerfile target, and runs on Kafka and its own MariaDB database", () => {
+      expect(definition().build?.target).toBe(gateway);
+      expect(definition().build?.dockerfile).toBe(dockerfilePath);
+      expect(definition().image?.split(":")[0]).toBe(`prefix-guard/${gateway}`);
+      const env = composeEnv(definition());
+      expectNamesInSchema(gateway, Object.keys(env));
+      const config = parseEnv(gateway, env);
+      expect(config.TRANSPORT).toBe("kafka");
+      expect(config.GATEWAY_HOST).toBe("0.0.0.0");
+      const advertised = (composeEnv(compose.services.kafka as ComposeService).KAFKA_ADVERTISED_LISTENERS ?? "")
+        .split(",")
+        .map((listener) => listener.replace(/^\w+:\/\//, ""));
+      for (const broker of config.KAFKA_BROKERS as string[]) expect(advertised).toContain(broker);
+      const database = parseDatabaseUrl(config.DATABASE_URL as string);
+      if (database.dialect !== "mysql") throw new Error("compose services use MariaDB");
+      expect(database.host).toBe("mariadb");
+      const initSql = Object.values(compose.configs ?? {})
+        .map((c) => c.content ?? "")
+        .join("\n");
+      expect(initSql).toContain(`CREATE DATABASE IF NOT EXISTS ${database.database} `);
+      expect(initSql).toContain(
+        `CREATE USER IF NOT EXISTS '${database.user}'@'%' IDENTIFIED BY '${database.password}'`,
+      );
+      expect(definition().depends_on?.kafka?.condition).toBe("service_healthy");
+      expect(definition().depends_on?.mariadb?.condition).toBe("service_healthy");
+    });
+
+    it("publishes its port, health-checks itself like the image, and stops within its grace period", () => {
+      const config = parseEnv(gateway, composeEnv(definition()));
+      expect(config.GATEWAY_PORT).toBe(defaultPort());
+      expect(definition().ports?.map((p) => Number(p.split(":").at(-1)))).toContain(config.GATEWAY_PORT);
+      expect(definition().healthcheck?.test).toEqual(["CMD", ...imageProbe()]);
+      expect(durationMs(definition().stop_grace_period ?? "10s")).toBeGreaterThan(
+        (config.SHUTDOWN_GRACE_MS as number) + 1_000,
+      );
+      if (definition().read_only) expect(definition().tmpfs).toContain("/tmp");
+      // Off loopback without principals it would refuse to start: compose opts out, explicitly.
+      expect(config.INSECURE_ALLOW_UNAUTHENTICATED).toBe(true);
+    });
+  });
+
+  describe("kubernetes", () => {
+    const { deployment, migrationJob, container, containerEnv, secretFileOf, secretKeyRefOf } = workloadOf(gateway);
+    const config = () => parseEnv(gateway, containerEnv());
+
+    it("runs the image's entrypoint, its tag from the kustomization", () => {
+      expect([...(container().command ?? []), ...(container().args ?? [])]).toEqual(
+        jsonForm(effective(image(), "CMD").at(-1)?.args ?? "[]"),
+      );
+      for (const workload of [deployment(), migrationJob()])
+        for (const c of workload.spec.template.spec.containers as Free[])
+          expect(c.image).toBe(`prefix-guard/${gateway}`);
+      const entry = kustomizationImages().find((i) => i.name === `prefix-guard/${gateway}`);
+      expect(entry?.newTag ?? entry?.digest).toBeDefined();
+    });
+
+    it("configures only env vars its schema knows, with values it accepts, DATABASE_URL from a Secret", () => {
+      expectNamesInSchema(gateway, Object.keys(containerEnv()));
+      expect(config().TRANSPORT).toBe("kafka");
+      expect(config().DATABASE_MIGRATIONS).toBe("verify");
+      expect(secretKeyRefOf("DATABASE_URL")).toEqual({ name: `${gateway}-database`, key: "DATABASE_URL" });
+    });
+
+    it("serves HTTPS off loopback with its own certificate, and admits only the principals of the shared Secret", () => {
+      expect(config().GATEWAY_HOST).not.toMatch(/^(127\.|localhost$|::1$)/);
+      const tls = { secretName: `${gateway}-tls` };
+      expect(secretFileOf(config().GATEWAY_TLS_CERT_FILE)).toEqual({ ...tls, key: "tls.crt" });
+      expect(secretFileOf(config().GATEWAY_TLS_KEY_FILE)).toEqual({ ...tls, key: "tls.key" });
+      expect(secretFileOf(config().PRINCIPALS_FILE)).toEqual({
+        secretName: principalsSecret.metadata.name,
+        key: principalsKey,
+      });
+      // The certificate DEPLOY.md issues for it serves, and names the Service harnesses dial.
+      const certificate = namedCertificate(gateway);
+      expect(certificate.usages).toContain("serverAuth");
+      expect(certificate.dns).toContain(`${gateway}.prefix-guard.svc.cluster.local`);
+      // No certificate of it may authenticate anyone: it is nobody's principal.
+      for (const principal of examplePrincipals)
+        for (const name of principal.certificate_names ?? []) expect(certificate.dns).not.toContain(name);
+    });
+
+    it("probes /healthz and /readyz on its own port, over HTTPS since it serves TLS", () => {
+      const port = container().ports.find((p: { name: string }) => p.name === "https");
+      expect(port?.containerPort).toBe(config().GATEWAY_PORT);
+      const paths = { startupProbe: HEALTH_PATH, livenessProbe: HEALTH_PATH, readinessProbe: READY_PATH };
+      for (const [probe, path] of Object.entries(paths)) {
+        const httpGet = container()[probe]?.httpGet;
+        expect(httpGet, probe).toMatchObject({ path, port: "https", scheme: "HTTPS" });
+        expect(container()[probe].timeoutSeconds, probe).toBeGreaterThan(0);
+      }
+    });
+
+    it("reaches Kafka over SASL_SSL, verified against the cluster CA, as its own user from a Secret", () => {
+      expect(config().KAFKA_SSL).toBe(true);
+      expect(config().KAFKA_SASL_MECHANISM).toBe("scram-sha-512");
+      expect(secretFileOf(config().KAFKA_SSL_CA_FILE)).toEqual({ secretName: "prefix-guard-kafka-ca", key: "ca.crt" });
+      expect(secretKeyRefOf("KAFKA_SASL_USERNAME")).toEqual({ name: `${gateway}-kafka`, key: "username" });
+      expect(secretKeyRefOf("KAFKA_SASL_PASSWORD")).toEqual({ name: `${gateway}-kafka`, key: "password" });
+      const reference = k8sOf("ConfigMap", "cache-monitor", "prefix-guard")?.data ?? {};
+      expect(config().KAFKA_BROKERS).toEqual(String(reference.KAFKA_BROKERS).split(","));
+      expect(config().KAFKA_REPLICATION_FACTOR).toBe(Number(reference.KAFKA_REPLICATION_FACTOR));
+    });
+
+    it("uses only Secrets whose creation DEPLOY.md shows", () => {
+      const podSpec = deployment().spec.template.spec;
+      const names = [
+        ...((podSpec.volumes ?? []) as Free[]).flatMap((v) => (v.secret ? [v.secret.secretName as string] : [])),
+        ...((container().env ?? []) as Free[]).flatMap((e) =>
+          e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name as string] : [],
+        ),
+      ];
+      const commands = [...deployDoc.matchAll(/create secret generic ("[^"]+"|\S+)/g)].map((m) =>
+        (m[1] as string).replaceAll('"', ""),
+      );
+      for (const name of names)
+        expect(commands, `DEPLOY.md creates Secret ${name}`).toContainEqual(
+          commands.includes(name) ? name : name.replace(gateway, "$s"),
+        );
+    });
+
+    it("has a Service on its port that keeps a client on one pod (session memory is per pod)", () => {
+      const svc = k8sOf("Service", gateway, "prefix-guard");
+      expect(deployment().spec.selector.matchLabels).toEqual(svc?.spec.selector);
+      const https = (svc?.spec.ports ?? []).find((p: { name: string }) => p.name === "https");
+      expect(https?.port).toBe(config().GATEWAY_PORT);
+      expect(https?.targetPort).toBe("https");
+      expect(svc?.spec.sessionAffinity).toBe("ClientIP");
+    });
+
+    it("scales on CPU from 2 replicas, with a budget that lets a drain evict one pod at a time", () => {
+      const autoscaler = k8sOf("HorizontalPodAutoscaler", gateway, "prefix-guard");
+      expect(autoscaler?.apiVersion).toBe("autoscaling/v2");
+      expect(autoscaler?.spec.scaleTargetRef).toMatchObject({
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        name: gateway,
+      });
+      expect(deployment().spec.replicas, "the autoscaler owns the count").toBeUndefined();
+      expect(container().resources.requests.cpu).toBeDefined();
+      expect(autoscaler?.spec.metrics).toEqual([
+        {
+          type: "Resource",
+          resource: { name: "cpu", target: { type: "Utilization", averageUtilization: expect.any(Number) } },
+        },
+      ]);
+      expect(autoscaler?.spec.minReplicas).toBeGreaterThanOrEqual(2);
+      expect(autoscaler?.spec.maxReplicas).toBeGreaterThan(autoscaler?.spec.minReplicas);
+      const budget = k8sOf("PodDisruptionBudget", gateway, "prefix-guard");
+      expect(budget?.apiVersion).toBe("policy/v1");
+      expect(budget?.spec.selector.matchLabels).toEqual(deployment().spec.selector.matchLabels);
+      expect(budget?.spec.maxUnavailable).toBeGreaterThanOrEqual(1);
+    });
+
+    it("has a migrations Job for its outbox, on the same image and database Secret", () => {
+      const [migrate] = migrationJob().spec.template.spec.containers as Free[];
+      expect(target?.entries.migrate).toBe("src/migrate.ts");
+      expect(existsSync(at("services/gateway/src/migrate.ts"))).toBe(true);
+      expect(migrate.command).toEqual(["node", "--enable-source-maps", "dist/migrate.js"]);
+      const secret = (c: Free) =>
+        (c.env ?? []).find((e: { name: string }) => e.name === "DATABASE_URL")?.valueFrom?.secretKeyRef;
+      expect(secret(migrate)).toEqual(secret(container()));
+      expect(migrate.securityContext?.readOnlyRootFilesystem).toBe(true);
+    });
+
+    it("lets streams in flight finish on shutdown: the grace covers the pause before SIGTERM and SHUTDOWN_GRACE_MS", () => {
+      const podSpec = deployment().spec.template.spec;
+      const pause = Number(container().lifecycle?.preStop?.exec?.command?.[1] ?? 0);
+      expect(podSpec.terminationGracePeriodSeconds * 1_000).toBeGreaterThan(
+        pause * 1_000 + (config().SHUTDOWN_GRACE_MS as number) + 1_000,
+      );
+      expect(container().securityContext?.readOnlyRootFilesystem).toBe(true);
+      expect((container().volumeMounts ?? []).map((m: { mountPath: string }) => m.mountPath)).toContain("/tmp");
+      expect(container().resources?.limits?.memory).toBeDefined();
+    });
+
+    it("exposes metrics where the annotations say", () => {
+      const metricsPort = config().METRICS_PORT as number;
+      expect(metricsPort).toBeGreaterThan(0);
+      expect(container().ports.find((p: { name: string }) => p.name === "metrics")?.containerPort).toBe(metricsPort);
+      expect(deployment().spec.template.metadata.annotations?.["prometheus.io/port"]).toBe(String(metricsPort));
+    });
+  });
+
+  describe("NetworkPolicies", () => {
+    const policies = k8sObjects.filter((o) => o.kind === "NetworkPolicy");
+    const rules = (type: "ingress" | "egress") =>
+      policies
+        .filter((p) => (p.spec.policyTypes ?? []).includes(type === "ingress" ? "Ingress" : "Egress"))
+        .filter((p) => selectedNames(p.spec.podSelector, [gateway]).length === 1)
+        .flatMap((p) => (p.spec[type] ?? []) as Free[]);
+    const portsOf = (rule: Free): number[] => (rule.ports ?? []).map((p: { port: number }) => p.port);
+    const config = () =>
+      parseEnv(gateway, {
+        ...(k8sOf("ConfigMap", gateway, "prefix-guard")?.data as Env),
+        DATABASE_URL: "mysql://u:p@db.example:3306/x",
+      });
+
+    it("accepts its port only from labelled client namespaces, and /metrics only from scrapers", () => {
+      const ingress = rules("ingress");
+      for (const rule of ingress) expect(rule.from?.length, "no rule open to everyone").toBeGreaterThan(0);
+      const proxy = ingress.filter((rule) => portsOf(rule).includes(config().GATEWAY_PORT as number));
+      expect(proxy.flatMap((rule) => rule.from)).toEqual([
+        { namespaceSelector: { matchLabels: { "prefix-guard.io/client": "true" } } },
+      ]);
+      const metrics = ingress.filter((rule) => portsOf(rule).includes(config().METRICS_PORT as number));
+      expect(metrics.flatMap((rule) => rule.from)).toEqual([
+        { namespaceSelector: { matchLabels: { "prefix-guard.io/metrics": "true" } } },
+      ]);
+    });
+
+    it("may reach DNS, the database, the Kafka brokers and the providers' HTTPS, nothing else", () => {
+      const egress = rules("egress");
+      for (const rule of egress) expect(portsOf(rule).length).toBeGreaterThan(0);
+      const upstreamPorts = [config().OPENAI_UPSTREAM_URL, config().ANTHROPIC_UPSTREAM_URL].map((url) => {
+        const parsed = url as URL;
+        return Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+      });
+      const brokerPorts = (config().KAFKA_BROKERS as string[]).map((b) => hostPort(b).port);
+      expect(new Set(egress.flatMap(portsOf))).toEqual(new Set([53, 3306, ...brokerPorts, ...upstreamPorts]));
+    });
+  });
+});
+
 /** The `app.kubernetes.io/name` label of the pods a selector picks, among the given names. */
 function selectedNames(selector: Free, names: readonly string[]): string[] {
   if (selector === undefined) return [];
@@ -830,7 +1124,7 @@ describe("Kubernetes workloads", () => {
   const workloads = k8sObjects.filter((o) => o.kind === "Deployment" || o.kind === "Job");
 
   it("every container of every Deployment and Job has CPU and memory requests and limits", () => {
-    expect(workloads.filter((w) => w.kind === "Job")).toHaveLength(serviceNames.length);
+    expect(workloads.filter((w) => w.kind === "Job")).toHaveLength(deployedNames.length);
     for (const workload of workloads) {
       for (const c of workload.spec.template.spec.containers as Free[]) {
         const where = `${workload.kind}/${workload.metadata.name}/${c.name}`;
@@ -843,8 +1137,10 @@ describe("Kubernetes workloads", () => {
   });
 
   it("prompt-assembly and rules-snapshot scale on CPU, within the partitions a consumer group can use", () => {
-    const autoscalers = k8sObjects.filter((o) => o.kind === "HorizontalPodAutoscaler");
-    expect(autoscalers.map((a) => a.metadata.name).sort()).toEqual(["prompt-assembly", "rules-snapshot"]);
+    const all = k8sObjects.filter((o) => o.kind === "HorizontalPodAutoscaler");
+    expect(all.map((a) => a.metadata.name).sort()).toEqual([gateway, "prompt-assembly", "rules-snapshot"]);
+    // The gateway consumes no topic: its autoscaler is checked with it ("gateway").
+    const autoscalers = all.filter((a) => a.metadata.name !== gateway);
     const mainTopics = new Set<string>(Object.values(Topics));
     const partitions = Math.min(
       ...defaultTopicSpecs()

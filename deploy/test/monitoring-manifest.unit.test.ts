@@ -34,9 +34,10 @@ describe("deploy/k8s/monitoring.yaml", () => {
     });
   });
 
-  it("selects the pods of all four services, and each serves /metrics on its port named metrics", () => {
+  it("selects the pods of all five services, and each serves /metrics on its port named metrics", () => {
     expect(deployments.map((d) => d.metadata.name).sort()).toEqual([
       "cache-monitor",
+      "gateway",
       "prompt-assembly",
       "rules-snapshot",
       "session-events",

@@ -74,13 +74,19 @@ export function metricFamiliesIn(expr: string): string[] {
   return [...new Set([...expr.matchAll(METRIC)].map((match) => match[0].replace(HISTOGRAM_SERIES, "")))];
 }
 
-/** Every metric name the services declare (`name: "prefixguard_..."` in libs/ and services/ sources). */
+/**
+ * Every metric name the services declare in libs/ and services/ sources: `name: "prefixguard_..."`,
+ * or a `..._METRIC = "prefixguard_..."` constant a declaration names (the gateway's stabilized counter).
+ */
 export function declaredMetricNames(): Set<string> {
   const names = new Set<string>();
+  const declarations = /\bname: "(prefixguard_[a-z0-9_]+)"|\b[A-Z][A-Z0-9_]*_METRIC = "(prefixguard_[a-z0-9_]+)"/g;
   for (const root of ["libs", "services"]) {
     for (const file of sourceFiles(join(repoRoot, root))) {
-      for (const match of readFileSync(file, "utf8").matchAll(/\bname: "(prefixguard_[a-z0-9_]+)"/g))
-        if (match[1] !== undefined) names.add(match[1]);
+      for (const match of readFileSync(file, "utf8").matchAll(declarations)) {
+        const name = match[1] ?? match[2];
+        if (name !== undefined) names.add(name);
+      }
     }
   }
   return names;

@@ -22,6 +22,9 @@ describe("deploy/observability", () => {
     expect(declared).toContain("prefixguard_cache_collapses_total");
     expect(declared).toContain("prefixguard_grpc_server_handling_seconds");
     expect(declared).toContain("prefixguard_relay_backlog_events");
+    expect(declared).toContain("prefixguard_gateway_added_latency_seconds");
+    // Declared through the constant its recorder names (services/gateway/src/domain/stabilize/rules.ts).
+    expect(declared).toContain("prefixguard_gateway_stabilized_total");
   });
 
   it.each([...dashboardQueries(), ...alertQueries()].map((q) => [q.origin, q.expr] as const))(
@@ -69,6 +72,10 @@ describe("deploy/observability", () => {
       "Consumer lag (p99 apply delay)",
       "Events applied and dead-lettered",
       "Rules decisions",
+      "Gateway requests by route and status",
+      "Gateway added latency (p50 / p99)",
+      "Gateway traffic not observed, by reason",
+      "Gateway requests stabilized, by rule",
     ])
       expect(titles).toContain(wanted);
   });

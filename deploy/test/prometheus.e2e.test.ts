@@ -1,5 +1,5 @@
-// The fleet view against the real thing: the four services (startStack, each with its own
-// METRICS_PORT) scraped by a real Prometheus (Debian's 2.42, from deploy/scripts/prometheus-deps.sh)
+// The fleet view against the real thing: the four gRPC services (startStack, each with its own
+// METRICS_PORT) and a gateway in stabilize mode in front of the fake provider, scraped by a real Prometheus (Debian's 2.42, from deploy/scripts/prometheus-deps.sh)
 // every second with the alert rules loaded. A few harness turns and one provoked collapse (a
 // harness section rewritten, so the provider's cache misses) later, every PromQL expression of the
 // Grafana dashboard and of the alert rules (an alert's threshold removed: the series it compares)
@@ -9,7 +9,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventually } from "@prefix-guard/bus/testing";
+import { loadGatewayConfig, type RunningGateway, startGateway } from "@prefix-guard/gateway";
+import { FakeProvider } from "@prefix-guard/gateway/testing";
 import { callUnary } from "@prefix-guard/grpc";
+import { silentLogger } from "@prefix-guard/logging";
 import {
   type BuildRequestResponse,
   type PromptAssemblyClient,
@@ -41,6 +44,8 @@ interface PromResult {
 describe("dashboard and alert expressions against a real Prometheus scraping the services", () => {
   let tooling: DebianTooling;
   let stack: Stack | undefined;
+  let fake: FakeProvider | undefined;
+  let gateway: RunningGateway | undefined;
   let prometheus: ChildProcess | undefined;
   let prometheusLog = "";
   let promUrl = "";
@@ -54,6 +59,21 @@ describe("dashboard and alert expressions against a real Prometheus scraping the
       cacheMonitor: true,
       serviceEnv: Object.fromEntries(SERVICES.map((s) => [s, { METRICS_PORT: String(ports[s]) }])),
     });
+    // Stabilize mode, so its stabilization counter is there too.
+    fake = await FakeProvider.start();
+    const gatewayMetricsPort = await freePort();
+    gateway = await startGateway(
+      loadGatewayConfig({
+        GATEWAY_PORT: "0",
+        GATEWAY_MODE: "stabilize",
+        METRICS_PORT: String(gatewayMetricsPort),
+        OPENAI_UPSTREAM_URL: fake.url,
+        ANTHROPIC_UPSTREAM_URL: fake.url,
+        SHUTDOWN_GRACE_MS: "1000",
+      }),
+      { logger: silentLogger() },
+    );
+    const targets = [...SERVICES.map((s) => ports[s]), gatewayMetricsPort];
     dataDir = mkdtempSync(join(tmpdir(), "pg-prometheus-"));
     const configPath = join(dataDir, "prometheus.yml");
     writeFileSync(
@@ -64,7 +84,7 @@ describe("dashboard and alert expressions against a real Prometheus scraping the
         "scrape_configs:",
         "  - job_name: prefix-guard",
         "    static_configs:",
-        `      - targets: [${SERVICES.map((s) => `"127.0.0.1:${ports[s]}"`).join(", ")}]`,
+        `      - targets: [${targets.map((port) => `"127.0.0.1:${port}"`).join(", ")}]`,
       ].join("\n"),
     );
     const promPort = await freePort();
@@ -93,27 +113,31 @@ describe("dashboard and alert expressions against a real Prometheus scraping the
       await exited;
     }
     await stack?.stop();
+    await gateway?.stop();
+    await fake?.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   const query = async (expr: string): Promise<PromResult> =>
     (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as PromResult;
 
-  it("scrapes all four services, loads the alert rules, and finds a series for every dashboard and alert expression", async ({
+  it("scrapes all five services, loads the alert rules, and finds a series for every dashboard and alert expression", async ({
     skip,
   }) => {
     tooling.skipUnlessReady(skip);
     if (stack === undefined || stack.monitor === undefined) throw new Error("stack did not start");
     await driveTurnsAndACollapse(stack.sessions, stack.assembly(), stack.monitor);
+    if (gateway === undefined) throw new Error("gateway did not start");
+    await callThroughGateway(gateway);
 
     const up = await eventually(
       async () => {
         const result = await query('up{job="prefix-guard"} == 1');
-        return result.data?.result.length === SERVICES.length ? result : undefined;
+        return result.data?.result.length === SERVICES.length + 1 ? result : undefined;
       },
-      { what: "four targets up", timeoutMs: 20_000 },
+      { what: "five targets up", timeoutMs: 20_000 },
     );
-    expect(up.data?.result).toHaveLength(4);
+    expect(up.data?.result).toHaveLength(SERVICES.length + 1);
     const rules = (await (await fetch(`${promUrl}/api/v1/rules?type=alert`)).json()) as {
       data: { groups: { rules: { name: string; health: string }[] }[] };
     };
@@ -225,4 +249,22 @@ async function driveTurnsAndACollapse(
   await expect(
     callUnary(sessions, sessions.getSession, { sessionId: `${sessionId}-missing` }, deadline),
   ).rejects.toThrow(/NOT_FOUND|not found/i);
+}
+
+/** One Chat Completions call with tools through the gateway, for its request, latency and stabilization panels. */
+async function callThroughGateway(gateway: RunningGateway): Promise<void> {
+  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-prometheus-test" },
+    body: JSON.stringify({
+      model: "gpt-4o",
+      messages: [{ role: "user", content: "hello" }],
+      tools: ["zeta", "alpha"].map((name) => ({
+        type: "function",
+        function: { name, parameters: { type: "object" } },
+      })),
+    }),
+  });
+  expect(response.status).toBe(200);
+  await response.text();
 }

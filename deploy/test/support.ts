@@ -21,6 +21,8 @@ export interface EmbeddedSystem {
   readonly child: ChildProcess;
   readonly dataDir: string;
   readonly addresses: { sessionEvents: string; rulesSnapshot: string; promptAssembly: string; cacheMonitor: string };
+  /** The gateway's base URL as printed (http://host:port). */
+  readonly gatewayUrl: string;
   output(): string;
   /** Sends a signal and resolves with the exit code and how long the exit took. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; ms: number }>;
@@ -38,6 +40,7 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
       RULES_SNAPSHOT_PORT: "0",
       PROMPT_ASSEMBLY_PORT: "0",
       CACHE_MONITOR_PORT: "0",
+      GATEWAY_PORT: "0",
       // Off unless a test asks: tests run side by side, and one fixed port would collide.
       METRICS_PORT: "0",
       ...env,
@@ -49,6 +52,7 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  let gatewayUrl = "";
   const addresses = await new Promise<EmbeddedSystem["addresses"]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`embedded system did not start in 60s:\n${output}`)), 60_000);
     const poll = setInterval(() => {
@@ -57,7 +61,9 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
       const rulesSnapshot = find("rules-snapshot");
       const promptAssembly = find("prompt-assembly");
       const cacheMonitor = find("cache-monitor");
-      if (sessionEvents && rulesSnapshot && promptAssembly && cacheMonitor) {
+      const gateway = /gateway\s+(https?:\/\/\S+)/.exec(output)?.[1];
+      if (sessionEvents && rulesSnapshot && promptAssembly && cacheMonitor && gateway) {
+        gatewayUrl = gateway;
         clearInterval(poll);
         clearTimeout(timer);
         resolve({ sessionEvents, rulesSnapshot, promptAssembly, cacheMonitor });
@@ -73,6 +79,7 @@ export async function startEmbeddedSystem(env: NodeJS.ProcessEnv = {}): Promise<
     child,
     dataDir,
     addresses,
+    gatewayUrl,
     output: () => output,
     async stop(signal = "SIGINT") {
       const started = Date.now();

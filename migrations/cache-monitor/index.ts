@@ -340,6 +340,51 @@ const observationPrefixChanged: Migration = {
   },
 };
 
+/**
+ * Issue 28: requests the gateway forwarded, explained like our builds. Which part of prefix-guard
+ * saw each record (traffic_source: NULL or "prompt-assembly" = our builds, "gateway"); a gateway
+ * observation's cut into cache order (blocks: index, kind, role, sha256, bytes, offset); a gateway
+ * change's first changed block and the byte where the request diverged, kept on its collapse too.
+ * NULL on everything stored before, and wherever a record has no such fact.
+ */
+const gatewayObservations: Migration = {
+  name: "0015_cm_gateway_observations",
+  async up(db) {
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.string("traffic_source", 32).nullable();
+      t.text("cut_json", "mediumtext").nullable();
+    });
+    for (const table of ["cm_prefix_change", "cm_collapse"])
+      await db.schema.alterTable(table, (t) => {
+        t.string("traffic_source", 32).nullable();
+        t.integer("changed_block_index").nullable();
+        t.string("changed_block_kind", 16).nullable();
+        t.string("changed_block_role", 64).nullable();
+        t.bigInteger("diverged_offset").nullable();
+      });
+    await db.schema.alterTable("cm_usage", (t) => {
+      t.string("traffic_source", 32).nullable();
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable("cm_usage", (t) => {
+      t.dropColumn("traffic_source");
+    });
+    for (const table of ["cm_collapse", "cm_prefix_change"])
+      await db.schema.alterTable(table, (t) => {
+        t.dropColumn("diverged_offset");
+        t.dropColumn("changed_block_role");
+        t.dropColumn("changed_block_kind");
+        t.dropColumn("changed_block_index");
+        t.dropColumn("traffic_source");
+      });
+    await db.schema.alterTable("cm_prefix_observation", (t) => {
+      t.dropColumn("cut_json");
+      t.dropColumn("traffic_source");
+    });
+  },
+};
+
 export const cacheMonitorMigrations: Migration[] = [
   outboxMessageTable,
   sessionTable,
@@ -356,4 +401,5 @@ export const cacheMonitorMigrations: Migration[] = [
   observationCacheRetention,
   observationOwnership,
   observationPrefixChanged,
+  gatewayObservations,
 ];

@@ -13,7 +13,7 @@ import {
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callerOf, callUnary, parsePrincipals, type RunningGrpcServer, startGrpcServer, tokenSha256Hex } from "./index";
-import { authenticateWith } from "./principals";
+import { authenticatePresented } from "./principals";
 
 const PEER = "peer-token-0123456789abcdef";
 const SRE = "sre-token-0123456789abcdef";
@@ -39,7 +39,7 @@ describe("admission: authentication, roles and rate", () => {
   beforeAll(async () => {
     server = await startGrpcServer({
       authenticator: {
-        authenticate: (call) => authenticateWith(principals, call),
+        authenticate: (presented) => authenticatePresented(principals, presented),
         names: () => new Set(principals.principals.map((p) => p.name)),
         close: () => undefined,
       },

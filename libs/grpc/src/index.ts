@@ -4,17 +4,20 @@ export { checkHealth } from "./health-client";
 export { trailingStringFieldSerializer, withResponseSerializer } from "./large-string-field";
 export type { PeerCallOptions, PeerChannel, PeerClient } from "./peer-client";
 export { createPeerClient } from "./peer-client";
-export type { Authenticator, CallCredentials, PrincipalDirectoryData } from "./principals";
+export type { Authenticator, CallCredentials, PresentedCredentials, PrincipalDirectoryData } from "./principals";
 export {
+  authenticatePresented,
   authenticateWith,
   certificateSanNames,
+  isLoopbackAddress,
   localAuthenticator,
   PrincipalsFileAuthenticator,
   parsePrincipals,
+  presentedOverGrpc,
   tokenSha256Hex,
 } from "./principals";
 export type { ChannelTlsFiles, ServerTlsFiles } from "./security";
-export { bearerMetadata, channelCredentials, serverCredentials } from "./security";
+export { bearerMetadata, channelCredentials, readPemFile, serverCredentials } from "./security";
 export type { AccessRules, GrpcServerOptions, RunningGrpcServer, ServiceRegistration } from "./server";
 export { callerOf, startGrpcServer } from "./server";
 export type { MappedStatus } from "./status-mapping";

@@ -2,6 +2,9 @@
 // only the token's SHA-256) or by an mTLS client certificate (a SAN listed for it). The file is
 // shared by every service and reloaded when it changes, so a token is rotated by adding the new hash,
 // moving the clients, and removing the old one, without a restart.
+//
+// Everything but `presentedOverGrpc` is transport-neutral: the gRPC servers read the token from the
+// `authorization` metadata, the gateway from its own HTTP header, and both ask the same questions.
 
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync, statSync, unwatchFile, watchFile } from "node:fs";
@@ -128,7 +131,12 @@ export function certificateSanNames(subjectAltName: string | undefined): string[
   return names;
 }
 
-/** How a call presented itself: its metadata and, over TLS, the client certificate's SANs. */
+/** Whether a peer's IP address (as a socket reports it) is this machine's loopback. */
+export function isLoopbackAddress(address: string): boolean {
+  return address.startsWith("127.") || address === "::1" || address.startsWith("::ffff:127.");
+}
+
+/** How a gRPC call presented itself: its metadata and, over TLS, the client certificate's SANs. */
 export interface CallCredentials {
   readonly metadata: Metadata;
   readonly certificateNames: readonly string[];
@@ -136,9 +144,36 @@ export interface CallCredentials {
   readonly confidential: boolean;
 }
 
+/** What a caller presented, whatever the transport. */
+export interface PresentedCredentials {
+  /** The bearer token itself (no scheme); undefined when the caller sent none. */
+  readonly bearerToken: string | undefined;
+  /** Where the transport carries the token, named in the error when it is missing. */
+  readonly tokenCarrier: string;
+  /** The client certificate's SAN values (DNS and URI), over mTLS. */
+  readonly certificateNames: readonly string[];
+  /** The transport is TLS, or the peer is on loopback: a bearer token did not cross a network in clear. */
+  readonly confidential: boolean;
+}
+
+const GRPC_TOKEN_CARRIER = "authorization: Bearer <token>";
+
+/** A gRPC call's credentials: the token of its `authorization: Bearer <token>` metadata. */
+export function presentedOverGrpc(call: CallCredentials): PresentedCredentials {
+  const header = call.metadata.get("authorization")[0];
+  if (header !== undefined && (typeof header !== "string" || !header.startsWith("Bearer ")))
+    throw new UnauthenticatedError("authorization must be `Bearer <token>`", { reason: "bad_authorization" });
+  return {
+    bearerToken: header === undefined ? undefined : header.slice("Bearer ".length),
+    tokenCarrier: GRPC_TOKEN_CARRIER,
+    certificateNames: call.certificateNames,
+    confidential: call.confidential,
+  };
+}
+
 export interface Authenticator {
-  /** The calling principal; UNAUTHENTICATED when the call names none. */
-  authenticate(call: CallCredentials): Principal;
+  /** The calling principal; UNAUTHENTICATED when the caller names none. */
+  authenticate(presented: PresentedCredentials): Principal;
   /** Principal names currently known (rate-limiter housekeeping after a reload). */
   names(): ReadonlySet<string>;
   close(): void;
@@ -214,8 +249,8 @@ export class PrincipalsFileAuthenticator implements Authenticator {
     return new Set(this.data.principals.map((principal) => principal.name));
   }
 
-  authenticate(call: CallCredentials): Principal {
-    return authenticateWith(this.data, call);
+  authenticate(presented: PresentedCredentials): Principal {
+    return authenticatePresented(this.data, presented);
   }
 
   close(): void {
@@ -225,37 +260,40 @@ export class PrincipalsFileAuthenticator implements Authenticator {
 
 const ZERO_DIGEST = Buffer.alloc(32);
 
+/** A gRPC call's principal (see authenticatePresented). */
+export function authenticateWith(data: PrincipalDirectoryData, call: CallCredentials): Principal {
+  return authenticatePresented(data, presentedOverGrpc(call));
+}
+
 /**
  * A bearer token wins over a certificate (a client may carry both); a token that matches nothing is
  * refused even when the certificate would have matched, so a mistyped token never falls back silently.
  */
-export function authenticateWith(data: PrincipalDirectoryData, call: CallCredentials): Principal {
-  const header = call.metadata.get("authorization")[0];
-  if (header !== undefined) {
-    if (typeof header !== "string" || !header.startsWith("Bearer "))
-      throw new UnauthenticatedError("authorization must be `Bearer <token>`", { reason: "bad_authorization" });
-    if (!call.confidential)
+export function authenticatePresented(data: PrincipalDirectoryData, presented: PresentedCredentials): Principal {
+  const token = presented.bearerToken;
+  if (token !== undefined) {
+    if (!presented.confidential)
       throw new UnauthenticatedError("bearer tokens are refused over plaintext off loopback: use TLS", {
         reason: "token_over_plaintext",
       });
     // Hashing first makes every comparison 32 bytes, whatever the presented token's length, and
     // every digest is compared (no early exit), so timing tells nothing about which one matched.
-    const presented = createHash("sha256").update(header.slice("Bearer ".length), "utf8").digest();
+    const presentedDigest = createHash("sha256").update(token, "utf8").digest();
     let found: Principal | undefined;
     for (const { digest, principal } of data.tokenDigests) {
-      if (timingSafeEqual(presented, digest)) found = principal;
+      if (timingSafeEqual(presentedDigest, digest)) found = principal;
     }
-    timingSafeEqual(presented, ZERO_DIGEST);
+    timingSafeEqual(presentedDigest, ZERO_DIGEST);
     if (found === undefined) throw new UnauthenticatedError("invalid bearer token", { reason: "invalid_token" });
     return found;
   }
-  for (const name of call.certificateNames) {
+  for (const name of presented.certificateNames) {
     const principal = data.certificateNames.get(name);
     if (principal !== undefined) return principal;
   }
-  if (call.certificateNames.length > 0)
+  if (presented.certificateNames.length > 0)
     throw new UnauthenticatedError("the client certificate names no principal", { reason: "unknown_certificate" });
-  throw new UnauthenticatedError("missing bearer token (authorization: Bearer <token>) or client certificate", {
+  throw new UnauthenticatedError(`missing bearer token (${presented.tokenCarrier}) or client certificate`, {
     reason: "missing_credentials",
   });
 }

@@ -6,9 +6,12 @@ import { UnauthenticatedError, ValidationError } from "@prefix-guard/errors";
 import { createLogger } from "@prefix-guard/logging";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  authenticatePresented,
   authenticateWith,
   type CallCredentials,
   certificateSanNames,
+  isLoopbackAddress,
+  type PresentedCredentials,
   PrincipalsFileAuthenticator,
   parsePrincipals,
   tokenSha256Hex,
@@ -219,6 +222,44 @@ describe("authenticateWith", () => {
   });
 });
 
+describe("authenticatePresented (any transport)", () => {
+  const data = parsePrincipals(fileOf(harnessEntry, sreEntry));
+  const presented = (bearerToken: string | undefined, confidential = true): PresentedCredentials => ({
+    bearerToken,
+    tokenCarrier: "x-prefix-guard-token",
+    certificateNames: [],
+    confidential,
+  });
+
+  it("finds a principal by the bare token, with no scheme to parse", () => {
+    expect(authenticatePresented(data, presented(HARNESS_TOKEN)).name).toBe("harness-a");
+    expect(authError(() => authenticatePresented(data, presented(`Bearer ${HARNESS_TOKEN}`))).reason).toBe(
+      "invalid_token",
+    );
+  });
+
+  it("names where the transport expects the token when none was presented", () => {
+    const error = authError(() => authenticatePresented(data, presented(undefined)));
+    expect(error.reason).toBe("missing_credentials");
+    expect(error.message).toContain("x-prefix-guard-token");
+  });
+
+  it("refuses a valid token that crossed a network in clear", () => {
+    expect(authError(() => authenticatePresented(data, presented(SRE_TOKEN, false))).reason).toBe(
+      "token_over_plaintext",
+    );
+  });
+});
+
+describe("isLoopbackAddress", () => {
+  it("knows IPv4, IPv6 and IPv4-mapped loopback addresses, and nothing else", () => {
+    for (const address of ["127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1"])
+      expect(isLoopbackAddress(address), address).toBe(true);
+    for (const address of ["10.0.0.1", "::ffff:10.0.0.1", "::", "0.0.0.0", "128.0.0.1"])
+      expect(isLoopbackAddress(address), address).toBe(false);
+  });
+});
+
 describe("certificateSanNames", () => {
   it("reads DNS and URI names from Node's subjectaltname", () => {
     expect(certificateSanNames("DNS:a, URI:spiffe://x")).toEqual(["a", "spiffe://x"]);
@@ -276,7 +317,12 @@ describe("PrincipalsFileAuthenticator", () => {
     return authenticator;
   }
 
-  const bearer = (token: string) => call({ authorization: `Bearer ${token}` });
+  const bearer = (token: string): PresentedCredentials => ({
+    bearerToken: token,
+    tokenCarrier: "x-test-token",
+    certificateNames: [],
+    confidential: true,
+  });
 
   it("names the setting and the errno code, not the path, when the file cannot be read", () => {
     const missing = join(tmpdir(), "pg-no-such-dir", "principals.json");

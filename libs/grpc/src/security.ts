@@ -9,7 +9,8 @@ export interface ServerTlsFiles {
   readonly clientCaFile?: string | undefined;
 }
 
-function readPem(path: string, field: string): Buffer {
+/** A PEM file's content; a ValidationError naming the setting (and the errno code) when unreadable. */
+export function readPemFile(path: string, field: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
@@ -19,13 +20,13 @@ function readPem(path: string, field: string): Buffer {
 
 export function serverCredentials(tls: ServerTlsFiles | undefined): ServerCredentials {
   if (!tls) return ServerCredentials.createInsecure();
-  const ca = tls.clientCaFile ? readPem(tls.clientCaFile, "GRPC_TLS_CLIENT_CA_FILE") : null;
+  const ca = tls.clientCaFile ? readPemFile(tls.clientCaFile, "GRPC_TLS_CLIENT_CA_FILE") : null;
   return ServerCredentials.createSsl(
     ca,
     [
       {
-        cert_chain: readPem(tls.certFile, "GRPC_TLS_CERT_FILE"),
-        private_key: readPem(tls.keyFile, "GRPC_TLS_KEY_FILE"),
+        cert_chain: readPemFile(tls.certFile, "GRPC_TLS_CERT_FILE"),
+        private_key: readPemFile(tls.keyFile, "GRPC_TLS_KEY_FILE"),
       },
     ],
     ca !== null,
@@ -40,9 +41,9 @@ export interface ChannelTlsFiles {
 
 export function channelCredentials(tls: ChannelTlsFiles | undefined): ChannelCredentials {
   if (!tls) return ChannelCredentials.createInsecure();
-  const cert = tls.certFile ? readPem(tls.certFile, "PEER_TLS_CERT_FILE") : null;
-  const key = tls.keyFile ? readPem(tls.keyFile, "PEER_TLS_KEY_FILE") : null;
-  return ChannelCredentials.createSsl(readPem(tls.caFile, "PEER_TLS_CA_FILE"), key, cert);
+  const cert = tls.certFile ? readPemFile(tls.certFile, "PEER_TLS_CERT_FILE") : null;
+  const key = tls.keyFile ? readPemFile(tls.keyFile, "PEER_TLS_KEY_FILE") : null;
+  return ChannelCredentials.createSsl(readPemFile(tls.caFile, "PEER_TLS_CA_FILE"), key, cert);
 }
 
 /** Call metadata carrying a bearer token, for clients. */

@@ -19,7 +19,7 @@ import type { Logger } from "@prefix-guard/logging";
 import { protoRoot, serviceProtoFiles } from "@prefix-guard/proto/protos";
 import { HealthImplementation } from "grpc-health-check";
 import { Histogram, type Registry } from "prom-client";
-import { type Authenticator, certificateSanNames } from "./principals";
+import { type Authenticator, certificateSanNames, isLoopbackAddress, presentedOverGrpc } from "./principals";
 import { mapErrorToStatus } from "./status-mapping";
 import { takeDecodeFailure, withStrictRequestDecoding } from "./strict-decoding";
 import { extractTraceContext } from "./trace-metadata";
@@ -52,8 +52,7 @@ export function callerOf(call: object): Caller {
 
 function isLoopbackPeer(peer: string): boolean {
   const colon = peer.lastIndexOf(":");
-  const address = colon > 0 ? peer.slice(0, colon).replace(/^\[|\]$/g, "") : peer;
-  return address.startsWith("127.") || address === "::1" || address.startsWith("::ffff:127.");
+  return isLoopbackAddress(colon > 0 ? peer.slice(0, colon).replace(/^\[|\]$/g, "") : peer);
 }
 
 export interface GrpcServerOptions {
@@ -100,11 +99,13 @@ function admit(
   admission: Admission,
 ): Caller {
   const certificate = admission.tls ? call.getAuthContext().sslPeerCertificate : undefined;
-  const principal = admission.authenticator.authenticate({
-    metadata: call.metadata,
-    certificateNames: certificateSanNames(certificate?.subjectaltname),
-    confidential: admission.tls || isLoopbackPeer(call.getPeer()),
-  });
+  const principal = admission.authenticator.authenticate(
+    presentedOverGrpc({
+      metadata: call.metadata,
+      certificateNames: certificateSanNames(certificate?.subjectaltname),
+      confidential: admission.tls || isLoopbackPeer(call.getPeer()),
+    }),
+  );
   const caller = admitCaller(principal, allowed, method);
   const rate = admission.limiter.take(principal, admission.now());
   if (!rate.allowed) {

@@ -8,6 +8,8 @@ import {
   channelCredentials,
   localAuthenticator,
   PrincipalsFileAuthenticator,
+  readPemFile,
+  type ServerTlsFiles,
   serverCredentials,
 } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
@@ -34,57 +36,105 @@ export function isLoopbackHost(host: string | undefined): boolean {
   return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
 }
 
+/** A setting by the name an operator sets it under, and its value. */
+export interface NamedSetting {
+  readonly name: string;
+  readonly value: string | undefined;
+}
+
+/** Where a server listens and the TLS files it serves with, under the names of its own settings. */
+export interface ListenerSettings {
+  readonly host: NamedSetting;
+  readonly certFile: NamedSetting;
+  readonly keyFile: NamedSetting;
+  /** Set: clients must present a certificate signed by this CA (mTLS). */
+  readonly clientCaFile: NamedSetting;
+}
+
+export interface ServerSecurity {
+  readonly authenticator: Authenticator;
+  /** The TLS files to serve with; undefined = plaintext. */
+  readonly tls: ServerTlsFiles | undefined;
+}
+
 /**
- * Server side: TLS (mTLS with a client CA) and who may call. With a principals file every call is
- * authenticated against it. Without one, the server serves only the local principal, and only on
- * loopback: a non-loopback bind refuses to start unless INSECURE_ALLOW_UNAUTHENTICATED says this
- * is a development machine, and principals off loopback need TLS (a bearer token must never cross
- * a network in clear).
+ * Server side, for any transport: TLS (mTLS with a client CA) and who may call. With a principals
+ * file every call is authenticated against it. Without one, the server serves only the local
+ * principal, and only on loopback: a non-loopback bind refuses to start unless
+ * INSECURE_ALLOW_UNAUTHENTICATED says this is a development machine, and principals off loopback
+ * need TLS (a bearer token must never cross a network in clear).
  */
-export function grpcServerSecurity(
-  config: SecurityConfig,
-  logger: Logger,
-): { credentials: ServerCredentials; authenticator: Authenticator; tls: boolean } {
-  if ((config.GRPC_TLS_CERT_FILE === undefined) !== (config.GRPC_TLS_KEY_FILE === undefined)) {
+export function serverSecurity(listener: ListenerSettings, config: SecurityConfig, logger: Logger): ServerSecurity {
+  const { host, certFile, keyFile, clientCaFile } = listener;
+  if ((certFile.value === undefined) !== (keyFile.value === undefined)) {
     throw new ValidationError(
-      config.GRPC_TLS_CERT_FILE ? "GRPC_TLS_KEY_FILE" : "GRPC_TLS_CERT_FILE",
-      "TLS needs both GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE",
+      certFile.value ? keyFile.name : certFile.name,
+      `TLS needs both ${certFile.name} and ${keyFile.name}`,
     );
   }
-  if (config.GRPC_TLS_CLIENT_CA_FILE && !config.GRPC_TLS_CERT_FILE)
-    throw new ValidationError("GRPC_TLS_CLIENT_CA_FILE", "mTLS needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE too");
+  if (clientCaFile.value && !certFile.value)
+    throw new ValidationError(clientCaFile.name, `mTLS needs ${certFile.name} and ${keyFile.name} too`);
   const tls =
-    config.GRPC_TLS_CERT_FILE && config.GRPC_TLS_KEY_FILE
-      ? {
-          certFile: config.GRPC_TLS_CERT_FILE,
-          keyFile: config.GRPC_TLS_KEY_FILE,
-          clientCaFile: config.GRPC_TLS_CLIENT_CA_FILE,
-        }
+    certFile.value && keyFile.value
+      ? { certFile: certFile.value, keyFile: keyFile.value, clientCaFile: clientCaFile.value }
       : undefined;
-  const loopback = isLoopbackHost(config.GRPC_HOST);
+  const loopback = isLoopbackHost(host.value);
   const insecure = config.INSECURE_ALLOW_UNAUTHENTICATED === true;
   if (config.PRINCIPALS_FILE === undefined) {
     if (!loopback && !insecure) {
       throw new ValidationError(
         "PRINCIPALS_FILE",
-        `GRPC_HOST=${config.GRPC_HOST} is not a loopback address: set PRINCIPALS_FILE (with GRPC_TLS_CERT_FILE and ` +
-          "GRPC_TLS_KEY_FILE), or INSECURE_ALLOW_UNAUTHENTICATED=true on a development machine",
+        `${host.name}=${host.value} is not a loopback address: set PRINCIPALS_FILE (with ${certFile.name} and ` +
+          `${keyFile.name}), or INSECURE_ALLOW_UNAUTHENTICATED=true on a development machine`,
       );
     }
-    if (!loopback)
-      logger.warn({ host: config.GRPC_HOST }, "INSECURE_ALLOW_UNAUTHENTICATED: every caller has every role");
-    return { credentials: serverCredentials(tls), authenticator: localAuthenticator(LOCAL_PRINCIPAL), tls: !!tls };
+    if (!loopback) logger.warn({ host: host.value }, "INSECURE_ALLOW_UNAUTHENTICATED: every caller has every role");
+    return { authenticator: localAuthenticator(LOCAL_PRINCIPAL), tls };
   }
   if (!loopback && tls === undefined && !insecure) {
     throw new ValidationError(
-      "GRPC_TLS_CERT_FILE",
-      `GRPC_HOST=${config.GRPC_HOST} is not a loopback address: bearer tokens need TLS (GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE)`,
+      certFile.name,
+      `${host.name}=${host.value} is not a loopback address: bearer tokens need TLS (${certFile.name} and ${keyFile.name})`,
     );
   }
   return {
-    credentials: serverCredentials(tls),
     authenticator: new PrincipalsFileAuthenticator(config.PRINCIPALS_FILE, logger, config.PRINCIPALS_RELOAD_MS),
-    tls: tls !== undefined,
+    tls,
+  };
+}
+
+/** The gRPC servers: serverSecurity under the GRPC_* settings, as gRPC credentials. */
+export function grpcServerSecurity(
+  config: SecurityConfig,
+  logger: Logger,
+): { credentials: ServerCredentials; authenticator: Authenticator; tls: boolean } {
+  const { authenticator, tls } = serverSecurity(
+    {
+      host: { name: "GRPC_HOST", value: config.GRPC_HOST },
+      certFile: { name: "GRPC_TLS_CERT_FILE", value: config.GRPC_TLS_CERT_FILE },
+      keyFile: { name: "GRPC_TLS_KEY_FILE", value: config.GRPC_TLS_KEY_FILE },
+      clientCaFile: { name: "GRPC_TLS_CLIENT_CA_FILE", value: config.GRPC_TLS_CLIENT_CA_FILE },
+    },
+    config,
+    logger,
+  );
+  return { credentials: serverCredentials(tls), authenticator, tls: tls !== undefined };
+}
+
+/** What node:https needs to serve a ServerSecurity's TLS files (PEM contents, read once at start). */
+export interface HttpsServerFiles {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  /** With a client CA: clients must present a certificate it signed (requestCert, rejectUnauthorized). */
+  readonly ca?: Buffer;
+}
+
+/** Reads the TLS files of an HTTP listener; errors name the setting, never the file's content. */
+export function httpsServerFiles(tls: ServerTlsFiles, listener: ListenerSettings): HttpsServerFiles {
+  return {
+    cert: readPemFile(tls.certFile, listener.certFile.name),
+    key: readPemFile(tls.keyFile, listener.keyFile.name),
+    ...(tls.clientCaFile ? { ca: readPemFile(tls.clientCaFile, listener.clientCaFile.name) } : {}),
   };
 }
 

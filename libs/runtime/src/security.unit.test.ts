@@ -9,7 +9,7 @@ import { ValidationError } from "@prefix-guard/errors";
 import { silentLogger } from "@prefix-guard/logging";
 import { describe, expect, it } from "vitest";
 import { commonConfigShape } from "./common-config";
-import { grpcServerSecurity, isLoopbackHost } from "./security";
+import { grpcServerSecurity, isLoopbackHost, type ListenerSettings, serverSecurity } from "./security";
 
 const dir = mkdtempSync(join(tmpdir(), "pg-security-"));
 const principalsFile = join(dir, "principals.json");
@@ -75,5 +75,45 @@ describe("server security at start", () => {
     );
     expect(error.field).toBe("PRINCIPALS_FILE");
     expect(error.message).not.toMatch(/no such file/i);
+  });
+});
+
+describe("the same rules for a listener with other settings (the gateway's HTTP port)", () => {
+  const listener = (host: string, tls: { cert?: string; key?: string; ca?: string } = {}): ListenerSettings => ({
+    host: { name: "GATEWAY_HOST", value: host },
+    certFile: { name: "GATEWAY_TLS_CERT_FILE", value: tls.cert },
+    keyFile: { name: "GATEWAY_TLS_KEY_FILE", value: tls.key },
+    clientCaFile: { name: "GATEWAY_TLS_CLIENT_CA_FILE", value: tls.ca },
+  });
+
+  it("names the listener's own settings in every refusal", () => {
+    const open = refusal(() => serverSecurity(listener("0.0.0.0"), {}, silentLogger()));
+    expect(open.field).toBe("PRINCIPALS_FILE");
+    expect(open.message).toContain("GATEWAY_HOST=0.0.0.0");
+    expect(open.message).toContain("GATEWAY_TLS_CERT_FILE");
+    const plaintext = refusal(() =>
+      serverSecurity(listener("0.0.0.0"), { PRINCIPALS_FILE: principalsFile }, silentLogger()),
+    );
+    expect(plaintext.field).toBe("GATEWAY_TLS_CERT_FILE");
+    expect(refusal(() => serverSecurity(listener("127.0.0.1", { cert: "c.pem" }), {}, silentLogger())).field).toBe(
+      "GATEWAY_TLS_KEY_FILE",
+    );
+    expect(refusal(() => serverSecurity(listener("127.0.0.1", { ca: "ca.pem" }), {}, silentLogger())).field).toBe(
+      "GATEWAY_TLS_CLIENT_CA_FILE",
+    );
+  });
+
+  it("serves principals off loopback with TLS, and the local principal on loopback without a file", () => {
+    const secured = serverSecurity(
+      listener("0.0.0.0", { cert: "c.pem", key: "k.pem" }),
+      { PRINCIPALS_FILE: principalsFile },
+      silentLogger(),
+    );
+    expect(secured.tls).toEqual({ certFile: "c.pem", keyFile: "k.pem", clientCaFile: undefined });
+    expect(secured.authenticator.names()).toEqual(new Set(["ops"]));
+    secured.authenticator.close();
+    const local = serverSecurity(listener("127.0.0.1"), {}, silentLogger());
+    expect(local.tls).toBeUndefined();
+    expect(local.authenticator.names()).toEqual(new Set(["local"]));
   });
 });

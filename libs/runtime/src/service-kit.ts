@@ -6,9 +6,8 @@
 import {
   type EventConsumerOptions,
   type MessageBus,
-  OutboxRelay,
+  type OutboxRelay,
   type OutboxSource,
-  relayLockFor,
   runEventConsumer,
   type Subscription,
 } from "@prefix-guard/bus";
@@ -16,9 +15,9 @@ import type { Database, DatabaseOptions, Migration } from "@prefix-guard/db";
 import { UnavailableError } from "@prefix-guard/errors";
 import { type RunningGrpcServer, type ServiceRegistration, startGrpcServer } from "@prefix-guard/grpc";
 import type { Logger } from "@prefix-guard/logging";
-import { Counter, Gauge } from "prom-client";
 import { openMetrics, type ServiceMetrics } from "./metrics";
 import { applyMigrationsAtStart, openServiceDatabase } from "./open-database";
+import { startServiceRelay } from "./outbox-relay";
 import { grpcServerSecurity, type SecurityConfig } from "./security";
 
 const CONSUME_OUTCOMES = ["applied", "dead_lettered"] as const;
@@ -90,31 +89,17 @@ export class ServiceKit {
    * prefixguard_relay_backlog_events (rows written but not yet published: the relay's lag).
    */
   startRelay(options: { source: OutboxSource; batchSize?: number }): OutboxRelay {
-    const published = new Counter({
-      name: "prefixguard_relay_events_published_total",
-      help: "Outbox events the relay published to the bus.",
-      registers: [this.metrics.registry],
-    });
-    const source = options.source;
-    new Gauge({
-      name: "prefixguard_relay_backlog_events",
-      help: "Outbox events written but not yet published (grows while the broker is down or the relay is stalled).",
-      registers: [this.metrics.registry],
-      async collect() {
-        this.set(await source.countUnpublished());
-      },
-    });
-    const relay = new OutboxRelay({
-      ...(this.config.OUTBOX_RETENTION_MS === undefined ? {} : { retentionMs: this.config.OUTBOX_RETENTION_MS }),
-      source,
+    const relay = startServiceRelay({
+      name: this.name,
+      db: this.db,
+      source: options.source,
       bus: this.options.bus,
-      lock: relayLockFor(this.db, `prefix-guard:${this.name}:relay`),
+      registry: this.metrics.registry,
       logger: this.options.logger,
       now: this.options.now,
-      ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-      onPublished: (count) => published.inc(count),
+      retentionMs: this.config.OUTBOX_RETENTION_MS,
+      batchSize: options.batchSize,
     });
-    relay.start();
     this.onStop(() => relay.stop());
     return relay;
   }

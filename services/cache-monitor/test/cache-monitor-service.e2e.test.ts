@@ -511,10 +511,10 @@ describe("cache-monitor over gRPC on the embedded bus", () => {
     // glm-4.6 is in no catalogue family and has no price of its own: its family is "other", never the raw name.
     expect(text).not.toContain('model_family="glm-4.6"');
     expect(text).toMatch(
-      /prefixguard_llm_calls_total\{(?=[^}]*model_family="other")(?=[^}]*source="rpc")(?=[^}]*service="cache-monitor")[^}]*\} 12/,
+      /prefixguard_llm_calls_total\{(?=[^}]*model_family="other")(?=[^}]*intake="rpc")(?=[^}]*source="prompt-assembly")(?=[^}]*service="cache-monitor")[^}]*\} 12/,
     );
     expect(text).toMatch(
-      /prefixguard_llm_calls_total\{(?=[^}]*model_family="other")(?=[^}]*source="topic")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
+      /prefixguard_llm_calls_total\{(?=[^}]*model_family="other")(?=[^}]*intake="topic")(?=[^}]*source="prompt-assembly")(?=[^}]*service="cache-monitor")[^}]*\} 1/,
     );
     const counterValue = (name: string) =>
       Number(new RegExp(`${name}\\{(?=[^}]*model_family="other")[^}]*\\} ([0-9.e+]+)`).exec(text)?.[1]);

@@ -1,6 +1,7 @@
 import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { ListCollapsesResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { disagreementOf, explanationText } from "./attribution";
+import { changedBlockJson, withChangedBlock } from "./changed-block";
 import { cachedShare, formatExtraCost, formatShare, formatUtc, formatUtcSeconds, percentOf } from "./numbers";
 import { type Layout, renderTable, WIDE, wrapText } from "./table";
 
@@ -36,12 +37,15 @@ const emptyCollapse: CacheCollapsed = {
   causeDisagreement: "",
 };
 
-/** What the CHANGED column shows: the sections, else the history or tools our fingerprints saw move. */
+/**
+ * What the CHANGED column shows: the sections, else the history or tools our fingerprints saw move;
+ * for a request through the gateway, then its first changed block and the byte it diverged at.
+ */
 function changedCell(collapse: CacheCollapsed): string {
   const parts = [...collapse.changedSections];
   if (parts.length === 0 && collapse.toolsChanged) parts.push("(tools)");
   if (parts.length === 0 && collapse.historyRewritten) parts.push("(history)");
-  return parts.length > 0 ? parts.join(",") : "(none)";
+  return withChangedBlock(parts.length > 0 ? parts.join(",") : "(none)", collapse);
 }
 
 function cachedRatioOf(collapse: CacheCollapsed): number {
@@ -206,6 +210,7 @@ export function collapsesToJson(response: ListCollapsesResponse, query: Collapse
         provider_cache_miss_reason: c.providerCacheMissReason,
         cause_code: c.causeCode,
         cause_disagreement: c.causeDisagreement || null,
+        ...changedBlockJson(c),
       };
     }),
     totals: sortedTotals(response).map((t) => ({

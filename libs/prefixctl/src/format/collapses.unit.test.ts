@@ -2,6 +2,7 @@ import type { ListCollapsesResponse } from "@prefix-guard/proto/monitor/v1/cache
 import { describe, expect, it } from "vitest";
 import { collapseRow } from "../testing/fixtures";
 import { type CollapseQuery, collapseSummary, collapsesToJson, formatCollapses, noSectionLabel } from "./collapses";
+import { FIT } from "./table";
 
 const query: CollapseQuery = { sinceMs: Date.UTC(2026, 9, 13, 13, 0, 0), windowLabel: "24h", sessionId: null };
 
@@ -215,6 +216,9 @@ describe("collapsesToJson", () => {
       "provider_cache_miss_reason",
       "cause_code",
       "cause_disagreement",
+      "source",
+      "first_changed_block",
+      "diverged_offset",
     ]);
   });
 
@@ -234,5 +238,75 @@ describe("collapsesToJson", () => {
       query,
     );
     expect(flagged.collapses[0]?.disagreement).toContain("provider says cache missed");
+  });
+});
+
+describe("a gateway session's collapses", () => {
+  const gatewayWindow: ListCollapsesResponse = {
+    collapses: [
+      collapseRow("user_test_session_1", {
+        changedSections: ["system[0]"],
+        causeCode: "section_changed:system[0]",
+        cause: "system block system[0] changed (system); the request diverged at byte 7,950 (byte 6,100 of the block)",
+        source: "gateway",
+        firstChangedBlock: { index: 1, kind: "system", role: "system" },
+        divergedOffset: 7_950,
+      }),
+      collapseRow("gw-3f2a", {
+        changedSections: [],
+        toolsChanged: true,
+        causeCode: "tools_changed",
+        cause: "tool definitions changed (block 0)",
+        source: "gateway",
+        firstChangedBlock: { index: 0, kind: "tools", role: "tools" },
+        divergedOffset: 412,
+      }),
+      collapseRow("811"),
+    ],
+    totals: [],
+    totalCollapses: 3,
+    totalExtraCost: 2.616,
+    causeTotals: [],
+  };
+
+  it("shows each like any other, with the block that changed and the byte the request diverged at", () => {
+    const lines = formatCollapses(gatewayWindow, query).split("\n");
+    const date = lines.find((line) => line.startsWith("user_test_session_1 "));
+    expect(date).toContain("section_changed:system[0]");
+    expect(date).toContain("system[0] (block 1 system @ byte 7,950)");
+    const tools = lines.find((line) => line.startsWith("gw-3f2a "));
+    expect(tools).toContain("tools_changed");
+    expect(tools).toContain("(tools) (block 0 tools @ byte 412)");
+    // Our builds' rows are as they were.
+    const ours = lines.find((line) => line.startsWith("811 "));
+    expect(ours).toContain("workspace-rules");
+    expect(ours).not.toContain("block");
+  });
+
+  it("cuts the cell in the 120-column layout, the cause line under the row still naming the block and byte", () => {
+    const lines = formatCollapses(gatewayWindow, query, FIT).split("\n");
+    const at = lines.findIndex((line) => line.startsWith("user_test_session_1"));
+    expect(lines.every((line) => [...line].length <= 120)).toBe(true);
+    expect(lines.slice(at + 1, at + 3).join(" ")).toContain("the request diverged at byte 7,950");
+  });
+
+  it("carries source, first_changed_block and diverged_offset in --json (null, and prompt-assembly, for our builds)", () => {
+    const json = collapsesToJson(gatewayWindow, query);
+    expect(json.collapses[0]).toMatchObject({
+      source: "gateway",
+      first_changed_block: { index: 1, kind: "system", role: "system" },
+      diverged_offset: 7_950,
+      cause_code: "section_changed:system[0]",
+    });
+    expect(json.collapses[1]).toMatchObject({
+      source: "gateway",
+      first_changed_block: { kind: "tools" },
+      diverged_offset: 412,
+    });
+    expect(json.collapses[2]).toMatchObject({
+      source: "prompt-assembly",
+      first_changed_block: null,
+      diverged_offset: null,
+    });
   });
 });

@@ -1,5 +1,6 @@
 import type { BuildTrace, TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { disagreementOf, explanationText } from "./attribution";
+import { changedBlockJson, sourceOf, withChangedBlock } from "./changed-block";
 import { cachedShare, formatCost, formatCount, formatShare, formatUtc, formatUtcSeconds } from "./numbers";
 import { type Column, type Layout, renderTable, WIDE, wrapText } from "./table";
 
@@ -34,6 +35,13 @@ function causeCell(build: BuildTrace): string {
 
 const dash = (text: string) => (text === "" ? "-" : text);
 
+/** The changed sections, then (through the gateway) the first changed block and the byte it diverged at. */
+function changedCell(build: BuildTrace): string {
+  const sections = build.changedSections.length > 0 ? build.changedSections.join(",") : "-";
+  if (!build.prefixChanged && !build.collapsed) return sections;
+  return withChangedBlock(sections, build);
+}
+
 function row(build: BuildTrace, index: number, layout: Layout): string[] {
   const usage = usageOf(build);
   const share = usage ? cachedShare(usage.promptTokens, usage.cachedTokens) : undefined;
@@ -43,7 +51,7 @@ function row(build: BuildTrace, index: number, layout: Layout): string[] {
     layout.wide ? formatUtc(build.builtAtMs) : formatUtcSeconds(build.builtAtMs),
     shortRequestId(build.requestId),
     buildKind(build),
-    build.changedSections.length > 0 ? build.changedSections.join(",") : "-",
+    changedCell(build),
     build.toolsChangeKind === "none" ? "-" : dash(build.toolsChangeKind),
     build.historyRewritten ? "rewritten" : "-",
     dash(build.rulesDecision),
@@ -119,7 +127,9 @@ const TRACE_COLUMNS: readonly Column[] = [
 export function formatTrace(response: TraceSessionResponse, query: TraceQuery, layout: Layout = WIDE): string {
   const builds = response.builds;
   if (builds.length === 0) return `No builds recorded for session ${query.sessionId}.\n`;
-  const lines = [`Trace of session ${query.sessionId}`, ""];
+  // A session is seen by one part of prefix-guard: our builds, or the gateway forwarding a harness's own.
+  const gateway = builds.some((build) => sourceOf(build) === "gateway");
+  const lines = [`Trace of session ${query.sessionId}${gateway ? " (requests through the gateway)" : ""}`, ""];
   const table = renderTable(
     TRACE_COLUMNS,
     builds.map((build, i) => row(build, i, layout)),
@@ -181,6 +191,7 @@ export function traceToJson(response: TraceSessionResponse, query: TraceQuery) {
         disagreement: disagreementOf(b.attribution)?.long ?? null,
         cause_code: b.causeCode,
         cause_disagreement: b.causeDisagreement || null,
+        ...changedBlockJson(b),
       };
     }),
   };

@@ -160,6 +160,9 @@ describe("traceToJson", () => {
       "disagreement",
       "cause_code",
       "cause_disagreement",
+      "source",
+      "first_changed_block",
+      "diverged_offset",
     ]);
     expect(json.builds[1]?.request_id).toBe("collapse-request-0002");
   });
@@ -171,5 +174,53 @@ describe("traceToJson", () => {
     expect(json.builds[1]?.disagreement).toBeNull();
     expect(json.builds[2]?.disagreement).toContain("cause outside us");
     expect(json.builds[3]?.disagreement).toContain("our fingerprints saw a prefix change");
+  });
+});
+
+describe("a gateway session's trace", () => {
+  const gatewaySession: TraceSessionResponse = {
+    builds: [
+      build({ requestId: "gw-first-000001", firstBuild: true, source: "gateway", rulesDecision: "", anchorDate: "" }),
+      build({ requestId: "gw-same-0000002", source: "gateway", rulesDecision: "", anchorDate: "" }),
+      build({
+        requestId: "gw-changed-0003",
+        source: "gateway",
+        rulesDecision: "",
+        anchorDate: "",
+        prefixChanged: true,
+        changedSections: ["system[0]"],
+        cause: "system block system[0] changed (system); the request diverged at byte 7,950 (byte 6,100 of the block)",
+        hasUsage: true,
+        usage: usage({ promptTokens: 200_000, cachedTokens: 0, source: "gateway" }),
+        cost: 0.4,
+        collapsed: true,
+        attribution: "agree",
+        causeCode: "section_changed:system[0]",
+        firstChangedBlock: { index: 1, kind: "system", role: "system" },
+        divergedOffset: 7_950,
+      }),
+    ],
+  };
+
+  it("is a trace like any other, headed as gateway traffic, the changed build naming its block and byte", () => {
+    const text = formatTrace(gatewaySession, { sessionId: "user_test_session_1", limit: 200 });
+    expect(text.split("\n")[0]).toBe("Trace of session user_test_session_1 (requests through the gateway)");
+    const changed = rowOf(text, "gw-changed-0003");
+    expect(changed).toContain("system[0] (block 1 system @ byte 7,950)");
+    expect(changed).toContain("COLLAPSE");
+    expect(changed).toContain("section_changed:system[0]");
+    expect(rowOf(text, "gw-same-0000002")).not.toContain("block");
+    expect(formatTrace(session, query).split("\n")[0]).toBe("Trace of session 811");
+  });
+
+  it("carries source, first_changed_block and diverged_offset in --json", () => {
+    const json = traceToJson(gatewaySession, { sessionId: "user_test_session_1", limit: 200 });
+    expect(json.builds[2]).toMatchObject({
+      source: "gateway",
+      first_changed_block: { index: 1, kind: "system", role: "system" },
+      diverged_offset: 7_950,
+    });
+    expect(json.builds[0]).toMatchObject({ source: "gateway", first_changed_block: null, diverged_offset: null });
+    expect(traceToJson(session, query).builds[0]?.source).toBe("prompt-assembly");
   });
 });

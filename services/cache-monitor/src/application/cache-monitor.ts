@@ -19,7 +19,7 @@ import { type AttributionThresholds, DEFAULT_ATTRIBUTION_THRESHOLDS } from "../d
 import { assessCall, type CollapseExplanation, explainCollapse } from "../domain/call-assessment";
 import { type CauseKind, causeKindOf } from "../domain/cause-taxonomy";
 import type { CollapseThresholds } from "../domain/collapse-detection";
-import type { UsageFacts } from "../domain/model";
+import { OUR_BUILDS, type TrafficSource, type UsageFacts } from "../domain/model";
 import { defaultRetentionOf, withRetentionsSold } from "../domain/price-catalogue";
 import { type PriceBook, pricesFor } from "../domain/pricing";
 import { adviseRetention } from "../domain/retention-advisor";
@@ -27,6 +27,7 @@ import { checkRetryOf, type UsageIdentity, usageIdentityOf } from "../domain/usa
 import { usageInputOf } from "../domain/usage-intake/raw-usage";
 import {
   boundedLimit,
+  trafficSourceOf,
   type UsageInput,
   validateAdviceScope,
   validateSessionId,
@@ -50,7 +51,10 @@ export interface MonitorEventSink {
 /** One recorded call, as the metrics adapter is told it. */
 export interface RecordedUsageFigures {
   readonly model: string;
+  /** How the usage came in: RecordUsage (rpc) or llm.usage.v1 (topic). */
   readonly source: UsageSource;
+  /** Who observed the call's request: our builds or the gateway. */
+  readonly trafficSource: TrafficSource;
   readonly promptTokens: number;
   readonly cachedTokens: number;
   readonly cachedShare: number;
@@ -61,7 +65,13 @@ export interface RecordedUsageFigures {
 export interface CacheMonitorObserver {
   usageRecorded(args: RecordedUsageFigures): void;
   /** `workspace` is the build's ("" when the usage has no build of prefix-guard behind it). */
-  collapseDetected(args: { sections: readonly string[]; cause: CauseKind; extraCost: number; workspace: string }): void;
+  collapseDetected(args: {
+    sections: readonly string[];
+    cause: CauseKind;
+    extraCost: number;
+    workspace: string;
+    trafficSource: TrafficSource;
+  }): void;
 }
 
 export interface CacheMonitorLogger {
@@ -192,6 +202,9 @@ function sameExplanation(collapse: StoredCollapse, explanation: CollapseExplanat
     collapse.historyRewritten === explanation.historyRewritten &&
     collapse.causeCode === explanation.causeCode &&
     collapse.causeDisagreement === explanation.causeDisagreement &&
+    (collapse.trafficSource ?? OUR_BUILDS) === explanation.trafficSource &&
+    (collapse.divergedOffset ?? null) === explanation.divergedOffset &&
+    JSON.stringify(collapse.firstChangedBlock ?? null) === JSON.stringify(explanation.firstChangedBlock) &&
     JSON.stringify(collapse.changedSections) === JSON.stringify(explanation.changedSections)
   );
 }
@@ -287,6 +300,11 @@ export class CacheMonitor {
     // A usage from llm.usage.v1 has no caller to refuse; a retry of a stored record needs no build check.
     if (identity !== null && !unbuilt && (await store.storedUsage(eventId)) === null)
       await this.requireBuilt(sessionId, usage.requestId);
+    // The gateway publishes a request's fingerprint and its usage together, on two topics read by
+    // two consumers: the usage waits for them as a RecordUsage does, so the collapse is explained
+    // (and counted in the metrics) by its block at once; past the wait it is recorded all the same.
+    else if (origin.source === "topic" && usage.trafficSource === "gateway")
+      await this.requireBuilt(sessionId, usage.requestId, "record_anyway");
     // After the build wait, so the build's own observation says whose session it is. A session no
     // build was observed for (a harness that builds its own bodies) has nothing of anyone else's.
     if (origin.source === "rpc") await this.requireVisible(origin.caller, sessionId);
@@ -300,7 +318,14 @@ export class CacheMonitor {
             context: { event_id: eventId },
           });
         const collapse = await store.collapses.findCollapseByUsage(trx, existing.id);
-        return { duplicate: true, cost: existing.cost, collapse, assessment: null, workspace: "" };
+        return {
+          duplicate: true,
+          cost: existing.cost,
+          collapse,
+          assessment: null,
+          workspace: "",
+          trafficSource: OUR_BUILDS,
+        };
       }
       const earlier = this.withDefaultRetentions(
         await store.usages.earlierCalls(
@@ -362,12 +387,14 @@ export class CacheMonitor {
         collapse,
         assessment,
         workspace: prefix.observed?.workspace ?? "",
+        trafficSource: usage.trafficSource ?? prefix.observed?.trafficSource ?? OUR_BUILDS,
       };
     });
     if (!outcome.duplicate && outcome.assessment !== null) {
       this.deps.observer?.usageRecorded({
         model: usage.model,
         source: origin.source,
+        trafficSource: outcome.trafficSource,
         promptTokens: usage.promptTokens,
         cachedTokens: usage.cachedTokens,
         cachedShare: outcome.assessment.detection.cachedShare,
@@ -379,6 +406,7 @@ export class CacheMonitor {
           cause: causeKindOf(outcome.assessment.collapse.causeCode),
           extraCost: outcome.assessment.collapse.extraCost,
           workspace: outcome.workspace,
+          trafficSource: outcome.assessment.collapse.trafficSource,
         });
         this.logCollapse(sessionId, usage, outcome.collapse);
       }
@@ -409,9 +437,14 @@ export class CacheMonitor {
    * The build's observation may still be on its way through Kafka, so wait for it (BuildWait), and
    * for the PrefixChanged it announced (issue 27 §6a): answered between the two, the call would be
    * explained as if our prefix had not changed (provider_only) and the stored collapse re-explained
-   * a moment later, so the answer would contradict the record.
+   * a moment later, so the answer would contradict the record. `record_anyway`: the same wait, and
+   * past it the usage is recorded without its build (explained when the build's events come).
    */
-  private async requireBuilt(sessionId: string, requestId: string): Promise<void> {
+  private async requireBuilt(
+    sessionId: string,
+    requestId: string,
+    unbuilt: "refuse" | "record_anyway" = "refuse",
+  ): Promise<void> {
     const { arrivals, timeoutMs, pollMs } = this.buildWait;
     const deadline = performance.now() + timeoutMs;
     for (;;) {
@@ -423,7 +456,7 @@ export class CacheMonitor {
         if (built === "complete") return;
         // Built, but the PrefixChanged is late: recorded now and explained as `unknown` (ourVerdictOf),
         // which the PrefixChanged replaces, republished, when it comes.
-        if (arrival === null && built === "awaiting_change") return;
+        if (arrival === null && (built === "awaiting_change" || unbuilt === "record_anyway")) return;
         if (arrival === null)
           throw new FailedPreconditionError(
             `request_id: ${requestId} was not built by prefix-guard for session ${sessionId} ` +
@@ -473,6 +506,15 @@ export class CacheMonitor {
                 scope: event.payload.value.scope,
                 owner: event.payload.value.owner,
                 prefixChanged: event.payload.value.prefixChanged ?? null,
+                ...trafficSourceOf(event.payload.value.source, "observed.source"),
+                ...(event.payload.value.cut === undefined
+                  ? {}
+                  : {
+                      cut: {
+                        blocks: event.payload.value.cut.blocks.map((block) => ({ ...block })),
+                        totalBytes: event.payload.value.cut.totalBytes,
+                      },
+                    }),
               },
               nowMs,
             )
@@ -491,6 +533,13 @@ export class CacheMonitor {
                 bytesAfterBreak: event.payload.value.bytesAfterBreak,
                 tokensAfterBreak: event.payload.value.tokensAfterBreak,
                 messages: event.payload.value.messages,
+                ...trafficSourceOf(event.payload.value.source, "changed.source"),
+                ...(event.payload.value.firstChangedBlock === undefined
+                  ? {}
+                  : { firstChangedBlock: { ...event.payload.value.firstChangedBlock } }),
+                ...(event.payload.value.divergedOffset === undefined
+                  ? {}
+                  : { divergedOffset: event.payload.value.divergedOffset }),
               },
               nowMs,
             );

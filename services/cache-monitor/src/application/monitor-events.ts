@@ -9,6 +9,7 @@ import { MAX_ID_CHARS } from "@prefix-guard/events/ids";
 import type { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import { LlmUsageEvent, type UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
+import { trafficSourceOf } from "../domain/validation";
 
 /** prompt-assembly writes schema 1 (FingerprintObserved's trace fields were added to it additively). */
 export const PREFIX_EVENT_SCHEMA_VERSION = 1;
@@ -51,7 +52,29 @@ export function decodePrefixEvent(bytes: Uint8Array): ValidPrefixEvent {
   requireEnvelopeIds(event);
   if (event.requestId.trim().length === 0) throw invalid("request_id", "must not be empty");
   if (event.requestId.length > MAX_ID_CHARS) throw invalid("request_id", `must be at most ${MAX_ID_CHARS} characters`);
+  requireGatewayFacts(payload);
   return { ...event, payload };
+}
+
+const BLOCK_KINDS = new Set(["tools", "system", "message"]);
+/** As cm_prefix_change.changed_block_role is wide; a role is a word ("user", "function_call_output"). */
+const MAX_ROLE_CHARS = 64;
+
+function requireBlock(block: { kind: string; role: string }, field: string): void {
+  if (!BLOCK_KINDS.has(block.kind)) throw invalid(`${field}.kind`, "must be tools, system or message");
+  if (block.role.length > MAX_ROLE_CHARS)
+    throw invalid(`${field}.role`, `must be at most ${MAX_ROLE_CHARS} characters`);
+}
+
+/** The gateway's facts (source, cut, first changed block) as cache-monitor stores them. */
+function requireGatewayFacts(payload: PrefixPayload): void {
+  trafficSourceOf(payload.value.source, `${payload.$case}.source`);
+  if (payload.$case === "observed") {
+    for (const [index, block] of (payload.value.cut?.blocks ?? []).entries())
+      requireBlock(block, `observed.cut.blocks[${index}]`);
+  } else if (payload.value.firstChangedBlock !== undefined) {
+    requireBlock(payload.value.firstChangedBlock, "changed.first_changed_block");
+  }
 }
 
 /** Only the envelope is checked here; the usage itself is validated like a RecordUsage request. */

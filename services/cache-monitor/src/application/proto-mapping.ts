@@ -4,7 +4,7 @@ import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_even
 import type { ProviderCacheReport, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 import type { StoredCollapse, StoredUsage } from "../adapters/mysql/monitor-rows";
 import { LEGACY_CAUSE_CODE } from "../domain/collapse-totals";
-import type { UsageFacts } from "../domain/model";
+import { OUR_BUILDS, type UsageFacts } from "../domain/model";
 
 export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {
   return {
@@ -26,6 +26,11 @@ export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {
     toolsChanged: collapse.toolsChanged,
     causeCode: collapse.causeCode || LEGACY_CAUSE_CODE,
     causeDisagreement: collapse.causeDisagreement,
+    source: collapse.trafficSource ?? OUR_BUILDS,
+    ...(collapse.firstChangedBlock ? { firstChangedBlock: { ...collapse.firstChangedBlock } } : {}),
+    ...(collapse.divergedOffset !== null && collapse.divergedOffset !== undefined
+      ? { divergedOffset: collapse.divergedOffset }
+      : {}),
   };
 }
 
@@ -53,5 +58,6 @@ export function toUsageRecorded(usage: UsageFacts | StoredUsage): UsageRecorded 
     provider: usage.provider,
     ...(usage.providerReport !== null ? { providerReport: toProviderReport(usage.providerReport) } : {}),
     calledAtMs: usage.calledAtMs,
+    ...(usage.trafficSource !== undefined ? { source: usage.trafficSource } : {}),
   };
 }

@@ -13,6 +13,7 @@ import type {
 } from "../adapters/mysql/monitor-rows";
 import { type AttributionThresholds, attributeBuild, ourVerdictOf } from "../domain/attribution";
 import { LEGACY_CAUSE_CODE } from "../domain/collapse-totals";
+import { OUR_BUILDS } from "../domain/model";
 import { toUsageRecorded } from "./proto-mapping";
 
 interface BuildParts {
@@ -38,6 +39,9 @@ function traceOf(requestId: string, parts: BuildParts, thresholds: AttributionTh
       : null,
     change: change ?? null,
   };
+  // The collapse's record first, as for the sections: it is what ListCollapses shows.
+  const firstChangedBlock = (collapse ? collapse.firstChangedBlock : change?.firstChangedBlock) ?? null;
+  const divergedOffset = (collapse ? collapse.divergedOffset : change?.divergedOffset) ?? null;
   const attribution = collapse
     ? collapse.attribution === "none"
       ? "agree"
@@ -68,6 +72,9 @@ function traceOf(requestId: string, parts: BuildParts, thresholds: AttributionTh
     attribution,
     causeCode: collapse ? collapse.causeCode || LEGACY_CAUSE_CODE : "",
     causeDisagreement: collapse?.causeDisagreement ?? "",
+    source: observation?.trafficSource ?? usage?.trafficSource ?? collapse?.trafficSource ?? OUR_BUILDS,
+    ...(firstChangedBlock === null ? {} : { firstChangedBlock: { ...firstChangedBlock } }),
+    ...(divergedOffset === null ? {} : { divergedOffset }),
   };
 }
 

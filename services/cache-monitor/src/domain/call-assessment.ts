@@ -19,7 +19,14 @@ import {
 } from "./attribution";
 import { type CauseCode, classifyCause, type OurChange } from "./cause-taxonomy";
 import { type CollapseDetection, type CollapseThresholds, detectCollapse } from "./collapse-detection";
-import type { EarlierCall, PrefixJoin, UsageFacts } from "./model";
+import {
+  type ChangedBlockRef,
+  type EarlierCall,
+  OUR_BUILDS,
+  type PrefixJoin,
+  type TrafficSource,
+  type UsageFacts,
+} from "./model";
 import { costAtCachedShare, costOf, extraCost, type PriceTable } from "./pricing";
 import { recoverPrefixChange } from "./recovered-change";
 import { retentionInForce } from "./retention";
@@ -40,6 +47,23 @@ export interface CollapseExplanation {
   readonly causeCode: CauseCode;
   /** "" when our fingerprints, the provider's reason and the idle gap agree; otherwise what each said. */
   readonly causeDisagreement: string;
+  /** Who observed the request: the usage's own word, else its observation's; our builds when neither says. */
+  readonly trafficSource: TrafficSource;
+  /** The gateway change's first changed block, and the byte where the request diverged; null: not named. */
+  readonly firstChangedBlock: ChangedBlockRef | null;
+  readonly divergedOffset: number | null;
+}
+
+/** What the request itself says of a collapse, whatever the cause: who saw it and where it broke. */
+function requestFactsOf(
+  usage: UsageFacts,
+  prefix: PrefixJoin,
+): Pick<CollapseExplanation, "trafficSource" | "firstChangedBlock" | "divergedOffset"> {
+  return {
+    trafficSource: usage.trafficSource ?? prefix.observed?.trafficSource ?? OUR_BUILDS,
+    firstChangedBlock: prefix.change?.firstChangedBlock ?? null,
+    divergedOffset: prefix.change?.divergedOffset ?? null,
+  };
 }
 
 export interface CollapseFacts extends CollapseExplanation {
@@ -120,6 +144,7 @@ export function explainCollapse(
       providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",
       causeCode: cause.code,
       causeDisagreement: cause.disagreement,
+      ...requestFactsOf(usage, prefix),
     };
   }
   const cause = causeOf(
@@ -141,6 +166,7 @@ export function explainCollapse(
     providerCacheMissReason: usage.providerReport?.cacheMissReason ?? "",
     causeCode: cause.code,
     causeDisagreement: cause.disagreement,
+    ...requestFactsOf(usage, prefix),
   };
 }
 

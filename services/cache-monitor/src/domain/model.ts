@@ -18,8 +18,26 @@ import type { ProviderCacheReport } from "@prefix-guard/providers/usage";
 
 export type { ProviderCacheReport };
 
+/**
+ * Which part of prefix-guard saw a request: prompt-assembly built it (our builds), or the gateway
+ * forwarded it (a harness's own body). Events leave it unset ("") for our builds.
+ */
+export const TRAFFIC_SOURCES = ["prompt-assembly", "gateway"] as const;
+export type TrafficSource = (typeof TRAFFIC_SOURCES)[number];
+export const OUR_BUILDS: TrafficSource = "prompt-assembly";
+
+/** The first block of a forwarded request that differs from the session's previous one (gateway). */
+export interface ChangedBlockRef {
+  readonly index: number;
+  /** "tools" | "system" | "message" */
+  readonly kind: string;
+  readonly role: string;
+}
+
 export interface UsageFacts extends TokenUsage {
   readonly cacheCreation1hTokens: number;
+  /** UsageRecorded.source; absent where the record did not say (our builds, or stored before it). */
+  readonly trafficSource?: TrafficSource;
   readonly requestId: string;
   readonly model: string;
   readonly provider: string;
@@ -52,6 +70,9 @@ export interface PrefixChange {
   readonly toolsChangeKind: string;
   readonly historyRewritten: boolean;
   readonly cause: string;
+  /** The gateway's change: its first changed block and the byte where the request diverged (null: not known). */
+  readonly firstChangedBlock?: ChangedBlockRef | null;
+  readonly divergedOffset?: number | null;
 }
 
 /** The part of a FingerprintObserved that can be compared with another build's. */
@@ -77,6 +98,8 @@ export interface PrefixJoin {
     readonly firstBuild: boolean;
     readonly workspace?: string;
     readonly prefixChanged?: boolean;
+    /** Who observed the request; absent = our builds. */
+    readonly trafficSource?: TrafficSource;
     /** The build's rules decision ("REPINNED_COLD_CACHE" ...); absent where it was not read. */
     readonly rulesDecision?: string;
   } | null;

@@ -4,7 +4,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { MAX_ID_CHARS, requireBoundedText, requireId } from "@prefix-guard/events/ids";
 import { checkJsonLimits } from "@prefix-guard/events/json-limits";
-import type { ProviderCacheReport, UsageFacts } from "./model";
+import { type ProviderCacheReport, TRAFFIC_SOURCES, type TrafficSource, type UsageFacts } from "./model";
 
 export const MAX_MODEL_CHARS = 200;
 const MAX_PROVIDER_CHARS = 100;
@@ -25,6 +25,19 @@ export interface UsageInput {
   readonly provider: string;
   readonly providerReport?: ProviderCacheReport | undefined;
   readonly calledAtMs: number;
+  /** UsageRecorded.source: unset or "" = not said (our builds). */
+  readonly source?: string | undefined;
+}
+
+/**
+ * An event's `source` (FingerprintObserved, PrefixChanged, UsageRecorded): unset or "" says nothing
+ * (our builds), anything else must be one of TRAFFIC_SOURCES. A closed set: it labels metrics.
+ */
+export function trafficSourceOf(source: string | undefined, field: string): { trafficSource?: TrafficSource } {
+  if (source === undefined || source === "") return {};
+  if (!(TRAFFIC_SOURCES as readonly string[]).includes(source))
+    throw new ValidationError(field, `must be empty or one of ${TRAFFIC_SOURCES.join(", ")}`);
+  return { trafficSource: source as TrafficSource };
 }
 
 function requireCount(field: string, value: number): number {
@@ -88,6 +101,7 @@ export function validateUsage(usage: UsageInput | undefined, receivedAtMs: numbe
     throw new ValidationError(`${path}.provider`, `must be at most ${MAX_PROVIDER_CHARS} characters`);
   if (!Number.isSafeInteger(usage.calledAtMs) || usage.calledAtMs < 0)
     throw new ValidationError(`${path}.called_at_ms`, "must be a non-negative integer (UTC ms)");
+  const trafficSource = trafficSourceOf(usage.source, `${path}.source`);
   const report = usage.providerReport;
   if (report !== undefined) {
     requireCount(`${path}.provider_report.cache_read_input_tokens`, report.cacheReadInputTokens);
@@ -127,6 +141,7 @@ export function validateUsage(usage: UsageInput | undefined, receivedAtMs: numbe
             rawJson: report.rawJson,
           },
     calledAtMs: usage.calledAtMs > 0 ? usage.calledAtMs : receivedAtMs,
+    ...trafficSource,
   };
 }
 

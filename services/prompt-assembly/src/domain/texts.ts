@@ -6,76 +6,20 @@
 // writes them, ASCII punctuation included; the seed 002 texts (omission marker and the wordings
 // that must share its style) use the full-width punctuation seed 002 uses.
 
-import { ValidationError } from "@prefix-guard/errors";
+import { formatWeekday } from "@prefix-guard/seed-texts";
 import type { Locale } from "./model";
 
-const LOCAL_DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-export interface LocalDateParts {
-  readonly year: number;
-  readonly month: number;
-  readonly day: number;
-}
-
-function isLeapYear(year: number): boolean {
-  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-}
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return isLeapYear(year) ? 29 : 28;
-  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-}
-
-function parseLocalDate(localDate: string): LocalDateParts | null {
-  const match = LOCAL_DATE_PATTERN.exec(localDate);
-  if (match === null) return null;
-  const year = Number(match[1]);
-  const month = Number(match[2]);
-  const day = Number(match[3]);
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
-  return { year, month, day };
-}
-
-/** True for a real calendar date written as YYYY-MM-DD (the form the writer stores, seed 000 §3.2). */
-export function isLocalDate(value: string): boolean {
-  return parseLocalDate(value) !== null;
-}
-
-/** @throws ValidationError when `localDate` is not a real YYYY-MM-DD date. */
-export function requireLocalDate(field: string, localDate: string): LocalDateParts {
-  const parts = parseLocalDate(localDate);
-  if (parts === null) throw new ValidationError(field, `must be a calendar date as YYYY-MM-DD, got "${localDate}"`);
-  return parts;
-}
-
-// Sakamoto's method on the proleptic Gregorian calendar. Pure arithmetic on the date parts: a
-// `new Date(...)` would read the host timezone and could shift the day (seed 000 §3.2).
-const SAKAMOTO_MONTH_OFFSETS = [0, 3, 2, 5, 0, 3, 5, 1, 4, 6, 2, 4] as const;
-
-/** 0 = Sunday … 6 = Saturday. */
-export function weekdayIndex(localDate: string): number {
-  const { year, month, day } = requireLocalDate("local_date", localDate);
-  const y = month < 3 ? year - 1 : year;
-  const offset = SAKAMOTO_MONTH_OFFSETS[month - 1] ?? 0;
-  const sum = y + Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400) + offset + day;
-  return ((sum % 7) + 7) % 7;
-}
-
-const WEEKDAY_NAMES: Readonly<Record<Locale, readonly string[]>> = {
-  "zh-CN": ["星期日", "星期一", "星期二", "星期三", "星期四", "星期五", "星期六"],
-  en: ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"],
-};
-
-/** "星期一" / "Monday" for a YYYY-MM-DD date. */
-export function formatWeekday(localDate: string, locale: Locale): string {
-  return WEEKDAY_NAMES[locale][weekdayIndex(localDate)] ?? "";
-}
-
-/** "2026-10-13(星期二)" / "2026-10-13 (Tuesday)", as used inside the <date-change> tag. */
-export function formatDateWithWeekday(localDate: string, locale: Locale): string {
-  const weekday = formatWeekday(localDate, locale);
-  return locale === "zh-CN" ? `${localDate}(${weekday})` : `${localDate} (${weekday})`;
-}
+// Seed 000's date formatting and <date-change> notice live in @prefix-guard/seed-texts: the
+// gateway's stabilize mode writes the same notice, byte for byte.
+export {
+  dateChangeNoticeText,
+  formatDateWithWeekday,
+  formatWeekday,
+  isLocalDate,
+  type LocalDateParts,
+  requireLocalDate,
+  weekdayIndex,
+} from "@prefix-guard/seed-texts";
 
 /** The `current-date` system section, heading included (seed 000 §5.4). */
 export function currentDateSectionText(anchorDate: string, locale: Locale, allowShellClock: boolean): string {
@@ -96,18 +40,6 @@ export function currentDateSectionText(anchorDate: string, locale: Locale, allow
     `Current date: \`${anchorDate}\` (${weekday})`,
     `This is the date of the first user message of this session and stays fixed for the whole session. If a <date-change> tag appears at the start of a user message, the real date has moved on and the date in the tag takes precedence.${shellHint}`,
   ].join("\n");
-}
-
-/**
- * The single-line tag put in front of the first user message of a new day (seed 000 §5.3). It
- * must not start with `<system-notice>`: that prefix marks a message as not a real user message.
- */
-export function dateChangeNoticeText(newDate: string, locale: Locale): string {
-  const date = formatDateWithWeekday(newDate, locale);
-  if (locale === "zh-CN") {
-    return `<date-change>系统提示:当前日期已变更为 ${date}。这是系统注入的提示,不是用户说的话;需要精确到时分秒请用 shell 执行 date。</date-change>`;
-  }
-  return `<date-change>System notice: the current date has changed to ${date}. This notice was injected by the system; the user did not write it. For the exact time, run date in the shell.</date-change>`;
 }
 
 /**

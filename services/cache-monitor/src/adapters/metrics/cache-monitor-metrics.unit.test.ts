@@ -21,8 +21,15 @@ describe("the collapse counter's cause label", () => {
         cause: causeKindOf(sectionChanged(`key-${i}`)),
         extraCost: 0,
         workspace: "/srv/ws/a",
+        trafficSource: "prompt-assembly",
       });
-    metrics.collapseDetected({ sections: ["(none)"], cause: causeKindOf("ttl_expired"), extraCost: 1, workspace: "" });
+    metrics.collapseDetected({
+      sections: ["(none)"],
+      cause: causeKindOf("ttl_expired"),
+      extraCost: 1,
+      workspace: "",
+      trafficSource: "prompt-assembly",
+    });
     const series = await collapseSeries(registry);
     expect(new Set([...series.keys()].map((key) => key.split("|")[1]))).toEqual(
       new Set(["section_changed", "ttl_expired"]),
@@ -32,12 +39,95 @@ describe("the collapse counter's cause label", () => {
   });
 });
 
+describe("the source label", () => {
+  it("counts a gateway collapse under its block's kind, never the block's index, and apart from our builds'", async () => {
+    const registry = new Registry();
+    const metrics = new CacheMonitorMetrics(registry, { currency: "USD", perModel: {} });
+    for (let i = 0; i < 40; i++)
+      metrics.collapseDetected({
+        sections: [`system[${i}]`],
+        cause: causeKindOf(sectionChanged(`system[${i}]`)),
+        extraCost: 0.5,
+        workspace: "",
+        trafficSource: "gateway",
+      });
+    metrics.collapseDetected({
+      sections: ["(tools)"],
+      cause: "tools_changed",
+      extraCost: 1,
+      workspace: "",
+      trafficSource: "gateway",
+    });
+    metrics.collapseDetected({
+      sections: ["made-up-key-7"],
+      cause: "section_changed",
+      extraCost: 0,
+      workspace: "",
+      trafficSource: "gateway",
+    });
+    metrics.collapseDetected({
+      sections: ["system[0]"],
+      cause: "section_changed",
+      extraCost: 2,
+      workspace: "/srv/ws/a",
+      trafficSource: "prompt-assembly",
+    });
+    const json = await registry.getMetricsAsJSON();
+    const series = (name: string) =>
+      Object.fromEntries(
+        ((json.find((m) => m.name === name)?.values ?? []) as { labels: Record<string, string>; value: number }[]).map(
+          (v) => [Object.values(v.labels).join("|"), v.value],
+        ),
+      );
+    expect(series("prefixguard_cache_collapses_total")).toEqual({
+      "system|section_changed|gateway": 40,
+      "(tools)|tools_changed|gateway": 1,
+      "other|section_changed|gateway": 1,
+      "system[0]|section_changed|prompt-assembly": 1,
+    });
+    expect(series("prefixguard_collapse_extra_cost_total")).toEqual({
+      "section_changed|USD|gateway": 20,
+      "tools_changed|USD|gateway": 1,
+      "section_changed|USD|prompt-assembly": 2,
+    });
+  });
+
+  it("labels every usage series with the source, and the calls with the intake too", async () => {
+    const registry = new Registry();
+    const metrics = new CacheMonitorMetrics(registry, { currency: "USD", perModel: {} });
+    const figures = { model: "gpt-4o", promptTokens: 1000, cachedTokens: 900, cachedShare: 0.9, cost: 0.01 };
+    metrics.usageRecorded({ ...figures, source: "topic", trafficSource: "gateway" });
+    metrics.usageRecorded({ ...figures, source: "rpc", trafficSource: "prompt-assembly" });
+    const json = await registry.getMetricsAsJSON();
+    const labels = (name: string) =>
+      ((json.find((m) => m.name === name)?.values ?? []) as { labels: Record<string, string> }[])
+        .map((v) => v.labels)
+        .filter((l) => !("le" in l));
+    expect(labels("prefixguard_llm_calls_total")).toEqual([
+      { model_family: "gpt-4o", intake: "topic", source: "gateway" },
+      { model_family: "gpt-4o", intake: "rpc", source: "prompt-assembly" },
+    ]);
+    for (const name of [
+      "prefixguard_prompt_tokens_total",
+      "prefixguard_cached_tokens_total",
+      "prefixguard_llm_cost_total",
+    ])
+      expect(labels(name).map((l) => l.source)).toEqual(["gateway", "prompt-assembly"]);
+  });
+});
+
 describe("the per-workspace extra cost", () => {
   it("names the first workspaces seen and counts later ones (a build-less usage's (none) too) as (other)", async () => {
     const registry = new Registry();
     const metrics = new CacheMonitorMetrics(registry, { currency: "USD", perModel: {} }, 2);
     const collapse = (workspace: string, extraCost: number) =>
-      metrics.collapseDetected({ sections: ["skills"], cause: "section_changed", extraCost, workspace });
+      metrics.collapseDetected({
+        sections: ["skills"],
+        cause: "section_changed",
+        extraCost,
+        workspace,
+        trafficSource: "prompt-assembly",
+      });
     collapse("/srv/ws/a", 0.5);
     collapse("/srv/ws/b", 0.25);
     collapse("/srv/ws/a", 0.5);

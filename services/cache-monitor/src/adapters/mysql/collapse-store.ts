@@ -6,6 +6,7 @@ import type { UsageFacts } from "../../domain/model";
 import {
   type CollapseQuery,
   type CollapseTotalsRow,
+  changedBlockRow,
   type DbExecutor,
   firstInsertedId,
   num,
@@ -207,5 +208,7 @@ function explanationColumns(explanation: CollapseExplanation): Row {
     provider_cache_miss_reason: explanation.providerCacheMissReason,
     cause_code: explanation.causeCode,
     cause_disagreement: explanation.causeDisagreement,
+    traffic_source: explanation.trafficSource,
+    ...changedBlockRow(explanation),
   };
 }

@@ -1,7 +1,14 @@
 // cache-monitor's stored shapes and how rows decode into them, shared by its three stores.
 import type { Knex } from "knex";
 import type { CauseTotal, SectionTotal } from "../../domain/collapse-totals";
-import type { PrefixChange, ProviderCacheReport, UsageFacts } from "../../domain/model";
+import {
+  type ChangedBlockRef,
+  type PrefixChange,
+  type ProviderCacheReport,
+  TRAFFIC_SOURCES,
+  type TrafficSource,
+  type UsageFacts,
+} from "../../domain/model";
 
 /** A connection or an open transaction: every method runs on whichever it is given. */
 export type DbExecutor = Knex | Knex.Transaction;
@@ -48,9 +55,27 @@ export interface StoredCollapse {
   /** "" for a collapse stored before cause codes existed. */
   readonly causeCode: string;
   readonly causeDisagreement: string;
+  /** Who observed the request (absent on rows read before it was stored: our builds). */
+  readonly trafficSource?: TrafficSource;
+  /** The gateway change's first changed block and the byte where the request diverged; null: none. */
+  readonly firstChangedBlock?: ChangedBlockRef | null;
+  readonly divergedOffset?: number | null;
   readonly calledAtMs: number;
   readonly detectedAtMs: number;
   readonly updatedAtMs: number;
+}
+
+/** A gateway observation's request cut into cache order (FingerprintObserved.cut). */
+export interface StoredCut {
+  readonly blocks: readonly {
+    readonly index: number;
+    readonly kind: string;
+    readonly role: string;
+    readonly sha256: string;
+    readonly bytes: number;
+    readonly offset: number;
+  }[];
+  readonly totalBytes: number;
 }
 
 export interface SectionHashRecord {
@@ -86,9 +111,15 @@ export interface StoredObservation {
   readonly owner: string;
   /** The build said a PrefixChanged of it follows (true) or none does (false); null: it did not say. */
   readonly prefixChanged: boolean | null;
+  /** Who observed the request; absent = our builds. */
+  readonly trafficSource?: TrafficSource;
+  /** The gateway's cut of the request; absent or null for our builds (they have sections). */
+  readonly cut?: StoredCut | null;
 }
 
 export interface StoredChange extends PrefixChange {
+  /** Who observed the request; absent = our builds. */
+  readonly trafficSource?: TrafficSource;
   readonly eventId: string;
   readonly sessionId: string;
   readonly requestId: string;
@@ -143,6 +174,65 @@ export const num = (value: unknown): number => Number(value ?? 0);
 export const bool = (value: unknown): boolean => value === true || value === 1 || value === "1";
 export const str = (value: unknown): string => (value === null || value === undefined ? "" : String(value));
 
+/** A traffic_source column: NULL (our builds, or stored before) reads as absent. */
+export function trafficSourceColumn(value: unknown): { trafficSource?: TrafficSource } {
+  const text = str(value);
+  return (TRAFFIC_SOURCES as readonly string[]).includes(text) ? { trafficSource: text as TrafficSource } : {};
+}
+
+/** The changed_block_* and diverged_offset columns of a change or collapse row; NULL reads as absent. */
+export function changedBlockColumns(row: Row): {
+  firstChangedBlock?: ChangedBlockRef;
+  divergedOffset?: number;
+} {
+  return {
+    ...(row.changed_block_index === null || row.changed_block_index === undefined
+      ? {}
+      : {
+          firstChangedBlock: {
+            index: num(row.changed_block_index),
+            kind: str(row.changed_block_kind),
+            role: str(row.changed_block_role),
+          },
+        }),
+    ...(row.diverged_offset === null || row.diverged_offset === undefined
+      ? {}
+      : { divergedOffset: num(row.diverged_offset) }),
+  };
+}
+
+/** The columns changedBlockColumns reads, from a change or a collapse explanation. */
+export function changedBlockRow(facts: {
+  readonly firstChangedBlock?: ChangedBlockRef | null;
+  readonly divergedOffset?: number | null;
+}): Row {
+  const block = facts.firstChangedBlock ?? null;
+  return {
+    changed_block_index: block?.index ?? null,
+    changed_block_kind: block?.kind ?? null,
+    changed_block_role: block?.role ?? null,
+    diverged_offset: facts.divergedOffset ?? null,
+  };
+}
+
+const withCut = (cut: StoredCut | null): { cut?: StoredCut } => (cut === null ? {} : { cut });
+
+function cutOf(text: unknown): StoredCut | null {
+  const parsed = parseJson<Row | null>(text, null);
+  if (parsed === null || !Array.isArray(parsed.blocks)) return null;
+  return {
+    blocks: parsed.blocks.map((b: Row) => ({
+      index: num(b.index),
+      kind: str(b.kind),
+      role: str(b.role),
+      sha256: str(b.sha256),
+      bytes: num(b.bytes),
+      offset: num(b.offset),
+    })),
+    totalBytes: num(parsed.totalBytes),
+  };
+}
+
 export function parseJson<T>(text: unknown, fallback: T): T {
   try {
     return text === null || text === undefined ? fallback : (JSON.parse(String(text)) as T);
@@ -173,6 +263,7 @@ export function toUsage(row: Row): StoredUsage {
     reportedCost: row.reported_cost === null || row.reported_cost === undefined ? null : num(row.reported_cost),
     providerReport: report,
     calledAtMs: num(row.called_at_ms),
+    ...trafficSourceColumn(row.traffic_source),
     cost: num(row.cost),
     currency: str(row.currency),
     source: str(row.source) === "topic" ? "topic" : "rpc",
@@ -207,6 +298,8 @@ export function toCollapse(row: Row): StoredCollapse {
     providerCacheMissReason: str(row.provider_cache_miss_reason),
     causeCode: str(row.cause_code),
     causeDisagreement: str(row.cause_disagreement),
+    ...trafficSourceColumn(row.traffic_source),
+    ...changedBlockColumns(row),
     calledAtMs: num(row.called_at_ms),
     detectedAtMs: num(row.detected_at_ms),
     updatedAtMs: num(row.updated_at_ms),
@@ -239,6 +332,8 @@ export function toObservation(row: Row): StoredObservation {
     scope: str(row.scope),
     owner: str(row.owner),
     prefixChanged: row.prefix_changed === null || row.prefix_changed === undefined ? null : bool(row.prefix_changed),
+    ...trafficSourceColumn(row.traffic_source),
+    ...withCut(cutOf(row.cut_json)),
   };
 }
 
@@ -256,6 +351,8 @@ export function toChange(row: Row): StoredChange {
     bytesAfterBreak: num(row.bytes_after_break),
     tokensAfterBreak: num(row.tokens_after_break),
     messages: num(row.messages),
+    ...trafficSourceColumn(row.traffic_source),
+    ...changedBlockColumns(row),
   };
 }
 

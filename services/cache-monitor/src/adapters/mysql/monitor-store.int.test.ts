@@ -101,6 +101,9 @@ function facts(sections: string[], extraCost: number): CollapseFacts {
     providerCacheMissReason: "",
     causeCode: sections[0] !== undefined ? `section_changed:${sections[0]}` : "provider_only",
     causeDisagreement: "",
+    trafficSource: "prompt-assembly",
+    firstChangedBlock: null,
+    divergedOffset: null,
     cachedShare: 0.019,
     baselineShare: 0.998,
     cost: 0.8953,
@@ -138,6 +141,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0012_cm_observation_cache_retention",
         "0013_cm_observation_ownership",
         "0014_cm_observation_prefix_changed",
+        "0015_cm_gateway_observations",
       ]);
       store = new MonitorStore(db);
     });
@@ -383,6 +387,10 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
             providerCacheMissReason: "system_changed",
             causeCode: "section_changed:workspace-rules",
             causeDisagreement: "",
+            // Kept whatever source: a gateway's block facts (nullable columns) read back as written.
+            trafficSource: "gateway",
+            firstChangedBlock: { index: 2, kind: "system", role: "system" },
+            divergedOffset: 1_234,
           },
           T0 + 100,
         ),
@@ -397,6 +405,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         extraCost: 0.872,
         detectedAtMs: T0,
         updatedAtMs: T0 + 100,
+        trafficSource: "gateway",
+        firstChangedBlock: { index: 2, kind: "system", role: "system" },
+        divergedOffset: 1_234,
       });
       expect((await db("cm_collapse_section").where({ collapse_id: stored.id }).pluck("section")).sort()).toEqual([
         "skills",

@@ -3,6 +3,7 @@ import type { Knex } from "knex";
 import type { PrefixJoin } from "../../domain/model";
 import {
   bool,
+  changedBlockRow,
   type DbExecutor,
   type Row,
   type StoredChange,
@@ -10,6 +11,7 @@ import {
   str,
   toChange,
   toObservation,
+  trafficSourceColumn,
 } from "./monitor-rows";
 
 /**
@@ -62,6 +64,7 @@ export class ObservationStore {
             firstBuild: bool(observed.first_build),
             workspace: String(observed.workspace ?? ""),
             ...(bool(observed.prefix_changed) ? { prefixChanged: true } : {}),
+            ...trafficSourceColumn(observed.traffic_source),
             rulesDecision: String(observed.rules_decision ?? ""),
           }
         : null,
@@ -119,6 +122,8 @@ export class ObservationStore {
       scope: observation.scope,
       owner: observation.owner,
       prefix_changed: observation.prefixChanged,
+      traffic_source: observation.trafficSource ?? null,
+      cut_json: observation.cut ? JSON.stringify(observation.cut) : null,
       received_at_ms: receivedAtMs,
     });
     return true;
@@ -167,6 +172,8 @@ export class ObservationStore {
       bytes_after_break: change.bytesAfterBreak,
       tokens_after_break: change.tokensAfterBreak,
       messages: change.messages,
+      traffic_source: change.trafficSource ?? null,
+      ...changedBlockRow(change),
       received_at_ms: receivedAtMs,
     });
     return true;

@@ -63,6 +63,7 @@ export class UsageStore {
       called_at_ms: facts.calledAtMs,
       recorded_at_ms: usage.recordedAtMs,
       source: usage.source,
+      traffic_source: facts.trafficSource ?? null,
       idempotency_key: usage.identity?.idempotencyKey ?? null,
       content_sha256: usage.identity?.contentSha256 ?? null,
       provider_response_id: usage.identity?.providerResponseId || null,
