@@ -1,9 +1,12 @@
-// `make bench`: runs every benchmark and writes bench/results/*.json (and replay.svg, speed.md); the
-// tables go to stdout. `--quick` runs smaller versions of each; `--only=speed` or `--only=replay`
-// runs one. Start it through bench/src/speed/bench.sh, which owns the bench Kafka broker.
+// `make bench`: runs every benchmark and writes bench/results/*.json (and replay.svg, speed.md,
+// gateway.md); the tables go to stdout. `--quick` runs smaller versions of each; `--only=speed`,
+// `--only=replay` or `--only=gateway` (or BENCH_ONLY=...) runs one. Start it through
+// bench/src/speed/bench.sh, which owns the bench Kafka broker.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { runGatewayBench } from "./gateway/gateway-bench";
+import { goalLines, renderGatewayMarkdown } from "./gateway/gateway-report";
 import { runReplayBench } from "./replay/run-replay";
 import { FULL_WORKLOAD, QUICK_WORKLOAD } from "./replay/workload";
 import { buildStages, renderMarkdown } from "./speed/render";
@@ -14,7 +17,11 @@ const repo = resolve(import.meta.dirname, "../..");
 const resultsDir = join(import.meta.dirname, "../results");
 mkdirSync(resultsDir, { recursive: true });
 const quick = process.argv.includes("--quick");
-const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
+const only =
+  process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length) ??
+  (process.env["BENCH_ONLY"] || undefined);
+if (only !== undefined && !["speed", "replay", "gateway"].includes(only))
+  throw new Error(`--only=${only}: expected speed, replay or gateway`);
 const measuredAt = new Date().toISOString();
 
 if (only === undefined || only === "speed") {
@@ -79,5 +86,23 @@ if (only === undefined || only === "replay") {
     ].join("\n"),
   );
   progress(`wrote ${join(resultsDir, "replay.json")}, replay.svg, replay-collapses.txt and replay-advise.txt`);
+}
+
+if (only === undefined || only === "gateway") {
+  const kafkaBrokers = process.env["KAFKA_BROKERS"];
+  const gateway = await runGatewayBench({
+    repo,
+    quick,
+    kafkaBrokers: kafkaBrokers === undefined || kafkaBrokers === "" ? undefined : kafkaBrokers,
+  });
+  const machine = `Measured on this ${gateway.machine.cpus}-core machine (load average ${gateway.machine.loadAverageAtStart.join(" ")} at the start)`;
+  const markdown = renderGatewayMarkdown(gateway, measuredAt, machine);
+  writeFileSync(
+    join(resultsDir, "gateway.json"),
+    `${JSON.stringify({ measuredAt, node: process.version, ...gateway }, null, 2)}\n`,
+  );
+  writeFileSync(join(resultsDir, "gateway.md"), `${markdown}\n`);
+  process.stdout.write(`\n${markdown}\n\n${goalLines(gateway.goals).join("\n")}\n`);
+  progress(`wrote ${join(resultsDir, "gateway.json")} and gateway.md (the gateway part took ${gateway.seconds} s)`);
 }
 process.exit(0);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: a Kafka broker of its own (127.0.0.1:39092, data in .run/kafka-bench, wiped at start),
 # the baseline worktree for "before" (.cache/bench-baseline at 2585937, created once), then
-# bench/src/run.ts with the arguments given (--quick, --only=speed|replay). The broker is stopped on
+# bench/src/run.ts with the arguments given (--quick, --only=speed|replay|gateway; BENCH_ONLY=gateway
+# is the same as --only=gateway). The broker (which the replay alone does not need) is stopped on
 # any exit; service processes left by an interrupted run are killed by run.ts from .run/bench/*.pid.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -19,8 +20,14 @@ if [ -z "${KAFKA_HOME:-}" ] && [ ! -d "$repo/.cache/kafka" ]; then
   [ -d "$common/.cache/kafka" ] && export KAFKA_HOME="$common/.cache/kafka"
 fi
 
+only="${BENCH_ONLY:-}"
+for arg in "$@"; do case "$arg" in --only=*) only="${arg#--only=}" ;; esac; done
 speed=1
-for arg in "$@"; do [ "$arg" = "--only=replay" ] && speed=0; done
+kafka=1
+case "$only" in
+  replay) speed=0 kafka=0 ;;
+  gateway) speed=0 ;;
+esac
 
 if [ "$speed" = 1 ]; then
   baseline="$repo/.cache/bench-baseline"
@@ -39,6 +46,8 @@ if [ "$speed" = 1 ]; then
     fi
   fi
   export BENCH_BASELINE="$baseline"
+fi
+if [ "$kafka" = 1 ]; then
   trap 'bash deploy/kafka/kafka.sh stop || true' EXIT
   # A run killed midway may have left the broker and its data: start from nothing.
   bash deploy/kafka/kafka.sh reset

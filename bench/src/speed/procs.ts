@@ -31,7 +31,8 @@ export function killStale(repo: string): void {
       // gone already
     }
     // A recycled pid belongs to someone else: only kill what still looks like our node process.
-    if (cmdline.includes("--import") && (cmdline.includes("services/") || cmdline.includes("floor-server"))) {
+    const ours = ["services/", "floor-server", "bench/src/gateway/"].some((script) => cmdline.includes(script));
+    if (cmdline.includes("--import") && ours) {
       progress(`killing stale ${file.replace(/\.pid$/, "")} (pid ${pid})`);
       try {
         process.kill(pid, "SIGKILL");

@@ -26,6 +26,14 @@ describe("jsonObjectLayout", () => {
       ["b", String.raw`"b\\\"c"`],
       ["n", "1"],
     ]);
+    // The same past the first 32 bytes of a string (where the quote is searched natively).
+    const long = "x".repeat(40);
+    const longText = String.raw`{"a":"${long}\\","b":"${long}\\\"${long}","n":1}`;
+    expect(jsonObjectLayout(bytes(longText))?.members.map((member) => valueText(bytes(longText), member))).toEqual([
+      String.raw`"${long}\\"`,
+      String.raw`"${long}\\\"${long}"`,
+      "1",
+    ]);
     // A string whose closing quote lies past the end of the range does not close.
     const event = bytes('data: {"a":"xy"}\n\n');
     expect(jsonObjectLayout(event, 6, 13)).toBeNull();

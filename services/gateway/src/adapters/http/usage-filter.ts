@@ -17,16 +17,28 @@ export class InjectedUsageFilter extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    const kept: Buffer[] = [];
     for (const piece of this.framer.push(chunk)) {
       const out = piece.complete ? hideInjectedUsage(piece.bytes) : piece.bytes;
-      if (out !== null && out.length > 0) this.push(out);
+      if (out !== null && out.length > 0) kept.push(out);
     }
+    this.pushAll(kept);
     callback();
   }
 
   override _flush(callback: TransformCallback): void {
-    for (const piece of this.framer.end()) this.push(piece.bytes);
+    this.pushAll(this.framer.end().map((piece) => piece.bytes));
     callback();
+  }
+
+  /**
+   * What one upstream chunk completed goes out as one buffer, as the upstream sent it: every buffer
+   * pushed becomes its own write (and HTTP chunk) to the client, so twenty events pushed one by one
+   * cost twenty. Nothing waits for a later chunk.
+   */
+  private pushAll(buffers: readonly Buffer[]): void {
+    if (buffers.length === 1) this.push(buffers[0]);
+    else if (buffers.length > 1) this.push(Buffer.concat(buffers));
   }
 }
 

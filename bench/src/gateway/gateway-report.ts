@@ -1,0 +1,241 @@
+// Pure helpers of the gateway bench: added latency over the direct call, throughput rounds merged,
+// the issue's goals judged PASS/FAIL, and the markdown written to bench/results/gateway.md.
+import { fmt, markdownTable, type Quantiles } from "../speed/report";
+import type { BenchRoute } from "./bodies";
+
+export type Setup = "direct" | "bare_proxy" | "gateway";
+export const SETUPS: readonly Setup[] = ["direct", "bare_proxy", "gateway"];
+export const SETUP_LABELS: Readonly<Record<Setup, string>> = {
+  direct: "direct",
+  bare_proxy: "bare proxy",
+  gateway: "gateway",
+};
+
+export interface BenchCase {
+  readonly route: BenchRoute;
+  readonly stream: boolean;
+}
+
+export function caseLabel(c: BenchCase): string {
+  return `${c.route}, ${c.stream ? "streaming" : "JSON"}`;
+}
+
+export interface LatencyCase extends BenchCase {
+  readonly bodyBytes: number;
+  /** To the end of the response. */
+  readonly total: Readonly<Record<Setup, Quantiles>>;
+  /** To the first byte of the response body. */
+  readonly ttfb: Readonly<Record<Setup, Quantiles>>;
+}
+
+/** One throughput window (a subset of speed/measure's ThroughputResult). */
+export interface ThroughputWindow extends Quantiles {
+  readonly perSecond: number;
+  readonly errors: number;
+  readonly cpu: Readonly<Record<string, number>>;
+}
+
+export interface ThroughputCase extends BenchCase {
+  readonly concurrency: number;
+  readonly bySetup: Readonly<Record<Setup, ThroughputWindow>>;
+}
+
+export interface Added {
+  readonly p50: number;
+  readonly p99: number;
+}
+
+/** What `other` adds to `direct`, quantile by quantile (ms). */
+export function addedOver(direct: Quantiles, other: Quantiles): Added {
+  return { p50: other.p50 - direct.p50, p99: other.p99 - direct.p99 };
+}
+
+/**
+ * The latency a caller waits for before it can act: the whole JSON answer, or the first byte of a
+ * stream (a stream's end is the model's pace, not the proxy's).
+ */
+export function waitedFor(c: LatencyCase, setup: Setup): Quantiles {
+  return c.stream ? c.ttfb[setup] : c.total[setup];
+}
+
+/** Windows of the same setup from several rounds, as one: rates, CPU and quantiles averaged, errors summed. */
+export function mergeWindows(windows: readonly ThroughputWindow[]): ThroughputWindow {
+  const mean = (pick: (w: ThroughputWindow) => number) =>
+    windows.length === 0 ? Number.NaN : windows.reduce((sum, w) => sum + pick(w), 0) / windows.length;
+  const cpuKeys = [...new Set(windows.flatMap((w) => Object.keys(w.cpu)))];
+  return {
+    n: windows.reduce((sum, w) => sum + w.n, 0),
+    p50: mean((w) => w.p50),
+    p99: mean((w) => w.p99),
+    mean: mean((w) => w.mean),
+    perSecond: Number(mean((w) => w.perSecond).toFixed(1)),
+    errors: windows.reduce((sum, w) => sum + w.errors, 0),
+    cpu: Object.fromEntries(cpuKeys.map((key) => [key, Number(mean((w) => w.cpu[key] ?? Number.NaN).toFixed(1))])),
+  };
+}
+
+/**
+ * CPU time one request costs a process (ms), from its share of a core over a throughput window:
+ * what "throughput per process" comes to once the machine, not the process, is the limit.
+ */
+export function cpuMsPerRequest(window: ThroughputWindow, process: string): number {
+  const share = window.cpu[process];
+  if (share === undefined || !(window.perSecond > 0)) return Number.NaN;
+  return (share * 10) / window.perSecond;
+}
+
+export const GOALS = {
+  addedP50Ms: 0.5,
+  addedP99Ms: 2,
+  ttfbP99OverBareMs: 1,
+  throughputShareOfBare: 0.7,
+} as const;
+
+export interface GoalVerdict {
+  readonly goal: string;
+  /** Each case's figure, in the goal's unit. */
+  readonly measured: readonly { readonly case: string; readonly value: number }[];
+  /** The figure closest to failing (the largest, or for throughput the smallest). */
+  readonly worst: number;
+  readonly pass: boolean;
+}
+
+function verdict(
+  goal: string,
+  measured: readonly { case: string; value: number }[],
+  ok: (value: number) => boolean,
+  higherIsBetter: boolean,
+): GoalVerdict {
+  const values = measured.map((m) => m.value);
+  const worst = values.length === 0 ? Number.NaN : higherIsBetter ? Math.min(...values) : Math.max(...values);
+  // No figure, or a NaN one, is no pass.
+  return { goal, measured, worst, pass: values.length > 0 && values.every((v) => Number.isFinite(v) && ok(v)) };
+}
+
+/** The issue's four goals, each over every case it applies to: a goal passes when every case does. */
+export function judgeGoals(latency: readonly LatencyCase[], throughput: readonly ThroughputCase[]): GoalVerdict[] {
+  const added = latency.map((c) => ({
+    case: caseLabel(c),
+    added: addedOver(waitedFor(c, "direct"), waitedFor(c, "gateway")),
+  }));
+  const streams = latency.filter((c) => c.stream);
+  return [
+    verdict(
+      `added latency p50 ≤ ${GOALS.addedP50Ms} ms over direct (ms)`,
+      added.map((a) => ({ case: a.case, value: a.added.p50 })),
+      (v) => v <= GOALS.addedP50Ms,
+      false,
+    ),
+    verdict(
+      `added latency p99 ≤ ${GOALS.addedP99Ms} ms over direct (ms)`,
+      added.map((a) => ({ case: a.case, value: a.added.p99 })),
+      (v) => v <= GOALS.addedP99Ms,
+      false,
+    ),
+    verdict(
+      `streaming TTFB p99 ≤ bare proxy's + ${GOALS.ttfbP99OverBareMs} ms (ms over it)`,
+      streams.map((c) => ({ case: caseLabel(c), value: c.ttfb.gateway.p99 - c.ttfb.bare_proxy.p99 })),
+      (v) => v <= GOALS.ttfbP99OverBareMs,
+      false,
+    ),
+    verdict(
+      `throughput ≥ ${GOALS.throughputShareOfBare * 100}% of the bare proxy's (%)`,
+      throughput.map((c) => ({
+        case: `${caseLabel(c)}, concurrency ${c.concurrency}`,
+        value: (100 * c.bySetup.gateway.perSecond) / c.bySetup.bare_proxy.perSecond,
+      })),
+      (v) => v >= GOALS.throughputShareOfBare * 100,
+      true,
+    ),
+  ];
+}
+
+/** One line per goal, for stdout. */
+export function goalLines(verdicts: readonly GoalVerdict[]): string[] {
+  return verdicts.map(
+    (v) =>
+      `${v.pass ? "PASS" : "FAIL"}  ${v.goal}: ${v.measured.map((m) => `${m.case} ${fmt(m.value, 2)}`).join("; ")}`,
+  );
+}
+
+export interface GatewayBenchResult {
+  readonly quick: boolean;
+  readonly bodyBytes: Readonly<Record<BenchRoute, number>>;
+  readonly latency: readonly LatencyCase[];
+  readonly throughput: readonly ThroughputCase[];
+  readonly goals: readonly GoalVerdict[];
+  /**
+   * The gateway's own prefixguard_gateway_added_latency_seconds over the run, mean ms per route:
+   * its time between reading a body and forwarding it, without waiting for the event loop.
+   */
+  readonly heldMsByRoute: Readonly<Record<string, number>>;
+}
+
+const pair = (q: Quantiles) => `${fmt(q.p50, 2)} / ${fmt(q.p99, 2)}`;
+const signed = (value: number) => `${value >= 0 ? "+" : ""}${fmt(value, 2)}`;
+const addedPair = (a: Added) => `${signed(a.p50)} / ${signed(a.p99)}`;
+
+export function renderGatewayMarkdown(result: GatewayBenchResult, measuredAt: string, machine: string): string {
+  const latencyRows = result.latency.map((c) => {
+    const direct = waitedFor(c, "direct");
+    return [
+      `${caseLabel(c)} (${c.stream ? "first byte" : "whole answer"})`,
+      pair(direct),
+      `${pair(waitedFor(c, "bare_proxy"))} (${addedPair(addedOver(direct, waitedFor(c, "bare_proxy")))})`,
+      `**${pair(waitedFor(c, "gateway"))} (${addedPair(addedOver(direct, waitedFor(c, "gateway")))})**`,
+    ];
+  });
+  const streamRows = result.latency
+    .filter((c) => c.stream)
+    .map((c) => [caseLabel(c), pair(c.total.direct), pair(c.total.bare_proxy), pair(c.total.gateway)]);
+  const throughputRows = result.throughput.map((c) => {
+    const cpu = (setup: Setup) => {
+      const shares = c.bySetup[setup].cpu;
+      return `${fmt(shares["proxy"], 0)}% / ${fmt(shares["upstream"], 0)}% / ${fmt(shares["client"], 0)}%`;
+    };
+    return [
+      `${caseLabel(c)}, concurrency ${c.concurrency}`,
+      fmt(c.bySetup.direct.perSecond, 0),
+      fmt(c.bySetup.bare_proxy.perSecond, 0),
+      `**${fmt(c.bySetup.gateway.perSecond, 0)}** (${fmt((100 * c.bySetup.gateway.perSecond) / c.bySetup.bare_proxy.perSecond, 0)}%)`,
+      `${cpu("bare_proxy")}; ${cpu("gateway")}`,
+      `${fmt(cpuMsPerRequest(c.bySetup.bare_proxy, "proxy"), 2)}; **${fmt(cpuMsPerRequest(c.bySetup.gateway, "proxy"), 2)}**`,
+    ];
+  });
+  const bodies = Object.entries(result.bodyBytes)
+    .map(([route, bytes]) => `${route} ${(bytes / 1024).toFixed(1)} KiB`)
+    .join(", ");
+  return [
+    `# Gateway speed (${measuredAt}${result.quick ? ", --quick" : ""})`,
+    "",
+    `${machine}. Request bodies: ${bodies}. The fake upstream, the bare proxy, the gateway (observe mode) and the load generator each run as their own process; every case is measured against all three setups in the same run, call by call.`,
+    "",
+    "## Latency at concurrency 1, ms p50 / p99 (added over direct)",
+    "",
+    markdownTable(["case", "direct", "bare proxy", "gateway"], latencyRows),
+    "",
+    "Streams to their end (the fake sends the first event, then the rest on the next turn of its loop):",
+    "",
+    markdownTable(["case", "direct", "bare proxy", "gateway"], streamRows),
+    "",
+    "## Throughput, requests/s (CPU of proxy / fake upstream / load generator, % of one core: bare proxy; gateway)",
+    "",
+    markdownTable(
+      ["case", "direct", "bare proxy", "gateway (% of bare)", "CPU", "CPU ms per request: bare proxy; gateway"],
+      throughputRows,
+    ),
+    "",
+    `The gateway's own histogram of the time it holds a request between reading its body and forwarding it, mean over the run: ${
+      Object.entries(result.heldMsByRoute)
+        .map(([route, ms]) => `${route} ${fmt(ms * 1000, 0)} µs`)
+        .join(", ") || "–"
+    }. What a caller waits for beyond that is the event loop busy with other work (the observation of earlier exchanges runs on the same thread).`,
+    "",
+    "## Goals (issue 28)",
+    "",
+    markdownTable(
+      ["goal", "worst case", "result"],
+      result.goals.map((g) => [g.goal, fmt(g.worst, 2), g.pass ? "PASS" : "**FAIL**"]),
+    ),
+  ].join("\n");
+}
