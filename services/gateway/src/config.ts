@@ -80,7 +80,7 @@ const gatewayConfigShape = z.object({
   GATEWAY_STABILIZE_SESSIONS: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   /** stabilize: an operator's provider catalogue merged over the built-in one (breakpoint rules). */
   PROVIDER_CATALOGUE_FILE: z.string().min(1).optional(),
-  /** Block texts kept per session (LRU by bytes) to find the byte where a changed block diverged. */
+  /** Each session's last request body (LRU by bytes), to find the byte where a changed block diverged. */
   GATEWAY_SESSION_MEMORY_BYTES: bytes(64 * MIB, 0, 4096 * MIB),
   /** The gateway's own database: the outbox its events are relayed from (sqlite: by default, or mysql://). */
   DATABASE_URL: z.string().min(1).default("sqlite:.data/gateway.sqlite"),

@@ -13,6 +13,7 @@ import { CallerGate } from "./application/caller-gate";
 import { ObservationPublisher } from "./application/observation-publisher";
 import { observeExchange } from "./application/observe-exchange";
 import { noopObserver, type Observer } from "./application/observer";
+import { RequestCutter } from "./application/request-cutter";
 import { SessionMemory } from "./application/session-memory";
 import { Stabilizer } from "./application/stabilizer";
 import type { GatewayConfig } from "./config";
@@ -120,13 +121,14 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     openai: new Upstream("openai", config.OPENAI_UPSTREAM_URL, timeouts, config.UPSTREAM_KEEP_ALIVE_MS),
     anthropic: new Upstream("anthropic", config.ANTHROPIC_UPSTREAM_URL, timeouts, config.UPSTREAM_KEEP_ALIVE_MS),
   };
+  const cutter = new RequestCutter();
   const handler = new ProxyHandler({
     upstreams,
     maxBodyBytes: config.GATEWAY_MAX_BODY_BYTES,
     usageLimits: { ...DEFAULT_USAGE_READER_LIMITS, maxJsonBytes: config.GATEWAY_MAX_OBSERVED_RESPONSE_BYTES },
     // Off the hot path: the exchange has ended; observation runs on a later turn of the loop.
     observe: (facts) => {
-      setImmediate(() => void observeExchange(facts, { observer, unobserved: metrics, logger }));
+      setImmediate(() => void observeExchange(facts, { cutter, observer, unobserved: metrics, logger }));
     },
     metrics,
     logger,

@@ -177,7 +177,8 @@ describe.each(CASES)("%s (stream: %s) through the gateway", (wire, stream) => {
       expect(observation.usageInjected).toBe(wire === "chat" && stream);
       // tools, the system prompt, then the conversation so far.
       expect(observation.cut.blocks.slice(0, 2).map((block) => block.kind)).toEqual(["tools", "system"]);
-      expect(observation.blockTexts.length).toBe(observation.cut.blocks.length);
+      expect(observation.blockTokens.length).toBe(observation.cut.blocks.length);
+      expect(observation.blockText(observation.cut.blocks.length - 1)).toMatch(/^\{/);
       const usage = reportedUsage(wire, sut.fake.request(index));
       expect(observation.usage).toMatchObject<Partial<NormalizedUsage>>({
         promptTokens: promptTokensOf(wire, usage),

@@ -56,21 +56,24 @@ function tenancyOf(principal: Principal): ObservationTenancy {
 /** Estimated tokens of the cut, and of its tail from the byte where `change` broke the prefix. */
 function tokenFigures(
   cut: CacheCut,
-  texts: readonly string[],
+  perBlock: readonly number[],
+  text: (index: number) => string | undefined,
   change: GatewayChange | null,
 ): { estimatedTokens: number; bytesAfterBreak: number; tokensAfterBreak: number } {
-  const perBlock = texts.map((text) => estimateTokens(text));
   const estimatedTokens = perBlock.reduce((sum, tokens) => sum + tokens, 0);
   if (change === null) return { estimatedTokens, bytesAfterBreak: 0, tokensAfterBreak: 0 };
   const block = cut.blocks[change.block.index];
   // The request ends before the changed block (history cut): nothing of it is after the break.
   if (block === undefined) return { estimatedTokens, bytesAfterBreak: 0, tokensAfterBreak: 0 };
   const offsetInBlock = change.divergedOffset === null ? 0 : change.divergedOffset - block.offset;
-  const changedText = texts[block.index] ?? "";
   const tailOfBlock =
     offsetInBlock <= 0
       ? (perBlock[block.index] ?? 0)
-      : estimateTokens(Buffer.from(changedText, "utf8").subarray(offsetInBlock).toString("utf8"));
+      : estimateTokens(
+          Buffer.from(text(block.index) ?? "", "utf8")
+            .subarray(offsetInBlock)
+            .toString("utf8"),
+        );
   const after = perBlock.slice(block.index + 1).reduce((sum, tokens) => sum + tokens, 0);
   return {
     estimatedTokens,
@@ -90,7 +93,7 @@ export class ObservationPublisher implements Observer {
     if (!isSuccess(observation.responseStatus)) return;
     const { memory, now, newEventId } = this.deps;
     const sessionId = observation.session.id;
-    const { cut, blockTexts } = observation;
+    const { cut, blockTokens, blockText } = observation;
     const requestId = gatewayRequestId(sessionId, observation.requestBytes);
     const previous = memory.recall(sessionId);
     const change =
@@ -99,9 +102,9 @@ export class ObservationPublisher implements Observer {
         : gatewayChangeOf(
             previous.cut,
             cut,
-            compareCuts(previous.cut, cut, { previous: previous.text, current: (index) => blockTexts[index] }),
+            compareCuts(previous.cut, cut, { previous: previous.text, current: blockText }),
           );
-    memory.remember(sessionId, cut, blockTexts);
+    memory.remember(sessionId, cut, { text: blockText, bytes: observation.requestBytes.length });
     const occurredAtMs = now();
     const prefix = prefixEventsOf(
       {
@@ -112,7 +115,7 @@ export class ObservationPublisher implements Observer {
         cut,
         previous: previous?.cut ?? null,
         change,
-        ...tokenFigures(cut, blockTexts, change),
+        ...tokenFigures(cut, blockTokens, blockText, change),
         tenancy: tenancyOf(observation.principal),
       },
       newEventId,

@@ -1,4 +1,5 @@
 import { LOCAL_PRINCIPAL, type Principal } from "@prefix-guard/access";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { describe, expect, it } from "vitest";
 import { cutCacheOrder } from "../domain/cache-order";
 import { gatewayRequestId } from "../domain/observation-events";
@@ -20,7 +21,7 @@ const TEAM_A: Principal = { ...LOCAL_PRINCIPAL, name: "ci-bot", scope: "team-a" 
 
 function observation(date: string, overrides: Partial<ExchangeObservation> = {}, rules = ""): ExchangeObservation {
   const request = body(date, rules);
-  const { cut, texts } = cutCacheOrder("anthropic_messages", request);
+  const { cut, texts, text } = cutCacheOrder("anthropic_messages", request);
   return {
     route: "anthropic_messages",
     principal: TEAM_A,
@@ -30,7 +31,8 @@ function observation(date: string, overrides: Partial<ExchangeObservation> = {},
     requestBytes: Buffer.from(JSON.stringify(request)),
     usageInjected: false,
     cut,
-    blockTexts: texts,
+    blockTokens: texts.map(estimateTokens),
+    blockText: text,
     responseStatus: 200,
     outcome: "completed",
     usage: {

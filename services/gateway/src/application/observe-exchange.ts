@@ -5,12 +5,10 @@
 import type { Principal } from "@prefix-guard/access";
 import type { Logger } from "@prefix-guard/logging";
 import { parseProviderUsage } from "@prefix-guard/providers/usage";
-import { cutCacheOrder } from "../domain/cache-order";
-import { isJsonRecord } from "../domain/json-record";
 import type { ObservedRoute } from "../domain/routes";
-import { sessionIdentity } from "../domain/session-identity";
 import type { UsageReading } from "../domain/usage-stream";
 import type { ExchangeObservation, ExchangeOutcome, ExchangeTimings, Observer } from "./observer";
+import type { RequestCutter } from "./request-cutter";
 
 /** Why (part of) an exchange went unobserved: the label of prefixguard_gateway_unobserved_total. */
 export const UNOBSERVED_REASONS = [
@@ -66,8 +64,6 @@ export interface ExchangeFacts {
   /** The validated x-prefix-guard-session header, or null. */
   readonly sessionHeader: string | null;
   readonly requestBytes: Buffer;
-  /** The body already parsed on the way (OpenAI Chat), so it is not parsed twice; else absent. */
-  readonly parsedBody?: unknown;
   readonly usageInjected: boolean;
   readonly responseStatus: number | null;
   readonly outcome: ExchangeOutcome;
@@ -76,18 +72,10 @@ export interface ExchangeFacts {
 }
 
 export interface ObserveDeps {
+  readonly cutter: RequestCutter;
   readonly observer: Observer;
   readonly unobserved: UnobservedCounter;
   readonly logger: Logger;
-}
-
-function parseBody(bytes: Buffer): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(bytes.toString("utf8"));
-    return isJsonRecord(value) ? value : null;
-  } catch {
-    return null;
-  }
 }
 
 const READING_REASONS: Readonly<Record<Exclude<UsageReading["kind"], "found">, UnobservedReason>> = {
@@ -126,36 +114,33 @@ function usageOf(
 
 /** Never throws and never rejects: every failure is counted. */
 export async function observeExchange(facts: ExchangeFacts, deps: ObserveDeps): Promise<void> {
-  const body =
-    "parsedBody" in facts ? (isJsonRecord(facts.parsedBody) ? facts.parsedBody : null) : parseBody(facts.requestBytes);
-  if (body === null) {
+  const cutting = deps.cutter.cut(facts.route.name, facts.sessionHeader, facts.requestBytes);
+  if (cutting.kind === "not_json") {
     deps.unobserved.count("request_not_json");
     return;
   }
-  let observation: ExchangeObservation;
-  try {
-    const cutResult = cutCacheOrder(facts.route.name, body);
-    const { cut, texts } = cutResult;
-    observation = {
-      route: facts.route.name,
-      principal: facts.principal,
-      session: sessionIdentity(facts.route.name, facts.sessionHeader, body, cutResult),
-      model: typeof body.model === "string" ? body.model : null,
-      stream: body.stream === true,
-      requestBytes: facts.requestBytes,
-      usageInjected: facts.usageInjected,
-      cut,
-      blockTexts: texts,
-      responseStatus: facts.responseStatus,
-      outcome: facts.outcome,
-      ...usageOf(facts, deps.unobserved),
-      timings: facts.timings,
-    };
-  } catch (error) {
+  if (cutting.kind === "failed") {
     deps.unobserved.count("cut_failed");
-    deps.logger.debug({ route: facts.route.name, err: errorName(error) }, "request not cut into blocks");
+    deps.logger.debug({ route: facts.route.name, err: cutting.errorName }, "request not cut into blocks");
     return;
   }
+  const { request } = cutting;
+  const observation: ExchangeObservation = {
+    route: facts.route.name,
+    principal: facts.principal,
+    session: request.session,
+    model: request.model,
+    stream: request.stream,
+    requestBytes: facts.requestBytes,
+    usageInjected: facts.usageInjected,
+    cut: request.cut,
+    blockTokens: request.tokens,
+    blockText: request.text,
+    responseStatus: facts.responseStatus,
+    outcome: facts.outcome,
+    ...usageOf(facts, deps.unobserved),
+    timings: facts.timings,
+  };
   try {
     await deps.observer.observe(observation);
   } catch (error) {

@@ -5,6 +5,7 @@ import { ANTHROPIC_JSON } from "../../test/provider-samples";
 import { OBSERVED_ROUTES } from "../domain/routes";
 import { type ExchangeFacts, observeExchange, type UnobservedReason } from "./observe-exchange";
 import { InMemoryObserver, type Observer } from "./observer";
+import { RequestCutter } from "./request-cutter";
 
 const body = Buffer.from(
   JSON.stringify({ model: "claude-sonnet-4-5", system: "S", messages: [{ role: "user", content: "hi" }] }),
@@ -26,6 +27,7 @@ const facts = (overrides: Partial<ExchangeFacts> = {}): ExchangeFacts => ({
 async function run(input: ExchangeFacts, observer: Observer = new InMemoryObserver()) {
   const reasons: UnobservedReason[] = [];
   await observeExchange(input, {
+    cutter: new RequestCutter(),
     observer,
     unobserved: { count: (reason) => reasons.push(reason) },
     logger: silentLogger(),

@@ -3,8 +3,8 @@
 // that turns this into events (fingerprints, prefix changes, usage) lives beside this file; the
 // defaults here are a no-op and an in-memory one for tests.
 //
-// An observation holds content (the request bytes, the block texts) for the observer's bounded
-// session memory; what an observer emits must be the facts only: hashes, indexes, roles, sizes,
+// An observation holds content (the request bytes, from which block texts are written) for the
+// observer's bounded session memory; what an observer emits must be the facts only: hashes, indexes, roles, sizes,
 // offsets and counts.
 
 import type { Principal } from "@prefix-guard/access";
@@ -44,8 +44,13 @@ export interface ExchangeObservation {
   /** The gateway added stream_options.include_usage (and hid the usage chunk from the client). */
   readonly usageInjected: boolean;
   readonly cut: CacheCut;
-  /** Each block's canonical text, by index (content: for bounded memory only, never emitted). */
-  readonly blockTexts: readonly string[];
+  /** Each block's estimated tokens, by index. */
+  readonly blockTokens: readonly number[];
+  /**
+   * A block's canonical text, written on demand from requestBytes (content: to find where a changed
+   * block diverged, never emitted).
+   */
+  blockText(index: number): string | undefined;
   /** The upstream's status; null when there was no response (unreachable, timeout, abort). */
   readonly responseStatus: number | null;
   readonly outcome: ExchangeOutcome;

@@ -1,11 +1,13 @@
 // The previous request of each session, so the next one can be compared with it: its cut (hashes
-// and sizes) and, while they fit, its block texts (to find the byte where a changed block
-// diverged). Bounded by bytes, least recently used session first out. A session whose texts alone
-// exceed the bound keeps its cut only: the changed block is still named, without the offset.
+// and sizes) and, while they fit, the source of its block texts (the request's bytes, to find the
+// byte where a changed block diverged). Bounded by bytes, least recently used session first out. A
+// session whose texts alone exceed the bound keeps its cut only: the changed block is still named,
+// without the offset.
 //
 // Process memory only: a restart forgets every session, and the first request after it is compared
 // with nothing (the provider's cache has usually expired over such a gap anyway).
 
+import { LruMap } from "@prefix-guard/lru";
 import type { CacheCut } from "../domain/cache-order";
 
 export interface RememberedRequest {
@@ -14,9 +16,16 @@ export interface RememberedRequest {
   text(index: number): string | undefined;
 }
 
+/** Where a request's block texts come from, and what holding it costs. */
+export interface BlockTextSource {
+  text(index: number): string | undefined;
+  /** Bytes held to answer text() (the request body's size). */
+  readonly bytes: number;
+}
+
 interface Entry {
   readonly cut: CacheCut;
-  readonly texts: readonly string[] | null;
+  readonly texts: BlockTextSource | null;
   readonly bytes: number;
 }
 
@@ -25,13 +34,18 @@ const ENTRY_OVERHEAD_BYTES = 256;
 const BLOCK_OVERHEAD_BYTES = 160;
 
 export class SessionMemory {
-  private readonly entries = new Map<string, Entry>();
-  private heldBytes = 0;
+  private readonly entries: LruMap<string, Entry>;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(private readonly maxBytes: number) {
+    this.entries = new LruMap({
+      maxEntries: Number.MAX_SAFE_INTEGER,
+      maxWeight: maxBytes,
+      weigh: (entry) => entry.bytes,
+    });
+  }
 
   get bytes(): number {
-    return this.heldBytes;
+    return this.entries.weight;
   }
 
   get sessions(): number {
@@ -42,33 +56,21 @@ export class SessionMemory {
   recall(session: string): RememberedRequest | undefined {
     const entry = this.entries.get(session);
     if (entry === undefined) return undefined;
-    this.entries.delete(session);
-    this.entries.set(session, entry);
     const texts = entry.texts;
-    return { cut: entry.cut, text: (index) => texts?.[index] };
+    return { cut: entry.cut, text: (index) => texts?.text(index) };
   }
 
   /** Replaces the session's previous request with this one. */
-  remember(session: string, cut: CacheCut, texts: readonly string[]): void {
-    this.forget(session);
+  remember(session: string, cut: CacheCut, texts: BlockTextSource): void {
     const factsBytes = ENTRY_OVERHEAD_BYTES + session.length * 2 + cut.blocks.length * BLOCK_OVERHEAD_BYTES;
-    const withTexts = factsBytes + cut.totalBytes;
-    const entry: Entry =
-      withTexts <= this.maxBytes ? { cut, texts, bytes: withTexts } : { cut, texts: null, bytes: factsBytes };
-    if (entry.bytes > this.maxBytes) return;
-    this.entries.set(session, entry);
-    this.heldBytes += entry.bytes;
-    for (const [oldest, old] of this.entries) {
-      if (this.heldBytes <= this.maxBytes) break;
-      this.entries.delete(oldest);
-      this.heldBytes -= old.bytes;
-    }
+    const withTexts = factsBytes + texts.bytes;
+    this.entries.set(
+      session,
+      withTexts <= this.maxBytes ? { cut, texts, bytes: withTexts } : { cut, texts: null, bytes: factsBytes },
+    );
   }
 
   forget(session: string): void {
-    const entry = this.entries.get(session);
-    if (entry === undefined) return;
     this.entries.delete(session);
-    this.heldBytes -= entry.bytes;
   }
 }

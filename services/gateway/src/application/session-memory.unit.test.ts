@@ -2,8 +2,10 @@ import { describe, expect, it } from "vitest";
 import { cutCacheOrder } from "../domain/cache-order";
 import { SessionMemory } from "./session-memory";
 
-const request = (text: string) =>
-  cutCacheOrder("anthropic_messages", { system: text, messages: [{ role: "user", content: "hi" }] });
+const request = (text: string) => {
+  const result = cutCacheOrder("anthropic_messages", { system: text, messages: [{ role: "user", content: "hi" }] });
+  return { cut: result.cut, texts: { text: result.text, bytes: result.cut.totalBytes } };
+};
 
 describe("SessionMemory", () => {
   it("recalls a session's previous cut and block texts", () => {

@@ -45,6 +45,8 @@ export interface CutResult {
   readonly cut: CacheCut;
   /** Each block's canonical JSON, by index: content, kept only in bounded memory, never emitted. */
   readonly texts: readonly string[];
+  /** The same, by index (the shape raw-cut.ts's on-demand texts share). */
+  text(index: number): string | undefined;
 }
 
 const MARKER_KEYS = ["cache_control", "prompt_cache_breakpoint"] as const;
@@ -158,7 +160,7 @@ export function cutCacheOrder(route: RouteName, body: unknown): CutResult {
     texts.push(text);
     offset += bytes;
   }
-  return { cut: { blocks, totalBytes: offset }, texts };
+  return { cut: { blocks, totalBytes: offset }, texts, text: (index) => texts[index] };
 }
 
 export interface ChangedBlock {

@@ -12,7 +12,7 @@
 //    tools starts a new derived session: set 1 or 2 to see such a change as a prefix change.
 
 import { sha256Hex } from "@prefix-guard/events";
-import type { CutResult } from "./cache-order";
+import type { CacheBlock } from "./cache-order";
 import { isJsonRecord, type JsonRecord } from "./json-record";
 import type { RouteName } from "./routes";
 
@@ -70,35 +70,57 @@ export function providerKeySession(route: RouteName, body: JsonRecord): SessionI
   return null;
 }
 
+/** The blocks a derived key is written from: every system block, the tools, the first user message. */
+export function derivedKeyBlocks(blocks: readonly CacheBlock[]): number[] {
+  const indexes: number[] = [];
+  let firstUser = false;
+  for (const block of blocks) {
+    if (block.kind === "system" || block.kind === "tools") indexes.push(block.index);
+    else if (!firstUser && block.role === "user") {
+      indexes.push(block.index);
+      firstUser = true;
+    }
+  }
+  return indexes;
+}
+
+/** A cut with a way to its blocks' canonical texts (cutCacheOrder's array, or written on demand). */
+export interface CutTexts {
+  readonly cut: { readonly blocks: readonly CacheBlock[] };
+  text(index: number): string | undefined;
+}
+
 /**
  * `gw-` + sha256 of [system, tools, first user message]: see the header comment. Written from the
- * blocks' canonical texts (the cut already made them): the canonical JSON of an array is its items'
- * canonical JSON between brackets and commas, so nothing is serialized twice.
+ * blocks' canonical texts: the canonical JSON of an array is its items' canonical JSON between
+ * brackets and commas, so nothing is serialized twice.
  */
-export function derivedSession(cut: CutResult): SessionIdentity {
+export function derivedSession(cut: CutTexts): SessionIdentity {
   const system: string[] = [];
   let tools = "null";
   let firstUser = "null";
-  cut.cut.blocks.forEach((block, index) => {
-    const text = cut.texts[index] ?? "null";
+  for (const index of derivedKeyBlocks(cut.cut.blocks)) {
+    const block = cut.cut.blocks[index] as CacheBlock;
+    const text = cut.text(index) ?? "null";
     if (block.kind === "system") system.push(text);
     else if (block.kind === "tools") tools = text;
-    else if (firstUser === "null" && block.role === "user") firstUser = text;
-  });
+    else firstUser = text;
+  }
   const key = `[${system.length > 0 ? `[${system.join(",")}]` : "null"},${tools},${firstUser}]`;
   return { id: hashed("gw-", key), source: "derived" };
 }
 
 /**
  * @param headerId the validated header value (checkSessionHeader), or null when absent.
- * @param cut the body cut into cache order (cutCacheOrder), from which a derived key is made.
+ * @param body the body's top-level members (at least those holding the provider keys).
+ * @param derived the derived identity, asked for only when neither the header nor a key names the session.
  */
 export function sessionIdentity(
   route: RouteName,
   headerId: string | null,
   body: JsonRecord,
-  cut: CutResult,
+  derived: () => SessionIdentity,
 ): SessionIdentity {
   if (headerId !== null) return { id: headerId, source: "header" };
-  return providerKeySession(route, body) ?? derivedSession(cut);
+  return providerKeySession(route, body) ?? derived();
 }

@@ -6,7 +6,7 @@ import type { RouteName } from "./routes";
 import { checkSessionHeader, derivedSession, sessionIdentity as identityOf } from "./session-identity";
 
 const sessionIdentity = (route: RouteName, header: string | null, body: Record<string, unknown>) =>
-  identityOf(route, header, body, cutCacheOrder(route, body));
+  identityOf(route, header, body, () => derivedSession(cutCacheOrder(route, body)));
 const derived = (route: RouteName, body: Record<string, unknown>) => derivedSession(cutCacheOrder(route, body));
 
 describe("checkSessionHeader", () => {

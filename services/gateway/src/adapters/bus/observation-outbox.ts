@@ -55,6 +55,13 @@ interface Queued {
 const MAX_BATCH_BYTES = 1024 * 1024;
 const MAX_BATCH_EXCHANGES = 200;
 const MAX_REOPEN_DELAY_MS = 30_000;
+/**
+ * A write waits this long after the first queued exchange for others to join it, so a busy gateway
+ * writes one INSERT, and wakes the relay once, per window instead of per exchange (each costs
+ * several round trips of CPU on the proxy's thread). Observations reach the bus this much later,
+ * which nothing downstream can tell from the relay's own delay.
+ */
+const FLUSH_LINGER_MS = 20;
 
 class DeadlineExceeded extends Error {
   override readonly name = "DeadlineExceeded";
@@ -98,6 +105,7 @@ export class ObservationOutbox implements ObservationSink {
   private relay: OutboxRelay | null = null;
   private readonly queue: Queued[] = [];
   private flushing: Promise<void> | null = null;
+  private lingering: NodeJS.Timeout | null = null;
   private readonly opened: Promise<void>;
   private cancelReopenWait: (() => void) | null = null;
   /** Whether the last write failed: a warning when writes start failing, an info when they recover. */
@@ -123,11 +131,16 @@ export class ObservationOutbox implements ObservationSink {
       return;
     }
     this.queue.push(entriesOf(events, traceHeaders(), this.options.now()));
-    if (this.state === "open") this.startFlush();
+    if (this.state === "open") this.scheduleFlush();
   }
 
   /** Resolves once everything queued so far was written or dropped (tests and shutdown). */
   async drained(): Promise<void> {
+    if (this.lingering !== null) {
+      clearTimeout(this.lingering);
+      this.lingering = null;
+      this.startFlush();
+    }
     while (this.flushing !== null) await this.flushing;
   }
 
@@ -137,6 +150,10 @@ export class ObservationOutbox implements ObservationSink {
     const wasOpen = this.state === "open";
     this.state = "stopped";
     this.cancelReopenWait?.();
+    if (this.lingering !== null) {
+      clearTimeout(this.lingering);
+      this.lingering = null;
+    }
     if (wasOpen) {
       await this.drained();
       await this.flushQueue();
@@ -220,6 +237,14 @@ export class ObservationOutbox implements ObservationSink {
   private async dropQueued(reason: "outbox_unavailable"): Promise<void> {
     const dropped = this.queue.splice(0, this.queue.length);
     for (const _ of dropped) this.options.unobserved.count(reason);
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushing !== null || this.lingering !== null) return;
+    this.lingering = setTimeout(() => {
+      this.lingering = null;
+      this.startFlush();
+    }, FLUSH_LINGER_MS);
   }
 
   private startFlush(): void {

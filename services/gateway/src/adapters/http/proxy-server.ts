@@ -120,8 +120,6 @@ const HEALTH_BODY = JSON.stringify({ status: "ok" });
 const READY_BODY = JSON.stringify({ status: "ready" });
 const DRAINING_BODY = JSON.stringify({ status: "draining" });
 
-const NOT_PARSED: unique symbol = Symbol("not parsed");
-
 /** The body as JSON, or undefined when it is not JSON (the upstream will say so). */
 function parseJson(body: Buffer): unknown {
   try {
@@ -244,9 +242,7 @@ export class ProxyHandler {
       null;
     const sent = stabilized?.bytes ?? body;
     // Observe mode parses nothing before forwarding: Chat Completions' include_usage is decided on
-    // the bytes, and the observation parses the body after the exchange. Stabilize mode's parse is
-    // kept for the observation.
-    const parsed = stabilized !== null ? stabilized.body : NOT_PARSED;
+    // the bytes, and the observation cuts the bytes sent after the exchange.
     const plan =
       route.name === "openai_chat" ? planChatStreamUsage(sent) : { body: [sent], injected: false, stream: false };
     const forwardedBytes = plan.body.reduce((sum, piece) => sum + piece.length, 0);
@@ -288,7 +284,6 @@ export class ProxyHandler {
           principal,
           sessionHeader: session.kind === "valid" ? session.id : null,
           requestBytes: sent,
-          ...(parsed === NOT_PARSED ? {} : { parsedBody: parsed }),
           usageInjected: plan.injected,
           responseStatus,
           outcome,

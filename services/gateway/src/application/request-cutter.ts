@@ -1,0 +1,113 @@
+// A forwarded request cut into cache order and named to its session, for the observation. Most of a
+// request's blocks were seen in an earlier one (the same session's previous turn, or a sibling
+// session of the same harness), so their facts come from a bounded cache keyed by their bytes
+// (domain/raw-cut.ts); only new blocks are parsed. A body the byte scan cannot walk is parsed
+// whole and cut the reference way, so what is observed never depends on the shortcut.
+
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
+import { LruMap } from "@prefix-guard/lru";
+import { type CacheCut, cutCacheOrder } from "../domain/cache-order";
+import { isJsonRecord, type JsonRecord } from "../domain/json-record";
+import { type BlockFacts, cutRawBody } from "../domain/raw-cut";
+import type { RouteName } from "../domain/routes";
+import { derivedKeyBlocks, derivedSession, type SessionIdentity, sessionIdentity } from "../domain/session-identity";
+
+export interface CutRequest {
+  readonly session: SessionIdentity;
+  readonly model: string | null;
+  readonly stream: boolean;
+  readonly cut: CacheCut;
+  readonly tokens: readonly number[];
+  text(index: number): string | undefined;
+}
+
+export type Cutting =
+  | { readonly kind: "cut"; readonly request: CutRequest }
+  | { readonly kind: "not_json" }
+  /** Only the error's class: a message could quote the content it choked on. */
+  | { readonly kind: "failed"; readonly errorName: string };
+
+export interface RequestCutterLimits {
+  /** Distinct blocks whose facts are remembered (a few hundred bytes each). */
+  readonly blockFacts: number;
+  /** Distinct derived session keys remembered. */
+  readonly derivedSessions: number;
+}
+
+/** ~250 bytes per entry (key, facts, map slot): 64k blocks ≈ 16 MiB; 16k derived keys ≈ 3 MiB. */
+export const DEFAULT_CUTTER_LIMITS: RequestCutterLimits = { blockFacts: 65_536, derivedSessions: 16_384 };
+
+export class RequestCutter {
+  private readonly facts: LruMap<string, BlockFacts>;
+  private readonly derived: LruMap<string, SessionIdentity>;
+
+  constructor(limits: RequestCutterLimits = DEFAULT_CUTTER_LIMITS) {
+    this.facts = new LruMap({ maxEntries: limits.blockFacts });
+    this.derived = new LruMap({ maxEntries: limits.derivedSessions });
+  }
+
+  /** Blocks whose facts are held (a gauge for /metrics and tests). */
+  get blocksHeld(): number {
+    return this.facts.size;
+  }
+
+  /** Never throws: what cannot be cut says why. */
+  cut(route: RouteName, sessionHeader: string | null, bytes: Buffer): Cutting {
+    try {
+      const raw = cutRawBody(route, bytes, this.facts);
+      if (raw !== null) {
+        const derived = () => {
+          const key = derivedKeyBlocks(raw.cut.blocks)
+            .map((index) => raw.blockKeys[index])
+            .join(",");
+          let identity = this.derived.get(key);
+          if (identity === undefined) {
+            identity = derivedSession(raw);
+            this.derived.set(key, identity);
+          }
+          return identity;
+        };
+        return this.request(route, sessionHeader, raw.fields, raw, raw.tokens, derived);
+      }
+    } catch {
+      // A block the scan found is not valid JSON, or canonical JSON refused it: the reference cut
+      // below decides what the body is.
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(bytes.toString("utf8"));
+    } catch {
+      return { kind: "not_json" };
+    }
+    if (!isJsonRecord(body)) return { kind: "not_json" };
+    try {
+      const reference = cutCacheOrder(route, body);
+      return this.request(route, sessionHeader, body, reference, reference.texts.map(estimateTokens), () =>
+        derivedSession(reference),
+      );
+    } catch (error) {
+      return { kind: "failed", errorName: error instanceof Error ? error.name : typeof error };
+    }
+  }
+
+  private request(
+    route: RouteName,
+    sessionHeader: string | null,
+    fields: JsonRecord,
+    cut: { readonly cut: CacheCut; text(index: number): string | undefined },
+    tokens: readonly number[],
+    derived: () => SessionIdentity,
+  ): Cutting {
+    return {
+      kind: "cut",
+      request: {
+        session: sessionIdentity(route, sessionHeader, fields, derived),
+        model: typeof fields.model === "string" ? fields.model : null,
+        stream: fields.stream === true,
+        cut: cut.cut,
+        tokens,
+        text: (index) => cut.text(index),
+      },
+    };
+  }
+}

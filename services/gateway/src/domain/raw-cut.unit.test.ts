@@ -1,0 +1,184 @@
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
+import { LruMap } from "@prefix-guard/lru";
+import { describe, expect, it } from "vitest";
+import { cutCacheOrder } from "./cache-order";
+import { type BlockFacts, type BlockFactsCache, cutRawBody } from "./raw-cut";
+import { OBSERVED_ROUTES, type RouteName } from "./routes";
+import { derivedSession } from "./session-identity";
+
+/** A small deterministic generator (mulberry32): the same bodies on every run. */
+function prng(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (low: number, high: number) => low + Math.floor(next() * (high - low + 1));
+  const pick = <T>(items: readonly T[]): T => items[int(0, items.length - 1)] as T;
+  return { next, int, pick };
+}
+
+type Prng = ReturnType<typeof prng>;
+
+const TEXTS = [
+  "Fix the bug",
+  "",
+  'quote " and backslash \\ and \n newline',
+  "今天是 2026-12-04，请修复测试",
+  "emoji 🧪 and astral 𠀀",
+  "\u2028 line separator, tab\t",
+  "x".repeat(300),
+];
+
+function text(random: Prng): string {
+  return random.pick(TEXTS);
+}
+
+function marker(random: Prng): Record<string, unknown> {
+  const roll = random.int(0, 3);
+  if (roll === 0) return { cache_control: { type: "ephemeral" } };
+  if (roll === 1) return { prompt_cache_breakpoint: { mode: "explicit" } };
+  return {};
+}
+
+function contentPart(random: Prng): unknown {
+  return { type: "text", text: text(random), ...marker(random) };
+}
+
+function item(random: Prng, roles: readonly string[]): unknown {
+  const roll = random.int(0, 9);
+  if (roll === 0) return random.pick([null, 42, "bare string", [1, 2]]);
+  const role = random.pick(roles);
+  const content = random.int(0, 1) === 0 ? text(random) : [contentPart(random), contentPart(random)];
+  if (roll === 1) return { type: "function_call_output", call_id: "c1", output: text(random) };
+  return { ...(roll === 2 ? { name: "n" } : {}), role, content, ...marker(random) };
+}
+
+function tools(random: Prng): unknown {
+  const roll = random.int(0, 4);
+  if (roll === 0) return undefined;
+  if (roll === 1) return null;
+  if (roll === 2) return [];
+  return Array.from({ length: random.int(1, 3) }, (_, index) => ({
+    name: `tool_${index}`,
+    description: text(random),
+    input_schema: { type: "object", properties: { b: { type: "string" }, a: { type: "integer" } } },
+    ...marker(random),
+  }));
+}
+
+/** A body of `route`'s shape, with every form the cut distinguishes, in random key order. */
+function body(route: RouteName, random: Prng): Record<string, unknown> {
+  const members: Array<[string, unknown]> = [
+    ["model", random.pick(["claude-sonnet-4-5", "gpt-5.6", 7])],
+    ["tools", tools(random)],
+  ];
+  const roles = ["system", "developer", "user", "assistant", "tool"];
+  if (route === "anthropic_messages") {
+    const system = random.int(0, 3);
+    members.push([
+      "system",
+      system === 0
+        ? text(random)
+        : system === 1
+          ? [contentPart(random), contentPart(random)]
+          : system === 2
+            ? { not: "a list" }
+            : undefined,
+    ]);
+    members.push(["messages", Array.from({ length: random.int(0, 5) }, () => item(random, ["user", "assistant"]))]);
+    members.push(["metadata", random.int(0, 1) === 0 ? { user_id: "u-1" } : undefined]);
+  } else if (route === "openai_chat") {
+    if (random.int(0, 2) === 0) members.push(["functions", [{ name: "legacy", parameters: {} }]]);
+    members.push(["messages", Array.from({ length: random.int(0, 6) }, () => item(random, roles))]);
+    members.push(["user", random.int(0, 1) === 0 ? "someone@example.com" : undefined]);
+  } else {
+    members.push(["instructions", random.int(0, 1) === 0 ? text(random) : undefined]);
+    const input = random.int(0, 2);
+    members.push([
+      "input",
+      input === 0 ? text(random) : Array.from({ length: random.int(0, 6) }, () => item(random, roles)),
+    ]);
+    members.push(["prompt_cache_key", random.int(0, 1) === 0 ? "key-1" : undefined]);
+  }
+  members.push(["stream", random.int(0, 1) === 0]);
+  for (let index = members.length - 1; index > 0; index -= 1) {
+    const other = random.int(0, index);
+    [members[index], members[other]] = [members[other] as [string, unknown], members[index] as [string, unknown]];
+  }
+  return Object.fromEntries(members.filter(([, value]) => value !== undefined));
+}
+
+function serialize(value: unknown, random: Prng): Buffer {
+  return Buffer.from(JSON.stringify(value, null, random.pick([0, 1, 2, "\t"])), "utf8");
+}
+
+const ROUTES = Object.keys(OBSERVED_ROUTES) as RouteName[];
+
+const newCache = (): BlockFactsCache => new LruMap<string, BlockFacts>({ maxEntries: 10_000 });
+
+describe("cutRawBody", () => {
+  it("cuts every generated body exactly as cutCacheOrder cuts it parsed, with a cold cache and a warm one", () => {
+    const random = prng(2026_12_04);
+    const warm = newCache();
+    let blocks = 0;
+    for (let round = 0; round < 400; round += 1) {
+      const route = ROUTES[round % ROUTES.length] as RouteName;
+      const bytes = serialize(body(route, random), random);
+      const reference = cutCacheOrder(route, JSON.parse(bytes.toString("utf8")));
+      for (const cache of [newCache(), warm, warm]) {
+        const raw = cutRawBody(route, bytes, cache);
+        expect(raw?.cut).toEqual(reference.cut);
+        expect(raw?.tokens).toEqual(reference.texts.map(estimateTokens));
+        reference.texts.forEach((text, index) => {
+          expect(raw?.text(index)).toBe(text);
+        });
+        expect(raw && derivedSession(raw)).toEqual(derivedSession(reference));
+      }
+      blocks += reference.cut.blocks.length;
+    }
+    // The generator reached the forms it is meant to (not 400 empty bodies).
+    expect(blocks).toBeGreaterThan(1000);
+  });
+
+  it("takes the last of duplicate keys, as JSON.parse does", () => {
+    const bytes = Buffer.from('{"system":"first","messages":[],"system":"second"}');
+    const raw = cutRawBody("anthropic_messages", bytes, newCache());
+    expect(raw?.text(0)).toBe('"second"');
+  });
+
+  it("parses only blocks it has not seen: a repeated block is answered from the cache", () => {
+    const facts = new LruMap<string, BlockFacts>({ maxEntries: 100 });
+    const turn = (messages: unknown[]) =>
+      Buffer.from(JSON.stringify({ system: "Be brief.", messages, model: "claude-sonnet-4-5" }));
+    cutRawBody("anthropic_messages", turn([{ role: "user", content: "one" }]), facts);
+    expect(facts.size).toBe(2);
+    const grown = [
+      { role: "user", content: "one" },
+      { role: "assistant", content: "two" },
+    ];
+    cutRawBody("anthropic_messages", turn(grown), facts);
+    // One new block: the system prompt and the first message were not parsed again.
+    expect(facts.size).toBe(3);
+  });
+
+  it("reads the members identity needs, and nothing for a body the scan cannot walk", () => {
+    const bytes = Buffer.from('{"metadata":{"user_id":"u-1"},"model":"m","stream":true,"messages":[]}');
+    expect(cutRawBody("anthropic_messages", bytes, newCache())?.fields).toEqual({
+      metadata: { user_id: "u-1" },
+      model: "m",
+      stream: true,
+    });
+    for (const bad of ["[1,2]", "not json", '{"messages":[', '{"a":1} trailing'])
+      expect(cutRawBody("openai_chat", Buffer.from(bad), newCache())).toBeNull();
+  });
+
+  it("throws for a block that is not JSON, so the caller falls back to parsing the whole body", () => {
+    expect(() => cutRawBody("anthropic_messages", Buffer.from('{"messages":[{"role":tru}]}'), newCache())).toThrow(
+      SyntaxError,
+    );
+  });
+});
