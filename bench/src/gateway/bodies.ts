@@ -211,3 +211,19 @@ export function requestBody(route: BenchRoute, targetBytes: number, stream: bool
     return fits === -1 ? body : grown(step.output.slice(0, fits));
   }
 }
+
+const LAST_CONTENT = Buffer.from('"content":"');
+
+/**
+ * The body as an agent loop sends it call after call: the same history, ending on a tool result
+ * that is new each time (`[call <n>] ` opens the last tool output). Without it every call would
+ * repeat the one before byte for byte, and a gateway that remembers blocks would be measured on
+ * nothing but hits.
+ */
+export function turnBodies(base: Buffer): (call: number) => Buffer {
+  const at = base.lastIndexOf(LAST_CONTENT);
+  if (at === -1) throw new Error("the body has no content string to make new");
+  const head = base.subarray(0, at + LAST_CONTENT.length);
+  const tail = base.subarray(at + LAST_CONTENT.length);
+  return (call) => Buffer.concat([head, Buffer.from(`[call ${call}] `), tail]);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BENCH_ROUTES, requestBody } from "./bodies";
+import { BENCH_ROUTES, requestBody, turnBodies } from "./bodies";
 import { expectedClientBytes, jsonAnswer, streamAnswer } from "./fake-responses";
 
 const TARGET = 85 * 1024;
@@ -56,5 +56,17 @@ describe("the fake upstream's answers", () => {
     expect(anthropic.rest.toString("utf8").endsWith('event: message_stop\ndata: {"type":"message_stop"}\n\n')).toBe(
       true,
     );
+  });
+
+  it("gives each call its own last tool result, the rest of the body unchanged", () => {
+    for (const route of BENCH_ROUTES) {
+      const base = requestBody(route, TARGET, false);
+      const turn = turnBodies(base);
+      const [one, two] = [turn(1), turn(2)].map((body) => JSON.parse(body.toString("utf8")) as { messages: unknown[] });
+      const reference = JSON.parse(base.toString("utf8")) as { messages: unknown[] };
+      expect(one?.messages.slice(0, -1)).toEqual(reference.messages.slice(0, -1));
+      expect(JSON.stringify(one?.messages.at(-1))).toContain("[call 1] ");
+      expect(JSON.stringify(two?.messages.at(-1))).toContain("[call 2] ");
+    }
   });
 });

@@ -11,7 +11,7 @@ import { type BenchProcess, freePort, killStale, startNode } from "../speed/proc
 import { histogramTotals, quantiles } from "../speed/report";
 import { freshDatabase } from "../speed/stack";
 import { progress } from "../stats";
-import { BENCH_ROUTES, type BenchRoute, ROUTE_HEADERS, ROUTE_PATHS, requestBody } from "./bodies";
+import { BENCH_ROUTES, type BenchRoute, ROUTE_HEADERS, ROUTE_PATHS, requestBody, turnBodies } from "./bodies";
 import { type Answer, BenchClient } from "./client";
 import { expectedClientBytes } from "./fake-responses";
 import {
@@ -80,6 +80,9 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<Gat
   progress(`gateway: load average ${loadAverageAtStart.join(" ")} on ${cpus().length} cores`);
   killStale(options.repo);
   const bodies = new Map(CASES.map((c) => [key(c), requestBody(c.route, BODY_BYTES, c.stream)] as const));
+  const turns = new Map(CASES.map((c) => [key(c), turnBodies(bodies.get(key(c)) as Buffer)] as const));
+  /** Every call of the run sends a body no call sent before (see turnBodies). */
+  let calls = 0;
   const processes: BenchProcess[] = [];
   const scratch = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const clients = new Map<Setup, BenchClient>();
@@ -135,7 +138,8 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<Gat
     for (const setup of SETUPS) clients.set(setup, new BenchClient(setup, ports[setup], plan.concurrency));
     const call = (setup: Setup, c: BenchCase, keepBody = false): Promise<Answer> => {
       const client = clients.get(setup) as BenchClient;
-      return client.post(ROUTE_PATHS[c.route], ROUTE_HEADERS[c.route], bodies.get(key(c)) as Buffer, keepBody);
+      const body = (turns.get(key(c)) as (call: number) => Buffer)(++calls);
+      return client.post(ROUTE_PATHS[c.route], ROUTE_HEADERS[c.route], body, keepBody);
     };
     const ok = async (setup: Setup, c: BenchCase): Promise<Answer> => {
       const answer = await call(setup, c);
