@@ -7,7 +7,7 @@ import {
   SimpleSpanProcessor,
   type SpanExporter,
   type SpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
+} from "@opentelemetry/sdk-trace";
 
 export interface TelemetryOptions {
   readonly serviceName: string;
@@ -27,9 +27,11 @@ export interface Telemetry {
  */
 export function startTelemetry(options: TelemetryOptions): Telemetry {
   const processors: SpanProcessor[] = [];
-  if (options.exporter) processors.push(new SimpleSpanProcessor(options.exporter));
+  if (options.exporter) processors.push(new SimpleSpanProcessor({ exporter: options.exporter }));
   if (options.otlpEndpoint)
-    processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: options.otlpEndpoint, timeoutMillis: 5_000 })));
+    processors.push(
+      new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: options.otlpEndpoint, timeoutMillis: 5_000 }) }),
+    );
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const sdk = new NodeSDK({
     serviceName: options.serviceName,

@@ -2,7 +2,7 @@
 // GenAI usage attributes, under the RPC's (or the consumer's) span, through the real SDK pipeline.
 import { credentials, type ServiceError, status } from "@grpc/grpc-js";
 import { SpanStatusCode } from "@opentelemetry/api";
-import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace";
 import { createEmbeddedBus, embeddedBusMigrations, type MessageBus } from "@prefix-guard/bus";
 import { eventually } from "@prefix-guard/bus/testing";
 import { type Database, runMigrations } from "@prefix-guard/db";
