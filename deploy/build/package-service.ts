@@ -57,6 +57,9 @@ export function packageService(name: string, out: string): void {
   renameSync(join(staging, "node_modules"), join(out, "node_modules"));
   rmSync(staging, { recursive: true, force: true });
   cpSync(dist, join(out, "dist"), { recursive: true, filter: (path) => !path.endsWith("meta.json") });
+  // A CLI's bin shim (prefixctl's), which runs dist/ when there are no sources beside it.
+  const bin = join(repoRoot, target.packageDir, "bin");
+  if (existsSync(bin)) cpSync(bin, join(out, "bin"), { recursive: true });
   const workspaceScope = join(out, "node_modules/@prefix-guard");
   for (const name of readdirSync(workspaceScope)) {
     if (!packagesKeptAtRunTime.has(name)) rmSync(join(workspaceScope, name), { recursive: true, force: true });

@@ -376,6 +376,15 @@ it("prefixctl packaged the same way runs with plain node", () => {
   });
   expect(help.status).toBe(0);
   expect(help.stdout).toContain("prefixctl");
+  // Its bin, as `npm install -g` links it: runs dist/ with no tsx anywhere.
+  const viaBin = spawnSync(process.execPath, ["bin/prefixctl.mjs", "--help"], {
+    cwd: out,
+    env: cleanEnv({}),
+    encoding: "utf8",
+  });
+  expect(viaBin.stderr).toBe("");
+  expect(viaBin.status).toBe(0);
+  expect(viaBin.stdout).toBe(help.stdout);
 }, 120_000);
 
 // Kept apart so a failing build names itself rather than every case above.
