@@ -3,7 +3,14 @@ import { defineConfig } from "vitest/config";
 // Tiers by suffix, named by what a test starts: *.unit.test.ts are pure; *.int.test.ts need real
 // MariaDB and Kafka, a store or fake gRPC servers; *.e2e.test.ts start whole services (startX from a
 // service package, or startStack) and talk gRPC.
+// "@prefix-guard/source": a workspace package that publishes built JavaScript (libs/client) is
+// tested from its sources; its package.json lists that condition before dist/, and tsconfig.json
+// resolves with it too.
+const SOURCE_CONDITION = "@prefix-guard/source";
+
 export default defineConfig({
+  resolve: { conditions: [SOURCE_CONDITION, "module", "node", "development|production"] },
+  ssr: { resolve: { conditions: [SOURCE_CONDITION, "module", "node", "development|production"] } },
   test: {
     projects: [
       {

@@ -1,8 +1,8 @@
-// The TypeScript client as a harness team gets it: built, packed (`pnpm pack`), installed with npm
+// The TypeScript client as a harness team gets it: built, packed with plain `npm pack` (the package.json as written, no publishConfig rewriting), installed with npm
 // into an empty project outside the repository, then deploy/examples/typescript-client/turn-loop.mjs
 // run there with plain `node` (no tsx, nothing of the workspace) against a stack in this process.
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -35,9 +35,9 @@ describe("@prefix-guard/client installed from its tarball outside the repo", () 
   beforeAll(async () => {
     const packDir = mkdtempSync(join(tmpdir(), "pg-ts-pack-"));
     project = mkdtempSync(join(tmpdir(), "pg-ts-harness-"));
-    progress(`build (libs/client/scripts/build.mjs), then pnpm pack into ${packDir}`);
+    progress(`build (libs/client/scripts/build.mjs), then npm pack into ${packDir}`);
     await run(process.execPath, [join(clientDir, "scripts/build.mjs")], { cwd: clientDir });
-    await run("pnpm", ["pack", "--pack-destination", packDir], { cwd: clientDir });
+    await run("npm", ["pack", "--pack-destination", packDir, "--loglevel=error"], { cwd: clientDir });
     const tarball = join(packDir, readdirSync(packDir).find((name) => name.endsWith(".tgz")) ?? "no tarball");
     writeFileSync(
       join(project, "package.json"),
@@ -59,7 +59,13 @@ describe("@prefix-guard/client installed from its tarball outside the repo", () 
 
   it("installs with npm dependencies only, and its .d.ts type-check a caller outside the workspace", async () => {
     const installed = JSON.parse(readFileSync(join(project, "node_modules/@prefix-guard/client/package.json"), "utf8"));
-    expect(installed.exports["."]).toEqual({ types: "./dist/index.d.ts", import: "./dist/index.js" });
+    // Besides dist/, only the workspace's source condition, which no consumer sets (and src/ is not shipped).
+    expect(installed.exports["."]).toEqual({
+      "@prefix-guard/source": "./src/index.ts",
+      types: "./dist/index.d.ts",
+      import: "./dist/index.js",
+    });
+    expect(existsSync(join(project, "node_modules/@prefix-guard/client/src"))).toBe(false);
     expect(Object.keys(installed.dependencies).filter((name) => name.startsWith("@prefix-guard/"))).toEqual([]);
     expect(readdirSync(join(project, "node_modules/@prefix-guard"))).toEqual(["client"]);
 

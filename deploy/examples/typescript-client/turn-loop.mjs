@@ -1,5 +1,5 @@
 // A harness's turn loop with @prefix-guard/client, runnable with plain Node outside this repository:
-//   npm install @prefix-guard/client   (or the tarball `pnpm pack` makes in libs/client)
+//   npm install @prefix-guard/client   (or the tarball `npm pack` makes in libs/client)
 //   node turn-loop.mjs [session-id]
 // Addresses come from the environment (defaults are `make run`'s ports):
 //   PREFIX_GUARD_SESSION_EVENTS=127.0.0.1:50051  PREFIX_GUARD_PROMPT_ASSEMBLY=127.0.0.1:50053
