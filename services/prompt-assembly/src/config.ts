@@ -44,11 +44,18 @@ export const promptAssemblyConfigSchema = z.object({
     .int()
     .min(0)
     .default(16 * 1024 * 1024),
-  /** Builds recorded in one transaction at most (group commit of the prefix fingerprints). */
-  PREFIX_GROUP_MAX: z.coerce.number().int().min(1).max(10_000).default(256),
-  /** Index of the current-date section among the system sections (seed 000 §1.1: 5th). */
-  CURRENT_DATE_POSITION: z.coerce.number().int().min(0).max(100).default(4),
-  CANONICAL_TOOL_ORDER: booleanFlag(true),
+  PREFIX_GROUP_MAX: removedSetting(
+    "PREFIX_GROUP_MAX",
+    "builds recorded per transaction is an internal, fixed at 256 (a larger group only delays the fingerprints of the builds that wait for it)",
+  ),
+  CURRENT_DATE_POSITION: removedSetting(
+    "CURRENT_DATE_POSITION",
+    "the current-date section is always the 5th system section (seed 000 §1.1); any other place only breaks the cached prefix earlier",
+  ),
+  CANONICAL_TOOL_ORDER: removedSetting(
+    "CANONICAL_TOOL_ORDER",
+    "tools are always sorted by name; the order a harness happens to send them in only breaks the cached prefix",
+  ),
   /**
    * Re-pin an AGENTS.md edit held back for the cache's sake (RETAINED_DISK_CHANGED) on the first build
    * after the session was idle longer than the retention in force: its cached prefix is gone anyway.

@@ -104,7 +104,6 @@ export async function startPromptAssembly(
         newEventId: () => newEventId(now()),
         traceHeaders: () => traceHeaders(),
         cacheBytes: config.PREFIX_CACHE_BYTES,
-        maxGroup: config.PREFIX_GROUP_MAX,
         logger,
       });
     // The projection says which sessions were removed or re-created; the builder's prefix memory,
@@ -192,8 +191,6 @@ export async function startPromptAssembly(
         });
       },
       options: {
-        currentDatePosition: config.CURRENT_DATE_POSITION,
-        canonicalToolOrder: config.CANONICAL_TOOL_ORDER,
         rulesTextCacheBytes: config.RULES_TEXT_CACHE_BYTES,
         repinWhenCold: config.REPIN_WHEN_COLD,
         catalogue: loadProviderCatalogue(config.PROVIDER_CATALOGUE_FILE),

@@ -1,13 +1,18 @@
-import { loadConfig, port, z } from "@prefix-guard/config";
+import { loadConfig, port, removedSetting, z } from "@prefix-guard/config";
 import { commonConfigShape } from "@prefix-guard/runtime";
 
 export const sessionEventsConfigSchema = z.object({
   ...commonConfigShape,
   GRPC_PORT: port(50051),
   DATABASE_URL: z.string().min(1).default("sqlite:.data/session-events.sqlite"),
-  RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(5_000).default(500),
-  /** SaveMessages appended in one transaction at most (group commit of the messages saved at the same time). */
-  SAVE_GROUP_MAX: z.coerce.number().int().min(1).max(1_000).default(128),
+  RELAY_BATCH_SIZE: removedSetting(
+    "RELAY_BATCH_SIZE",
+    "events per relay batch is an internal, fixed at 500 like every other service's relay",
+  ),
+  SAVE_GROUP_MAX: removedSetting(
+    "SAVE_GROUP_MAX",
+    "SaveMessages appended per transaction is an internal, fixed at 128 (messages saved while a group is written go together in the next)",
+  ),
   SESSION_CHARACTER_QUOTA: z.coerce.number().int().min(1_000).max(10_000_000).default(200_000),
   SESSION_MAX_SERIALIZED_BYTES: z.coerce.number().int().min(10_000).max(1_073_741_824).optional(),
   /**

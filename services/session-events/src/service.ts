@@ -46,7 +46,6 @@ export async function startSessionEvents(
       newEventId: () => newEventId(now()),
       newId: () => randomUUID(),
       traceparent: () => traceHeaders().traceparent,
-      saveGroupMax: config.SAVE_GROUP_MAX,
       dataKeyCacheSize: config.SESSION_DATA_KEY_CACHE_SIZE,
       limits: {
         characterQuota: config.SESSION_CHARACTER_QUOTA,
@@ -55,7 +54,7 @@ export async function startSessionEvents(
           : {}),
       },
     });
-    const relay = kit.startRelay({ source: sessionEventOutboxSource(kit.db), batchSize: config.RELAY_BATCH_SIZE });
+    const relay = kit.startRelay({ source: sessionEventOutboxSource(kit.db) });
     const server = await kit.serve([sessionEventsRegistration(commands, () => relay.notify())], {
       // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
       maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,

@@ -58,6 +58,12 @@ import { RememberedSectionTexts, type ResolvedRules, type WorkspaceRulesSource }
 import type { SessionViews } from "./session-views";
 
 /** The part of a logger the builder uses (pino's Logger satisfies it). */
+
+/**
+ * The current-date section is the 5th system section (seed 000 §1.1). It was a setting; any other
+ * value only moved the one section that changes daily into the middle of the cached prefix.
+ */
+const CURRENT_DATE_POSITION = 4;
 export interface BuilderLogger {
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
@@ -117,10 +123,6 @@ function withBodyJson<T extends object>(body: Buffer, fields: T): T & { bodyJson
 }
 
 export interface PromptBuilderOptions {
-  /** Index of the current-date section among the harness sections (0-based; 4 = 5th). */
-  readonly currentDatePosition?: number;
-  /** Sort tools by name before fingerprinting and serializing (guards against hash-map order). */
-  readonly canonicalToolOrder?: boolean;
   /** Memory for each session's last rules section text, the guess a build starts from (0 turns guessing off). */
   readonly rulesTextCacheBytes?: number;
   /** What each provider and model family accepts and how long its cache lives; absent = the built-in catalogue. */
@@ -186,8 +188,6 @@ function timedSync<T>(stage: BuildStage, observe: StageObserver | undefined, wor
 const DEFAULT_CACHE_MINIMUM_TOKENS = 1024;
 
 export class PromptBuilder {
-  private readonly currentDatePosition: number;
-  private readonly canonicalToolOrder: boolean;
   private readonly observe: StageObserver | undefined;
   private readonly sectionTexts: RememberedSectionTexts;
   private readonly catalogue: ProviderCatalogue;
@@ -198,12 +198,7 @@ export class PromptBuilder {
     this.catalogue = options.catalogue ?? BUILTIN_PROVIDER_CATALOGUE;
     this.repinWhenCold = options.repinWhenCold ?? false;
     this.sectionTexts = new RememberedSectionTexts(options.rulesTextCacheBytes ?? 16 * 1024 * 1024);
-    this.currentDatePosition = options.currentDatePosition ?? 4;
-    this.canonicalToolOrder = options.canonicalToolOrder ?? true;
     this.observe = deps.observeStage;
-    if (!Number.isInteger(this.currentDatePosition) || this.currentDatePosition < 0) {
-      throw new Error("options.currentDatePosition must be an integer >= 0");
-    }
   }
 
   async buildRequest(request: BuildRequestRequest, caller: Caller): Promise<BuildRequestResponse> {
@@ -363,14 +358,14 @@ export class PromptBuilder {
         sections: input.sections,
         // Sorted before fingerprinting, so a harness that lists the same tools in another order
         // changes neither the bytes nor the fingerprint.
-        tools: orderTools(input.tools, { canonicalToolOrder: this.canonicalToolOrder }),
+        tools: orderTools(input.tools, { canonicalToolOrder: true }),
         maxOutputTokens: input.maxOutputTokens,
         providerCache: gateProviderCache(input.cache, this.cacheTarget(input)),
         contextWindow: input.contextWindow,
         locale,
         embed,
         allowShellClock: input.allowShellClock,
-        currentDatePosition: this.currentDatePosition,
+        currentDatePosition: CURRENT_DATE_POSITION,
         rulesSectionText,
         anchorDate,
         announceDayChanges: deps.dates.announceDayChanges,
