@@ -16,13 +16,78 @@ export type ErrorCode =
 
 export type ErrorContext = Readonly<Record<string, string | number | boolean | undefined>>;
 
+/**
+ * Every `pg-reason` a service sends: a closed list, so a new reason is a decision made here, and
+ * docs/integration.md's error table documents each one (error-reasons.unit.test.ts checks both ways).
+ */
+export const ERROR_REASONS = [
+  // The session and its history.
+  "session_not_found",
+  "session_deleted",
+  "session_exists",
+  "session_ended",
+  "session_full",
+  "parent_not_found",
+  "not_side_task",
+  "message_not_found",
+  "boundary_not_found",
+  "boundary_deleted",
+  "boundary_moved_back",
+  "compaction_boundary_missing",
+  "nothing_to_compact",
+  "too_little_history",
+  "seq_mismatch",
+  "generation_mismatch",
+  "min_seq_not_reached",
+  // Input bounds and shapes.
+  "json_too_deep",
+  "json_too_many_elements",
+  "unknown_field",
+  "invalid_utf8",
+  "malformed_request",
+  "rules_file_refused",
+  // Usage records.
+  "request_not_built",
+  "idempotency_key_reused",
+  "event_id_reused",
+  "session_has_no_calls",
+  "workspace_has_no_calls",
+  // Callers.
+  "missing_credentials",
+  "invalid_token",
+  "token_over_plaintext",
+  "bad_authorization",
+  "unknown_certificate",
+  "role_required",
+  "owner_not_granted",
+  "workspace_not_granted",
+  "rate_limited",
+  "session_quota",
+  // Dependencies.
+  "rules_snapshot_unavailable",
+  "sealed_content_unreadable",
+  // Internal: a lost insert race (retried or mapped before a caller sees it), and an event a
+  // consumer cannot read (the reason it is dead-lettered with).
+  "unique_violation",
+  "session_not_created",
+  "undecodable",
+  "unknown_version",
+  "invalid_envelope",
+] as const;
+
+export type ErrorReason = (typeof ERROR_REASONS)[number];
+
+export function isErrorReason(value: string): value is ErrorReason {
+  return (ERROR_REASONS as readonly string[]).includes(value);
+}
+
 export abstract class PrefixGuardError extends Error {
   abstract readonly code: ErrorCode;
   readonly context: ErrorContext;
   /** Stable machine-readable reason, e.g. "session_full"; sent as gRPC metadata `pg-reason`. */
-  readonly reason: string | undefined;
+  readonly reason: ErrorReason | undefined;
 
-  constructor(message: string, options: { context?: ErrorContext; reason?: string; cause?: unknown } = {}) {
+  constructor(message: string, options: { context?: ErrorContext; reason?: ErrorReason; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.context = options.context ?? {};
@@ -34,7 +99,7 @@ export abstract class PrefixGuardError extends Error {
 export class ValidationError extends PrefixGuardError {
   readonly code = "invalid_argument" as const;
   readonly field: string;
-  constructor(field: string, message: string, options: { reason?: string; cause?: unknown } = {}) {
+  constructor(field: string, message: string, options: { reason?: ErrorReason; cause?: unknown } = {}) {
     super(`${field}: ${message}`, { ...options, context: { field } });
     this.field = field;
   }

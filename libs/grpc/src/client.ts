@@ -13,6 +13,7 @@ import {
   DeadlineExceededError,
   FailedPreconditionError,
   InternalError,
+  isErrorReason,
   NotFoundError,
   PermissionDeniedError,
   ResourceExhaustedError,
@@ -81,7 +82,9 @@ function trailer(error: ServiceError, key: string): string | undefined {
 export function translatePeerError(error: unknown, peer: string): Error {
   if (!isServiceError(error)) return error instanceof Error ? error : new Error(String(error));
   const details = error.details ?? "";
-  const reason = trailer(error, "pg-reason");
+  // A reason this release does not know (a newer peer's) is dropped: the status still says what happened.
+  const sent = trailer(error, "pg-reason");
+  const reason = sent !== undefined && isErrorReason(sent) ? sent : undefined;
   const options = { cause: error, ...(reason === undefined ? {} : { reason }) };
   switch (error.code) {
     case status.INVALID_ARGUMENT: {

@@ -6,26 +6,30 @@ import { parseBedrockConverseUsage } from "./bedrock";
 import { parseDeepSeekUsage } from "./deepseek";
 import { parseGeminiUsage } from "./gemini";
 import { USAGE_JSON_FIELD } from "./json-fields";
-import type { NormalizedUsage, RawProvider } from "./normalized";
-import { SUPPORTED_PROVIDERS } from "./normalized";
+import type { NormalizedUsage } from "./normalized";
 import { parseOpenAiChatUsage, parseOpenAiResponsesUsage } from "./openai";
 
-export { type NormalizedUsage, type ProviderCacheReport, type RawProvider, SUPPORTED_PROVIDERS } from "./normalized";
+export type { NormalizedUsage, ProviderCacheReport } from "./normalized";
 
 /** Large enough for any usage object with its diagnostics; the same bound as a typed provider report. */
 export const MAX_USAGE_JSON_CHARS = 64_000;
 
-const PARSERS: Readonly<Record<RawProvider, (json: string) => NormalizedUsage>> = {
+/** The usage dialects, by the name RecordUsage's `raw.provider` gives: the one list of them. */
+const PARSERS = {
   openai_chat: parseOpenAiChatUsage,
   openai_responses: parseOpenAiResponsesUsage,
   anthropic: parseAnthropicUsage,
   gemini: parseGeminiUsage,
   bedrock_converse: parseBedrockConverseUsage,
   deepseek: parseDeepSeekUsage,
-};
+} as const satisfies Readonly<Record<string, (json: string) => NormalizedUsage>>;
+
+export type RawProvider = keyof typeof PARSERS;
+
+export const SUPPORTED_PROVIDERS = Object.keys(PARSERS) as readonly RawProvider[];
 
 export function isRawProvider(provider: string): provider is RawProvider {
-  return (SUPPORTED_PROVIDERS as readonly string[]).includes(provider);
+  return Object.hasOwn(PARSERS, provider);
 }
 
 /** @throws ValidationError naming `raw.provider`, `raw.usage_json` or the offending field inside it. */

@@ -22,14 +22,3 @@ export interface NormalizedUsage {
   /** The provider's own account of its cache, when its format has one. */
   readonly providerReport: ProviderCacheReport | null;
 }
-
-export const SUPPORTED_PROVIDERS = [
-  "openai_chat",
-  "openai_responses",
-  "anthropic",
-  "gemini",
-  "bedrock_converse",
-  "deepseek",
-] as const;
-
-export type RawProvider = (typeof SUPPORTED_PROVIDERS)[number];
