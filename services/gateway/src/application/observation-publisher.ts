@@ -95,7 +95,10 @@ export class ObservationPublisher implements Observer {
     const sessionId = observation.session.id;
     const { cut, blockTokens, blockText } = observation;
     const requestId = gatewayRequestId(sessionId, observation.requestBytes);
-    const previous = memory.recall(sessionId);
+    // Callers of different tenants may name the same session id (a header, a provider key): each
+    // tenant's request is compared only with its own tenant's previous one.
+    const memoryKey = `${observation.principal.scope}\u0000${sessionId}`;
+    const previous = memory.recall(memoryKey);
     const change =
       previous === undefined
         ? null
@@ -104,7 +107,7 @@ export class ObservationPublisher implements Observer {
             cut,
             compareCuts(previous.cut, cut, { previous: previous.text, current: blockText }),
           );
-    memory.remember(sessionId, cut, { text: blockText, bytes: observation.requestBytes.length });
+    memory.remember(memoryKey, cut, { text: blockText, bytes: observation.requestBytes.length });
     const occurredAtMs = now();
     const prefix = prefixEventsOf(
       {

@@ -102,6 +102,20 @@ describe("ObservationPublisher", () => {
     expect(changed.value.tokensAfterBreak).toBeGreaterThan(0);
   });
 
+  it("compares a request only with its own tenant's: another tenant naming the same session starts fresh", () => {
+    const { subject, published } = publisher();
+    const teamB: Principal = { ...TEAM_A, name: "other-bot", scope: "team-b" };
+    subject.observe(observation("2026-12-04"));
+    subject.observe(observation("2026-12-05", { principal: teamB }));
+    subject.observe(observation("2026-12-04"));
+    // Team B's request is its session's first: nothing of team A's request is compared with it.
+    expect(published[1]?.prefix.map((event) => event.type)).toEqual(["FingerprintObserved"]);
+    expect(published[1]?.prefix[0]?.payload).toMatchObject({ value: { firstBuild: true, scope: "team-b" } });
+    // Team A's next request is compared with team A's previous one: identical, no change.
+    expect(published[2]?.prefix.map((event) => event.type)).toEqual(["FingerprintObserved"]);
+    expect(published[2]?.prefix[0]?.payload).toMatchObject({ value: { firstBuild: false, prefixChanged: false } });
+  });
+
   it("names the block without the byte when the previous text no longer fits its memory", () => {
     // Room for the cut's facts (hashes and sizes), not for 8 KB of system prompt.
     const { subject, published } = publisher(4_000);

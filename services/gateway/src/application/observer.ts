@@ -39,7 +39,10 @@ export interface ExchangeObservation {
   readonly model: string | null;
   /** The request asked for a streamed response. */
   readonly stream: boolean;
-  /** The body exactly as the client sent it (before any include_usage the gateway added). */
+  /**
+   * The body as forwarded: the client's bytes in observe mode, after the stabilize rules in stabilize
+   * mode; before any include_usage the gateway added either way.
+   */
   readonly requestBytes: Buffer;
   /** The gateway added stream_options.include_usage (and hid the usage chunk from the client). */
   readonly usageInjected: boolean;
