@@ -8,6 +8,7 @@ import {
   type MessageBus,
   type OutboxRelay,
   type OutboxSource,
+  PoisonMessageError,
   runEventConsumer,
   type Subscription,
 } from "@prefix-guard/bus";
@@ -107,16 +108,33 @@ export class ServiceKit {
   /**
    * A consumer of one topic with this process's partition concurrency, always counted in the shared
    * prefixguard_events_consumed_total under its group (and in the service's own counter when it has one).
+   * Each applied event's delay since it occurred goes to prefixguard_event_apply_delay_seconds, and an
+   * error `isPoison` recognises (one that retrying can never fix) sends the event to the DLQ instead of
+   * holding its partition.
    */
-  async consume<E>(
+  async consume<E extends { readonly occurredAtMs: number }>(
     options: Omit<EventConsumerOptions<E>, "bus" | "logger" | "partitionsConcurrently" | "onOutcome"> & {
       readonly onOutcome?: EventConsumerOptions<E>["onOutcome"];
+      readonly isPoison?: (error: unknown) => boolean;
     },
   ): Promise<Subscription> {
     // Both outcomes at 0 from the start: a DLQ alert on increase() sees its series before the first dead letter.
     for (const outcome of CONSUME_OUTCOMES) this.metrics.eventsConsumed.inc({ consumer: options.groupId, outcome }, 0);
+    const { isPoison, apply } = options;
+    const applyDelay = this.metrics.eventApplyDelay.labels({ consumer: options.groupId });
     const subscription = await runEventConsumer({
       ...options,
+      apply: async (events, messages) => {
+        try {
+          await apply(events, messages);
+        } catch (error) {
+          if (isPoison?.(error) === true)
+            throw new PoisonMessageError(error instanceof Error ? error.message : String(error), { cause: error });
+          throw error;
+        }
+        const appliedAtMs = Date.now();
+        for (const event of events) applyDelay.observe(Math.max(0, appliedAtMs - event.occurredAtMs) / 1000);
+      },
       bus: this.options.bus,
       logger: this.options.logger,
       partitionsConcurrently: this.config.CONSUMER_PARTITIONS_CONCURRENTLY,

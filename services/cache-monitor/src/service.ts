@@ -1,4 +1,4 @@
-import { type MessageBus, PoisonMessageError, tableOutboxSource } from "@prefix-guard/bus";
+import { type MessageBus, tableOutboxSource } from "@prefix-guard/bus";
 import { ConflictError, UnavailableError } from "@prefix-guard/errors";
 import { newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
@@ -67,10 +67,6 @@ export async function startCacheMonitor(
         decode: decodePrefixEvent,
         apply: async (events) => {
           for (const event of events) {
-            kit.metrics.eventApplyDelay.observe(
-              { consumer: `${config.CONSUMER_GROUP}.prefix` },
-              Math.max(0, Date.now() - event.occurredAtMs) / 1000,
-            );
             const outcome = await monitor.applyPrefixEvent(event);
             if (outcome.kind === "applied" && outcome.reexplainedCollapses > 0) relay.notify();
           }
@@ -82,20 +78,12 @@ export async function startCacheMonitor(
         decode: decodeUsageEvent,
         apply: async (events) => {
           for (const event of events) {
-            kit.metrics.eventApplyDelay.observe(
-              { consumer: `${config.CONSUMER_GROUP}.usage` },
-              Math.max(0, Date.now() - event.occurredAtMs) / 1000,
-            );
-            try {
-              const result = await monitor.applyUsageEvent(event);
-              if (!result.duplicate && result.collapse !== null) relay.notify();
-            } catch (error) {
-              // An event id reused for another call never becomes applicable: retrying would block the partition.
-              if (error instanceof ConflictError) throw new PoisonMessageError(error.message, { cause: error });
-              throw error;
-            }
+            const result = await monitor.applyUsageEvent(event);
+            if (!result.duplicate && result.collapse !== null) relay.notify();
           }
         },
+        // An event id reused for another call never becomes applicable: retrying would block the partition.
+        isPoison: (error) => error instanceof ConflictError,
       });
       // A usage record is small; the provider's diagnostics JSON is the only open-ended part.
       const server = await kit.serve([cacheMonitorRegistration(monitor, () => relay.notify())], {

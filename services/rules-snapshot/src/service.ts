@@ -2,11 +2,11 @@ import { type MessageBus, outboxMessageTable, tableOutboxSource } from "@prefix-
 import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
-import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { ServiceKit } from "@prefix-guard/runtime";
-import { Counter, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { cachedAgentsMdReader } from "./adapters/fs/agents-md-reader";
 import { rulesSnapshotRegistration } from "./adapters/grpc/rules-snapshot-grpc";
+import { RulesSnapshotMetrics } from "./adapters/metrics/rules-snapshot-metrics";
 import { outboxRulesEventSink } from "./adapters/mysql/outbox-event-sink";
 import { SnapshotStore } from "./adapters/mysql/snapshot-store";
 import { RulesSnapshotService } from "./application/rules-snapshot-service";
@@ -37,15 +37,7 @@ export async function startRulesSnapshot(
     now,
   });
   return kit.starting(async () => {
-    const decisions = new Counter({
-      name: "prefixguard_rules_decisions_total",
-      help: "Resolve outcomes by decision (PINNED, RETAINED, REPINNED_*, DEGRADED_RAW ...).",
-      labelNames: ["decision"] as const,
-      registers: [kit.metrics.registry],
-    });
-    // Every decision at 0 from the start, so rate() and the DEGRADED_RAW alert see its series before the first one.
-    for (const [name, value] of Object.entries(Decision))
-      if (typeof value === "number" && value > 0) decisions.inc({ decision: name.replace("DECISION_", "") }, 0);
+    const metrics = new RulesSnapshotMetrics(kit.metrics.registry);
     const relay = kit.startRelay({ source: tableOutboxSource(kit.db) });
     const confinement = rulesFileConfinement(config);
     if (!confinement.fileSourcesEnabled)
@@ -73,10 +65,6 @@ export async function startRulesSnapshot(
       // Only cleanup events (compaction, deletion, promotion) touch the database; the rest are skipped.
       apply: async (events) => {
         for (const event of events) {
-          kit.metrics.eventApplyDelay.observe(
-            { consumer: config.CONSUMER_GROUP },
-            Math.max(0, Date.now() - event.occurredAtMs) / 1000,
-          );
           const outcome = await service.applySessionEvent(event);
           if (outcome.kind === "gap")
             logger.warn(
@@ -87,11 +75,7 @@ export async function startRulesSnapshot(
       },
     });
     const server = await kit.serve(
-      [
-        rulesSnapshotRegistration(service, (decision) =>
-          decisions.inc({ decision: (Decision[decision] ?? String(decision)).replace("DECISION_", "") }),
-        ),
-      ],
+      [rulesSnapshotRegistration(service, (decision) => metrics.decided(decision))],
       // Reported AGENTS.md content is capped at 1 MiB; anything much larger is not a rules file.
       { maxReceiveMessageBytes: 2 * 1024 * 1024 },
     );
