@@ -10,7 +10,7 @@ help:
 	@echo "make run     whole system in one process (SQLite + embedded transport), Ctrl-C stops"
 	@echo "make test    install, generate code, start Kafka, use MariaDB, run every suite"
 	@echo "make up      local Kafka + MariaDB + each service as its own process; make down stops them"
-	@echo "make lint    biome + tsc;  make bench  benchmarks (bench/)"
+	@echo "make lint    biome + tsc + import graph;  make bench  benchmarks (bench/)"
 	@echo "make build   compile every service and prefixctl to dist/ (what the images run)"
 
 # pnpm comes from npm when missing (pnpm 11 does not run on Node 20, hence the pin).
@@ -64,6 +64,7 @@ test-unit: proto
 lint: proto
 	biome check .
 	tsc -p tsconfig.json --noEmit
+	node --import tsx deploy/scripts/import-graph.ts
 
 # The provider tables in README.md and docs/ are rendered from libs/providers/catalogue.json.
 docs-providers: install
@@ -81,4 +82,4 @@ bench-quick: proto mariadb
 	bash bench/src/speed/bench.sh --quick $(BENCH_ARGS)
 
 clean:
-	rm -rf .run .data proto/gen libs/client/build libs/client/dist services/*/dist libs/prefixctl/dist
+	rm -rf .run .data proto/gen libs/client/build libs/client/dist services/*/dist libs/prefixctl/dist deploy/examples/java-consumer/target

@@ -112,6 +112,7 @@ process.stdout.write(
       ? "  metrics          off (METRICS_PORT=0)"
       : `  metrics          http://${sessionEventsConfig.GRPC_HOST}:${metricsServer.port}/metrics   every service, label service`,
     `  data             ${dataDir}/`,
+    `  events           prefixctl events tail --embedded ${dataDir}/bus.sqlite   (the log, read-only)`,
     "",
   ].join("\n"),
 );

@@ -20,12 +20,14 @@ if [ "$tier" != unit ]; then
   step "MariaDB"; bash deploy/scripts/mariadb.sh ensure || exit 1
   step "Kafka (test broker on 127.0.0.1:$KAFKA_PORT)"; bash deploy/kafka/kafka.sh reset >/dev/null 2>&1; bash deploy/kafka/kafka.sh start || exit 1
   step "Python tooling for the example consumer and the Python client (Debian packages)"; bash deploy/scripts/python-deps.sh || echo "python consumer and python client tests will be skipped"
+  step "JDK, Maven and protoc for the Java example consumer (Debian packages; its jars come from Maven Central)"; bash deploy/scripts/java-deps.sh || echo "the Java consumer test will be skipped"
   step "Prometheus and promtool for the alert-rule and scrape tests (Debian package)"; bash deploy/scripts/prometheus-deps.sh || echo "the Prometheus tests will be skipped"
   step "kcat and mariadb-dump for the erasure proof (Debian packages)"; bash deploy/scripts/erasure-tools.sh || echo "the erasure e2e's Kafka and MariaDB part will be skipped"
 fi
-step "lint (biome) and type check (tsc)"
+step "lint (biome), type check (tsc) and import graph"
 biome check . || exit 1
 tsc -p tsconfig.json --noEmit || exit 1
+node --import tsx deploy/scripts/import-graph.ts || exit 1
 
 step "vitest ($tier)"
 project_args=()

@@ -78,7 +78,7 @@ const DECLARED_WITHOUT_IMPORT: Readonly<Record<string, Readonly<Record<string, s
     "better-sqlite3": "the driver knex loads by dialect name",
   },
   "libs/runtime": { knex: "a runtime external its bundle loads (deploy/build)" },
-  "libs/prefixctl": { tsx: "bin/prefixctl.mjs runs the sources through it when there is no build" },
+  "libs/prefixctl": { tsx: "bin/prefixctl.mjs runs the sources through it in a development checkout" },
   "services/cache-monitor": { tsx: "the start script" },
   "services/gateway": { tsx: "the start script" },
   "services/prompt-assembly": {

@@ -81,7 +81,9 @@ describe("python consumer opening sealed session events", () => {
   const keys = new Map<string, DataKey>();
   const erased = new Set<string>();
   const keyCalls: { ids: string[]; authorization: unknown }[] = [];
-  const topic = uniqueName("py-sealed-events");
+  // The consumer reads <prefix>session.events.v1 only (--topics), as a subscriber in a namespaced cluster would.
+  const prefix = `${uniqueName("py-sealed")}.`;
+  const topic = `${prefix}session.events.v1`;
   const live = uniqueName("811");
   const gone = uniqueName("818");
   const at = Date.UTC(2026, 9, 12, 15, 50);
@@ -228,6 +230,25 @@ describe("python consumer opening sealed session events", () => {
         },
         "CompactionCommitted",
       ),
+      envelope(
+        gone,
+        1,
+        {
+          $case: "sessionCreated",
+          value: {
+            owner: "u2",
+            workspace: "/w",
+            timezone: "Asia/Shanghai",
+            kind: SessionKind.SESSION_KIND_MAIN,
+            parentSessionId: "",
+            inheritedSummaryFrom: "",
+            inheritedSummary: "",
+            locale: "",
+            scope: "",
+          },
+        },
+        "SessionCreated",
+      ),
       savedSealed(gone, 2, goneKey, "已经删除的内容"),
       envelope(gone, 3, { $case: "sessionDeleted", value: {} }, "SessionDeleted"),
       savedSealed(live, 4, liveKey, "继续"),
@@ -239,8 +260,10 @@ describe("python consumer opening sealed session events", () => {
     const base = [
       "--bootstrap",
       testKafkaBrokers.join(","),
-      "--topic",
-      topic,
+      "--topic-prefix",
+      prefix,
+      "--topics",
+      "session.events.v1",
       "--gen",
       genDir ?? "",
       "--timeout",
@@ -269,8 +292,8 @@ describe("python consumer opening sealed session events", () => {
       sealed: true,
     });
     expect(out[2]?.payload).toEqual({ generation: 1, boundary_message_id: "m-2", summary_chars: 9, sealed: true });
-    expect(out[3]?.payload).toMatchObject({ parts: [], text_chars: 0, sealed: true, erased: true });
-    expect(out[5]?.payload).toMatchObject({ text_chars: 2 });
+    expect(out[4]?.payload).toMatchObject({ parts: [], text_chars: 0, sealed: true, erased: true });
+    expect(out[6]?.payload).toMatchObject({ text_chars: 2 });
     // The token on every call; the live session's key is fetched once and then cached.
     expect(new Set(keyCalls.map((call) => call.authorization))).toEqual(new Set([`Bearer ${TOKEN}`]));
     expect(keyCalls.filter((call) => call.ids.includes(live))).toHaveLength(1);
@@ -296,15 +319,17 @@ describe("python consumer opening sealed session events", () => {
     const base = [
       "--bootstrap",
       testKafkaBrokers.join(","),
-      "--topic",
-      topic,
+      "--topic-prefix",
+      prefix,
+      "--topics",
+      "session.events.v1",
       "--gen",
       genDir ?? "",
       "--timeout",
       "30",
     ];
     const sessionEvents = ["--session-events", server?.address ?? ""];
-    const refused = await runConsumer([...base, ...sessionEvents, "--group", group, "--max-events", "6"], {
+    const refused = await runConsumer([...base, ...sessionEvents, "--group", group, "--max-events", "7"], {
       PG_TOKEN: "not-a-subscriber",
     });
     expect(refused.code).toBe(5);

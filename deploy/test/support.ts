@@ -139,6 +139,11 @@ export function installPythonTooling(): DebianTooling {
   return installDebianTooling("python-deps.sh", "the Python tooling");
 }
 
+/** Runs deploy/scripts/java-deps.sh (a JDK 17+, Maven, Debian's protoc) for the Java example consumer. */
+export function installJavaTooling(): DebianTooling {
+  return installDebianTooling("java-deps.sh", "a JDK, Maven and protoc");
+}
+
 /** Runs deploy/scripts/prometheus-deps.sh (Debian's prometheus, with promtool). */
 export function installPrometheusTooling(): DebianTooling {
   return installDebianTooling("prometheus-deps.sh", "Prometheus and promtool");

@@ -18,6 +18,9 @@ export {
   UnavailableError,
   ValidationError,
 } from "@prefix-guard/errors";
+// Subscribing: the topic names and the CloudEvents attributes (ce_* headers) every record carries.
+export type { CloudEventAttributes, TopicName } from "@prefix-guard/events";
+export { CloudEventHeader, cloudEventAttributes, cloudEventType, Topics } from "@prefix-guard/events";
 // Messages: each name is the type and its codec (`BuildRequestResponse.toJSON(response)` is the proto3
 // JSON form, enums as names). Enums are numeric TypeScript enums; `enumName` names one value.
 export {
@@ -41,8 +44,20 @@ export {
   ToolCallPart,
   ToolResultPart,
 } from "@prefix-guard/proto/common/v1/common";
-export { SealedContent, SealedFields, SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
-export { ProviderCacheReport } from "@prefix-guard/proto/events/v1/usage_events";
+// Event envelopes of the four subscriber topics (session.events.v1, prompt.prefix.v1, llm.usage.v1,
+// cache.collapse.v1) and their payloads: `SessionEvent.decode(record.value)` reads a record.
+export { CacheCollapsed, CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
+export { FingerprintObserved, PrefixChanged, PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
+export {
+  CompactionCommitted,
+  MessageDeleted,
+  MessageSaved,
+  SealedContent,
+  SealedFields,
+  SessionCreated,
+  SessionEvent,
+} from "@prefix-guard/proto/events/v1/session_events";
+export { LlmUsageEvent, ProviderCacheReport, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
 export { RawProviderUsage, RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 export { ContentSource, Decision, FileSource } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 export {

@@ -1,3 +1,17 @@
+export {
+  CLOUDEVENTS_SPEC_VERSION,
+  type CloudEventAttributes,
+  CloudEventHeader,
+  type CloudEventSubject,
+  cloudEventAttributes,
+  cloudEventDataSchema,
+  cloudEventHeaders,
+  cloudEventType,
+  EVENT_CONTENT_TYPE,
+  EVENT_CONTRACT_VERSION,
+  type EventProducer,
+  TOPIC_ENVELOPES,
+} from "./cloudevents";
 export { decodeEnvelope, type EnvelopeCodec, encodeEnvelope } from "./codec";
 export { newEventId } from "./event-id";
 export { sha256Hex, sha256HexOfParts } from "./hash";

@@ -1,47 +1,44 @@
 #!/usr/bin/env node
 // Entry shim. An installed prefixctl runs its compiled JavaScript (`make build` writes
 // dist/prefixctl.js, and the images ship it), with no TypeScript loader at run time. A development
-// checkout runs the sources through tsx (a devDependency) when there is no build or a source file
-// changed after it, so an old build never answers for new code.
-import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+// checkout (its src/ beside this file, tsx installed) always runs the sources through tsx: so an old
+// build never answers for new code, and because a build in the workspace cannot load its runtime
+// externals (@grpc/reflection, grpc-health-check: another package's dependencies under pnpm's strict
+// layout), which only the packaged, flat node_modules of an install provides.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const built = join(here, "../dist/prefixctl.js");
-const sources = join(here, "../src");
+const sources = join(here, "../src/main.ts");
 
-/** The newest modification time under `dir` (ms), 0 when it does not exist. */
-function newestUnder(dir) {
-  if (!existsSync(dir)) return 0;
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestUnder(path) : statSync(path).mtimeMs);
+function resolveTsx() {
+  try {
+    return createRequire(import.meta.url).resolve("tsx");
+  } catch {
+    return undefined;
   }
-  return newest;
 }
 
-if (existsSync(built) && statSync(built).mtimeMs >= newestUnder(sources)) {
-  await import(pathToFileURL(built).href);
-} else {
-  let tsx;
-  try {
-    tsx = createRequire(import.meta.url).resolve("tsx");
-  } catch {
+const tsx = existsSync(sources) ? resolveTsx() : undefined;
+if (tsx === undefined) {
+  if (!existsSync(built)) {
     process.stderr.write(
       `prefixctl: ${built} is missing and tsx (a development dependency) is not installed: run \`make build\` first\n`,
     );
     process.exit(2);
   }
-  const result = spawnSync(
-    process.execPath,
-    ["--import", tsx, join(here, "../src/main.ts"), ...process.argv.slice(2)],
-    {
-      stdio: "inherit",
-    },
-  );
-  process.exit(result.status ?? 1);
+  await import(pathToFileURL(built).href);
+} else {
+  const child = spawn(process.execPath, ["--import", tsx, sources, ...process.argv.slice(2)], {
+    stdio: "inherit",
+  });
+  // `events tail` runs until stopped: a SIGTERM or SIGHUP sent to this process must reach it. Ctrl-C
+  // is not passed on: the terminal sends SIGINT to the child itself (the whole process group).
+  process.on("SIGINT", () => undefined);
+  for (const signal of ["SIGTERM", "SIGHUP"]) process.on(signal, () => child.kill(signal));
+  child.on("exit", (code) => process.exit(code ?? 1));
 }

@@ -229,7 +229,7 @@ function resolveCommand(positionals: readonly string[]): { kind: CommandKind; re
 
 const addressPattern = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;
 
-function isHostPort(text: string): boolean {
+export function isHostPort(text: string): boolean {
   const match = addressPattern.exec(text);
   if (!match) return false;
   const port = Number(match[2]);

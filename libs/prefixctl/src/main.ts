@@ -11,6 +11,14 @@ process.exitCode = await run(
   { stdout: process.stdout, stderr: process.stderr },
   {
     env: process.env,
+    // Only a command that runs until stopped asks: the others keep Ctrl-C's default (exit at once).
+    untilStopped: () => {
+      const stop = new AbortController();
+      // Once each: a second Ctrl-C while shutting down falls back to the default and exits.
+      process.once("SIGINT", () => stop.abort());
+      process.once("SIGTERM", () => stop.abort());
+      return stop.signal;
+    },
     readStdin: async () => {
       const chunks: Buffer[] = [];
       for await (const chunk of process.stdin) chunks.push(chunk as Buffer);

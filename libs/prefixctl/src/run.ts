@@ -1,6 +1,7 @@
 import { ValidationError } from "@prefix-guard/errors";
 import { type Command, type Env, isUsageError, parseArgs } from "./args";
 import { type ConnectClients, connectGrpcClients, type PrefixctlClients, SecurityFileError } from "./clients";
+import { runEvents } from "./events/tail";
 import { adviceToJson, formatAdvice } from "./format/advise";
 import { collapsesToJson, formatCollapses } from "./format/collapses";
 import { formatReplay, replayToJson } from "./format/replay";
@@ -28,6 +29,8 @@ export interface RunDeps {
   readonly now?: () => number;
   /** Standard input, read whole (`token hash`); main passes process.stdin. */
   readonly readStdin?: () => Promise<string>;
+  /** Ends a command that runs until stopped (`events tail`); main aborts it on SIGINT / SIGTERM. */
+  readonly untilStopped?: () => AbortSignal;
 }
 
 export const exitCodes = { ok: 0, failed: 1, usage: 2 } as const;
@@ -138,6 +141,7 @@ function runProviders(argv: readonly string[], io: CliIo, deps: RunDeps): number
 export async function run(argv: readonly string[], io: CliIo, deps: RunDeps = {}): Promise<number> {
   if (argv[0] === "token") return runToken(argv, io, deps);
   if (argv[0] === "providers") return runProviders(argv, io, deps);
+  if (argv[0] === "events") return runEvents(argv, io, deps);
   const command = parseArgs(argv, deps.env ?? {});
   if (isUsageError(command)) {
     io.stderr.write(

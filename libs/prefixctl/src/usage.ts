@@ -6,6 +6,7 @@ import {
   securityEnvVars,
   targetEnvVars,
 } from "./args";
+import { defaultKafkaBrokers, eventsEnvVars } from "./events/args";
 
 export const usageText = `prefixctl: why did the prompt cache miss, and what to do about it.
 
@@ -29,6 +30,10 @@ Usage:
   prefixctl providers [--json] [--wide]
       The provider catalogue as the services read it (built-in, with PROVIDER_CATALOGUE_FILE merged
       over it): per model family its cache API, retentions, minimum, prices and where they were checked.
+  prefixctl events tail [--topic T]... [--session ID] [--from-beginning] [--json] [--brokers H:P | --embedded FILE]
+      Follow the topics live, each record decoded with its CloudEvents attributes and, on a DLQ, the
+      reason; Ctrl-C stops. Kafka (default ${defaultKafkaBrokers.join(",")}, env ${eventsEnvVars.brokers}) or make run's
+      embedded log (--embedded .data/bus.sqlite). \`prefixctl events tail --help\` for every option.
   prefixctl token new [--json]
       A new random bearer token and its SHA-256 for the principals file (PRINCIPALS_FILE).
   echo -n TOKEN | prefixctl token hash [--json]

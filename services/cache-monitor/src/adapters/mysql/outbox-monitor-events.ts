@@ -1,5 +1,5 @@
 import { enqueueOutboxMessage, traceHeaders } from "@prefix-guard/bus";
-import { encodeEnvelope, Topics } from "@prefix-guard/events";
+import { cloudEventHeaders, encodeEnvelope, Topics } from "@prefix-guard/events";
 import { CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import { LlmUsageEvent } from "@prefix-guard/proto/events/v1/usage_events";
 import type { MonitorEventSink } from "../../application/cache-monitor";
@@ -15,7 +15,11 @@ export function outboxMonitorEventSink(now: () => number): MonitorEventSink {
         topic: Topics.llmUsage,
         key: event.sessionId,
         value: encodeEnvelope(LlmUsageEvent, event),
-        headers: { "pg-event-type": event.type, ...traceHeaders() },
+        headers: {
+          "pg-event-type": event.type,
+          ...cloudEventHeaders(Topics.llmUsage, "cache-monitor", event),
+          ...traceHeaders(),
+        },
         nowMs: now(),
       });
     },
@@ -24,7 +28,11 @@ export function outboxMonitorEventSink(now: () => number): MonitorEventSink {
         topic: Topics.cacheCollapse,
         key: event.sessionId,
         value: encodeEnvelope(CacheCollapseEvent, event),
-        headers: { "pg-event-type": event.type, ...traceHeaders() },
+        headers: {
+          "pg-event-type": event.type,
+          ...cloudEventHeaders(Topics.cacheCollapse, "cache-monitor", event),
+          ...traceHeaders(),
+        },
         nowMs: now(),
       });
     },

@@ -15,7 +15,7 @@ import {
   traceHeaders,
 } from "@prefix-guard/bus";
 import { type Database, describeDatabaseUrl } from "@prefix-guard/db";
-import { encodeEnvelope, Topics } from "@prefix-guard/events";
+import { cloudEventHeaders, encodeEnvelope, Topics } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { gatewayMigrations } from "@prefix-guard/migrations/gateway";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
@@ -85,7 +85,7 @@ function entriesOf(events: ObservationEvents, headers: Readonly<Record<string, s
     topic: Topics.promptPrefix,
     key: events.sessionId,
     value: encodeEnvelope(PrefixEvent, event),
-    headers: { "pg-event-type": event.type, ...headers },
+    headers: { "pg-event-type": event.type, ...cloudEventHeaders(Topics.promptPrefix, "gateway", event), ...headers },
     nowMs,
   }));
   if (events.usage !== null)
@@ -93,7 +93,11 @@ function entriesOf(events: ObservationEvents, headers: Readonly<Record<string, s
       topic: Topics.llmUsage,
       key: events.sessionId,
       value: encodeEnvelope(LlmUsageEvent, events.usage),
-      headers: { "pg-event-type": events.usage.type, ...headers },
+      headers: {
+        "pg-event-type": events.usage.type,
+        ...cloudEventHeaders(Topics.llmUsage, "gateway", events.usage),
+        ...headers,
+      },
       nowMs,
     });
   return { entries, bytes: entries.reduce((sum, entry) => sum + entry.value.byteLength, 0) };

@@ -17,7 +17,7 @@
 
 import type { OutboxEntry } from "@prefix-guard/bus";
 import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
-import { Topics } from "@prefix-guard/events";
+import { cloudEventHeaders, Topics } from "@prefix-guard/events";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
 import type { ColdCache } from "../../domain/cold-cache";
@@ -205,7 +205,11 @@ export function prefixOutboxEntries(
     topic: Topics.promptPrefix,
     key: sessionId,
     value: PrefixEvent.encode(event).finish(),
-    headers,
+    headers: {
+      "pg-event-type": event.type,
+      ...cloudEventHeaders(Topics.promptPrefix, "prompt-assembly", event),
+      ...headers,
+    },
     nowMs,
   }));
 }

@@ -1,5 +1,5 @@
 import { enqueueOutboxMessage, traceHeaders } from "@prefix-guard/bus";
-import { encodeEnvelope, Topics } from "@prefix-guard/events";
+import { cloudEventHeaders, encodeEnvelope, Topics } from "@prefix-guard/events";
 import { RulesSnapshotEvent } from "@prefix-guard/proto/events/v1/rules_events";
 import type { Knex } from "knex";
 import type { RulesEventSink } from "../../application/rules-snapshot-service";
@@ -15,7 +15,11 @@ export function outboxRulesEventSink(db: Knex, now: () => number): RulesEventSin
         topic: Topics.rulesSnapshot,
         key: event.sessionId,
         value: encodeEnvelope(RulesSnapshotEvent, event),
-        headers: { "pg-event-type": event.type, ...traceHeaders() },
+        headers: {
+          "pg-event-type": event.type,
+          ...cloudEventHeaders(Topics.rulesSnapshot, "rules-snapshot", event),
+          ...traceHeaders(),
+        },
         nowMs: now(),
       });
     },

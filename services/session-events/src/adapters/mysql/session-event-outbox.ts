@@ -1,5 +1,5 @@
 import type { OutboxSource } from "@prefix-guard/bus";
-import { Topics } from "@prefix-guard/events";
+import { cloudEventHeaders, Topics } from "@prefix-guard/events";
 import type { Knex } from "knex";
 
 /**
@@ -15,7 +15,7 @@ export function sessionEventOutboxSource(db: Knex, topic: string = Topics.sessio
         .whereNull("published_at_ms")
         .orderBy([{ column: "session_id" }, { column: "seq" }])
         .limit(limit)
-        .select("id", "session_id", "seq", "type", "payload", "traceparent");
+        .select("id", "event_id", "session_id", "seq", "type", "payload", "occurred_at_ms", "traceparent");
       return rows.map((row) => ({
         id: Number(row.id),
         topic,
@@ -25,6 +25,13 @@ export function sessionEventOutboxSource(db: Knex, topic: string = Topics.sessio
           headers: {
             "pg-event-type": String(row.type),
             "pg-seq": String(row.seq),
+            // From the row as appended: a relay that publishes it again sends the same attributes.
+            ...cloudEventHeaders(Topics.sessionEvents, "session-events", {
+              eventId: String(row.event_id),
+              sessionId: String(row.session_id),
+              occurredAtMs: Number(row.occurred_at_ms),
+              type: String(row.type),
+            }),
             ...(row.traceparent ? { traceparent: String(row.traceparent) } : {}),
           },
         },
