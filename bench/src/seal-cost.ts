@@ -1,7 +1,8 @@
-// Issue 26: what sealing costs per event. Seals and opens a 2 KiB message (the content of one
-// MessageSaved) with the session's data key, many times, and prints nanoseconds per seal and per
-// open, next to the cost of only encoding the same content (what schema 1 did). A measurement to
-// read, not a test: run with `node --import tsx bench/src/seal-cost.ts`.
+// What sealing costs per event (docs/decisions/crypto-shredding.md). Seals and opens a 2 KiB
+// message (the content of one MessageSaved) with the session's data key, many times, and prints
+// nanoseconds per seal and per open, next to the cost of only encoding the same content (what
+// schema 1 did). A measurement to read, not a test: run with `node --import tsx
+// bench/src/seal-cost.ts`.
 
 import { newDataKey, openFields, sealFields } from "@prefix-guard/events";
 import { SealedFields } from "@prefix-guard/proto/events/v1/session_events";

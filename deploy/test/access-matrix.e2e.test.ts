@@ -1,11 +1,11 @@
-// Issue 25, the security matrix: all four services on real Kafka and MariaDB, every service reading
-// one principals file. ONE table says, for every RPC of every service and each principal, what a
-// request on harness A's session gets: OK, NOT_FOUND (harness B, another tenant: A's session is
-// missing as far as B can tell) or PERMISSION_DENIED (the principal's roles do not allow the RPC).
-// Every refusal must leave every table of every service database unchanged, and B's NOT_FOUND
-// must be indistinguishable from a truly missing id. Around the table: B cannot continue or
-// create into A's session or workspace, a principal over its rate gets RESOURCE_EXHAUSTED with
-// retry trailers, and a rotated token takes effect without a restart.
+// The security matrix (docs/decisions/principals.md): all four services on real Kafka and MariaDB,
+// every service reading one principals file. ONE table says, for every RPC of every service and
+// each principal, what a request on harness A's session gets: OK, NOT_FOUND (harness B, another
+// tenant: A's session is missing as far as B can tell) or PERMISSION_DENIED (the principal's roles
+// do not allow the RPC). Every refusal must leave every table of every service database unchanged,
+// and B's NOT_FOUND must be indistinguishable from a truly missing id. Around the table: B cannot
+// continue or create into A's session or workspace, a principal over its rate gets
+// RESOURCE_EXHAUSTED with retry trailers, and a rotated token takes effect without a restart.
 
 import { type ServiceError, status } from "@grpc/grpc-js";
 import { eventually } from "@prefix-guard/bus/testing";

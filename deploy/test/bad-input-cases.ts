@@ -1,7 +1,8 @@
-// The bad-input table (issue 7): every RPC of session-events, rules-snapshot and prompt-assembly,
-// fed empty, oversized, wrong-type and hostile values. Each case is a VALID baseline request for
-// a live fixture with exactly one thing broken, so a rejection can only be caused by that one
-// thing, and an acceptance would really write (and show up in the DB checksums).
+// The bad-input table (docs/decisions/bad-input-suite.md): every RPC of session-events,
+// rules-snapshot and prompt-assembly, fed empty, oversized, wrong-type and hostile values. Each
+// case is a VALID baseline request for a live fixture with exactly one thing broken, so a rejection
+// can only be caused by that one thing, and an acceptance would really write (and show up in the DB
+// checksums).
 //
 // Requests are raw protobuf bytes: typed values go through ts-proto's encoder, everything the
 // encoder cannot produce (invalid UTF-8, wrong wire types, unknown field numbers, int64 beyond

@@ -1,8 +1,9 @@
-// Issue 7, the bad-input suite: every RPC of the four services (started by startStack on MariaDB), fed the table in
-// bad-input-cases.ts as raw protobuf bytes. Each input must get a clear status (INVALID_ARGUMENT
-// naming the field, or RESOURCE_EXHAUSTED for size; never OK, never INTERNAL, never a hang) and
-// must leave every table of every service database byte-identical. Free text is the exception
-// that proves the SQL is parameterised: hostile text in a valid request is stored verbatim.
+// The bad-input suite (docs/decisions/bad-input-suite.md): every RPC of the four services (started
+// by startStack on MariaDB), fed the table in bad-input-cases.ts as raw protobuf bytes. Each input
+// must get a clear status (INVALID_ARGUMENT naming the field, or RESOURCE_EXHAUSTED for size; never
+// OK, never INTERNAL, never a hang) and must leave every table of every service database
+// byte-identical. Free text is the exception that proves the SQL is parameterised: hostile text in
+// a valid request is stored verbatim.
 
 import {
   type Client,

@@ -1,4 +1,5 @@
-// Issue 29 §1 and §6 end to end. A short run of the real services on Kafka (a session built six
+// CloudEvents headers and `prefixctl events tail` end to end (docs/decisions/cloudevents-headers.md).
+// A short run of the real services on Kafka (a session built six
 // times and priced until it collapses, a gateway conversation, a poison record that two consumers
 // dead-letter) puts records on every topic; kcat, reading the broker from outside, must find the
 // CloudEvents binding's headers on every one of this run's records, on every topic. Then

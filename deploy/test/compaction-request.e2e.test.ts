@@ -1,7 +1,9 @@
-// The compaction loop and the session properties of issue 14, over gRPC against the real services
-// on MariaDB: BuildCompactionRequest on the cached prefix in all four wire formats, its boundary
-// and generation committed by CommitCompaction, honest announcements, the session's locale and
-// workspace, a build without a rules source, and a deleted session everywhere.
+// The compaction loop (docs/decisions/compaction-request.md) and the session properties it relies
+// on (docs/decisions/session-defaults.md, docs/decisions/honest-announcements.md), over gRPC
+// against the real services on MariaDB: BuildCompactionRequest on the cached prefix in all four
+// wire formats, its boundary and generation committed by CommitCompaction, honest announcements,
+// the session's locale and workspace, a build without a rules source, and a deleted session
+// everywhere.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -34,7 +34,7 @@ const generationOf = (version: string): string => {
   return major === "0" ? `0.${minor}` : String(major);
 };
 
-const SKIPPED_DIRECTORIES = new Set(["node_modules", "gen", "dist", ".run", ".data", ".git"]);
+const SKIPPED_DIRECTORIES = new Set(["node_modules", "gen", "dist", ".run", ".data", ".git", ".cache"]);
 const WORKSPACE_ROOTS = ["libs", "services"];
 const TOP_PACKAGES = ["bench", "deploy", "proto", "migrations"];
 

@@ -1,16 +1,16 @@
-// Issue 26, the proof that erasure reaches every copy. Distinct canary strings go into every content
-// field of several sessions (message text, an image's URL and data, a tool call's arguments, a tool
-// result, thinking text, a compaction summary, a continuation's inherited summary, personal terms);
-// every session is built and priced so every service holds rows of it. Then one family of sessions is
-// deleted (DeleteSession) and another expires (SESSION_RETENTION_DAYS on the stack's clock), and the
-// stores are read from outside, the way a backup or an attacker with broker access reads them:
-// `mariadb-dump` of every service database (as text and with --hex-blob), `kcat` over every topic and
-// every DLQ from the beginning, every outbox table, and the RPC answers. No erased canary may appear
-// in any encoding (raw, hex, base64), nor the erased sessions' data keys; the live family's content
-// is still there for its owner, opens with its key from GetDataKeys (libs/client), and its
-// BuildRequest body is byte-identical to the one built before the erasures. Personal terms are never
-// stored at all, not even sealed. The embedded mode (`make run`, SQLite) gets the same check on the
-// raw bytes of its files.
+// docs/decisions/crypto-shredding.md, the proof that erasure reaches every copy. Distinct canary
+// strings go into every content field of several sessions (message text, an image's URL and data, a
+// tool call's arguments, a tool result, thinking text, a compaction summary, a continuation's
+// inherited summary, personal terms); every session is built and priced so every service holds rows
+// of it. Then one family of sessions is deleted (DeleteSession) and another expires
+// (SESSION_RETENTION_DAYS on the stack's clock), and the stores are read from outside, the way a
+// backup or an attacker with broker access reads them: `mariadb-dump` of every service database (as
+// text and with --hex-blob), `kcat` over every topic and every DLQ from the beginning, every outbox
+// table, and the RPC answers. No erased canary may appear in any encoding (raw, hex, base64), nor
+// the erased sessions' data keys; the live family's content is still there for its owner, opens
+// with its key from GetDataKeys (libs/client), and its BuildRequest body is byte-identical to the
+// one built before the erasures. Personal terms are never stored at all, not even sealed. The
+// embedded mode (`make run`, SQLite) gets the same check on the raw bytes of its files.
 //
 // Controls keep the test from passing on an empty search: before the erasure, every erased canary is
 // found by the same search, and the erased keys are in session-events' dump; after it, the live

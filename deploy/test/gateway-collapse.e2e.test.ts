@@ -1,4 +1,4 @@
-// Issue 28 "Done when": harnesses nobody here wrote (the official Anthropic and OpenAI SDKs, pointed
+// docs/decisions/gateway.md, proven: harnesses nobody here wrote (the official Anthropic and OpenAI SDKs, pointed
 // at the gateway with baseURL) run tool-using conversations against the fake provider, over the real
 // stack on Kafka. A date change across midnight (the harness's faked clock puts today's date in its
 // system prompt, opencode #32622) and a tool-set change (opencode #50055) are named as collapses with

@@ -1,4 +1,4 @@
-// Issue 28 "Done when → Faults": the gateway with its outbox on MariaDB and its events on real Kafka,
+// docs/decisions/gateway.md under faults: the gateway with its outbox on MariaDB and its events on real Kafka,
 // in front of the fake provider, called by the official `openai` and `@anthropic-ai/sdk` clients
 // (maxRetries: 0, so what the SDK reports is the one exchange). An upstream 429 or 500 reaches the
 // SDK as the provider sent it; a client that leaves mid-stream takes the upstream request with it;

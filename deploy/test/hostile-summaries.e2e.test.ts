@@ -1,7 +1,8 @@
-// Issue 25 part 4: summaries shaped to make the scrubber backtrack are valid input. Each goes through
-// the running session-events (gRPC, SQLite, embedded bus) as a CommitCompaction and must be stored,
-// scrubbed and capped like any other. How much work the scrubber did on each is bounded in
-// commit-compaction-scrub.int.test.ts; here the whole path answers OK for every one.
+// docs/decisions/summary-scrubbing.md: summaries shaped to make the scrubber backtrack are valid
+// input. Each goes through the running session-events (gRPC, SQLite, embedded bus) as a
+// CommitCompaction and must be stored, scrubbed and capped like any other. How much work the
+// scrubber did on each is bounded in commit-compaction-scrub.int.test.ts; here the whole path
+// answers OK for every one.
 import { callUnary } from "@prefix-guard/grpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acceptedHostileSummaries } from "./bad-input-cases";

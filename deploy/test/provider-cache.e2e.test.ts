@@ -1,4 +1,4 @@
-// Issue 17 §4 and issue 27 through BuildRequest: the opt-in cache retention, diagnostics round trip
+// docs/decisions/provider-cache-options.md through BuildRequest: the opt-in cache retention, diagnostics round trip
 // and cache mode reach the body only when asked for and only for model families the provider
 // catalogue (libs/providers/catalogue.json) says take them; gpt-5.6 bodies carry prompt_cache_options
 // and explicit breakpoints, never prompt_cache_retention; the default body is unchanged, a retention

@@ -201,8 +201,9 @@ const observationCompactionRequest: Migration = {
 };
 
 /**
- * Issue 17: the currency each usage was priced in (a price book has one; "" = a row stored before
- * this was recorded) and the 1-hour share of its cache writes, priced apart from 5-minute writes.
+ * docs/decisions/usage-currency.md: the currency each usage was priced in (a price book has one; ""
+ * = a row stored before this was recorded) and the 1-hour share of its cache writes, priced apart
+ * from 5-minute writes.
  */
 const usageCurrencyAndLongWrites: Migration = {
   name: "0008_cm_usage_currency_1h_writes",
@@ -221,10 +222,11 @@ const usageCurrencyAndLongWrites: Migration = {
 };
 
 /**
- * Issue 19: RecordUsage is idempotent by key. One key stores one row per session (the unique index
- * is what makes a retry racing its original store nothing twice); content_sha256 tells a retry from
- * another record reusing the key. Rows from llm.usage.v1 and rows stored before this have no key
- * (NULL is never equal to NULL in a unique index, on MariaDB and SQLite alike).
+ * docs/decisions/usage-identity.md: RecordUsage is idempotent by key. One key stores one row per
+ * session (the unique index is what makes a retry racing its original store nothing twice);
+ * content_sha256 tells a retry from another record reusing the key. Rows from llm.usage.v1 and rows
+ * stored before this have no key (NULL is never equal to NULL in a unique index, on MariaDB and
+ * SQLite alike).
  */
 const usageIdempotency: Migration = {
   name: "0009_cm_usage_idempotency",
@@ -250,7 +252,7 @@ const usageIdempotency: Migration = {
 };
 
 /**
- * Issue 17: each collapse's code from the closed cause list and the disagreement between its
+ * docs/decisions/collapse-causes.md: each collapse's code from the closed cause list and the disagreement between its
  * witnesses; "" for collapses stored before, which ListCollapses counts under "unknown".
  */
 const collapseCauseCode: Migration = {
@@ -322,9 +324,9 @@ const observationOwnership: Migration = {
 };
 
 /**
- * Issue 27 §6a: whether the observed build also published a PrefixChanged (FingerprintObserved
- * prefix_changed). NULL for builds observed before it, or from builders that do not say: their
- * change facts are unknown until a PrefixChanged arrives.
+ * docs/decisions/awaited-prefix-change.md: whether the observed build also published a
+ * PrefixChanged (FingerprintObserved prefix_changed). NULL for builds observed before it, or from
+ * builders that do not say: their change facts are unknown until a PrefixChanged arrives.
  */
 const observationPrefixChanged: Migration = {
   name: "0014_cm_observation_prefix_changed",
@@ -341,7 +343,7 @@ const observationPrefixChanged: Migration = {
 };
 
 /**
- * Issue 28: requests the gateway forwarded, explained like our builds. Which part of prefix-guard
+ * docs/decisions/gateway.md: requests the gateway forwarded, explained like our builds. Which part of prefix-guard
  * saw each record (traffic_source: NULL or "prompt-assembly" = our builds, "gateway"); a gateway
  * observation's cut into cache order (blocks: index, kind, role, sha256, bytes, offset); a gateway
  * change's first changed block and the byte where the request diverged, kept on its collapse too.

@@ -1,4 +1,4 @@
-// The gateway bench of issue 28 ("Speed"): the same fake upstream called directly, through a bare
+// The gateway bench (docs/decisions/gateway-speed-goals.md): the same fake upstream called directly, through a bare
 // pass-through proxy (the floor) and through the gateway in observe mode (its own main, publishing
 // events), in one run, each in its own process: latency at concurrency 1 interleaved call by call,
 // then throughput at concurrency 32 in rounds that alternate the order of the setups. Bodies of

@@ -1,5 +1,6 @@
 // Pure helpers of the gateway bench: added latency over the direct call, throughput rounds merged,
-// the issue's goals judged PASS/FAIL, and the markdown written to bench/results/gateway.md.
+// the goals of docs/decisions/gateway-speed-goals.md judged PASS/FAIL, and the markdown written to
+// bench/results/gateway.md.
 import { fmt, markdownTable, type Quantiles } from "../speed/report";
 import type { BenchRoute } from "./bodies";
 
@@ -112,7 +113,10 @@ function verdict(
   return { goal, measured, worst, pass: values.length > 0 && values.every((v) => Number.isFinite(v) && ok(v)) };
 }
 
-/** The issue's four goals, each over every case it applies to: a goal passes when every case does. */
+/**
+ * The four goals of docs/decisions/gateway-speed-goals.md, each over every case it applies to: a goal
+ * passes when every case does.
+ */
 export function judgeGoals(latency: readonly LatencyCase[], throughput: readonly ThroughputCase[]): GoalVerdict[] {
   const added = latency.map((c) => ({
     case: caseLabel(c),
@@ -231,7 +235,7 @@ export function renderGatewayMarkdown(result: GatewayBenchResult, measuredAt: st
         .join(", ") || "–"
     }. What a caller waits for beyond that is the event loop busy with other work (the observation of earlier exchanges runs on the same thread).`,
     "",
-    "## Goals (issue 28)",
+    "## Goals (docs/decisions/gateway-speed-goals.md)",
     "",
     markdownTable(
       ["goal", "worst case", "result"],

@@ -1,7 +1,7 @@
 // A small replay through the real services on MariaDB (5 sessions, 7 turns, 2 sibling edits, one
 // session across midnight, one compaction, one restart), once per policy: the stabilised product
 // has no avoidable prefix change, the naive baseline shows the seeds' two offenders, and no
-// stabilised system prompt carries a time of day or a random id (issue 8: clock-free prefix).
+// stabilised system prompt carries a time of day or a random id (docs/decisions/clock-free-prefix.md).
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   ADVISOR_ESTIMATE_TOLERANCE,
@@ -144,7 +144,7 @@ describe("replay through the real services (small)", () => {
     expect(checkReplay(naive, stabilised).advisorMatchesSimulation).toBe(true);
   });
 
-  it("stabilised system prompts carry no time of day and no random id (issue 8)", () => {
+  it("stabilised system prompts carry no time of day and no random id (docs/decisions/clock-free-prefix.md)", () => {
     expect(TIME_OF_DAY.test("发布于 23:50:07")).toBe(true);
     expect(UUID.test("id 123e4567-e89b-12d3-a456-426614174000")).toBe(true);
     expect(LONG_HEX.test("hash 9f86d081884c7d65")).toBe(true);
@@ -204,7 +204,7 @@ describe("prefixctl collapses on the quick naive replay", () => {
     expect(naive.collapses.table).toMatch(/^Per section/m);
   });
 
-  it("the retention advisor recommends what the write-priced simulation found cheapest (issue 27 §6b)", () => {
+  it("the retention advisor recommends what the write-priced simulation found cheapest (docs/decisions/retention-advisor.md)", () => {
     // Sibling edits land in idle gaps: a longer retention keeps a prefix the next call matches only up to the break.
     for (const style of Object.values(naive.writePriced)) {
       expect(style.advisor.recommended).toBe(simulatedCheapest(style));

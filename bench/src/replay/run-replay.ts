@@ -596,8 +596,9 @@ export interface ReplayChecks {
   /** Every stabilised collapse is an unavoidable change (compaction, first build) or outside us. */
   readonly stabilisedCollapsesUnavoidable: boolean;
   /**
-   * Issue 27 §6b: on both runs and both provider styles, the retention advisor recommends what the
-   * write-priced simulation found cheapest, each estimate within ADVISOR_ESTIMATE_TOLERANCE of it.
+   * docs/decisions/retention-advisor.md: on both runs and both provider styles, the retention
+   * advisor recommends what the write-priced simulation found cheapest, each estimate within
+   * ADVISOR_ESTIMATE_TOLERANCE of it.
    */
   readonly advisorMatchesSimulation: boolean;
   /** The advisor's largest |estimate − simulated| / simulated over runs, styles and retentions. */

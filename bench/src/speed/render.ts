@@ -2,7 +2,10 @@
 import { fmt, markdownTable } from "./report";
 import { BASELINE_COMMIT, type SpeedResults, type TreeResult } from "./speed";
 
-/** The breakdown issue 13 measured before the speed work (42.6 ms of server time, 500 turns). */
+/**
+ * The breakdown measured before the speed work: 42.6 ms of server time, 500 turns
+ * (docs/decisions/build-request-speed.md).
+ */
 const issueBefore = {
   serverMs: 42.6,
   shares: {
@@ -30,7 +33,8 @@ export function buildStages(results: SpeedResults, measuredAt: string): unknown 
       },
       issueText: {
         ...issueBefore,
-        source: "issue 13's own breakdown (its measurement, not this run's): share of the 42.6 ms server time",
+        source:
+          "the breakdown before the speed work (docs/decisions/build-request-speed.md), not this run's: share of the 42.6 ms server time",
       },
     },
     after: {

@@ -72,7 +72,7 @@ describe("speed report rendering", () => {
     };
     expect(stages.before.measured.serverMsPerBuild).toBe(40);
     expect(stages.before.measured.source).toContain("grpc_server_handling_seconds");
-    expect(stages.before.issueText.source).toContain("issue 13");
+    expect(stages.before.issueText.source).toContain("docs/decisions/build-request-speed.md");
     expect(stages.after.sumOfStageMeansMs).toBe(5);
     expect(stages.after.source).toContain("prefixguard_build_stage_seconds");
   });

@@ -1,6 +1,7 @@
-// The speed bench of issue 13: BuildRequest latency against a floor measured in the same run,
-// throughput of one prompt-assembly process, the turn flow, the event pipeline, memory and the stage
-// breakdown; for the tree at the baseline commit ("before") and the working tree ("after").
+// The speed bench (docs/decisions/build-request-speed.md): BuildRequest latency against a floor
+// measured in the same run, throughput of one prompt-assembly process, the turn flow, the event
+// pipeline, memory and the stage breakdown; for the tree at the baseline commit ("before") and the
+// working tree ("after").
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// The database under faults (issue 19): every service as a real process on a mariadbd of the
+// The database under faults (docs/decisions/fault-suites.md): every service as a real process on a mariadbd of the
 // suite's own (temp datadir, own port; the shared server is never touched) and a broker of its own.
 // Mid-load the server is stopped (SIGTERM), stays down for a few seconds and is started again.
 // Asserts: writes fail fast with UNAVAILABLE while it is down (never past their deadline, nothing

@@ -1,7 +1,7 @@
-// Fault suite (issue 7): services as real processes on a dedicated Kafka broker and MariaDB; a 10k
-// event load while each service is SIGKILLed at random points and the broker is stopped and
-// restarted; then counting in MariaDB and on Kafka. Also: DB connections killed during Resolve,
-// and garbage / oversized messages on the topic.
+// Fault suite (docs/decisions/fault-suites.md): services as real processes on a dedicated Kafka
+// broker and MariaDB; a 10k event load while each service is SIGKILLed at random points and the
+// broker is stopped and restarted; then counting in MariaDB and on Kafka. Also: DB connections
+// killed during Resolve, and garbage / oversized messages on the topic.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

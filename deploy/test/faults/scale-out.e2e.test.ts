@@ -1,8 +1,8 @@
-// Scale-out on Kafka (issue 19): two replicas of every service as real processes on a broker of the
-// suite's own and MariaDB. A first load runs on one replica of each (the 1-replica rate), then the
-// second replicas join and a load of ≥ 10,000 events across 500 sessions runs while BuildRequests
-// alternate between both prompt-assembly replicas; mid-load one replica of each service is
-// SIGKILLed. Then it proves, from MariaDB and from Kafka itself:
+// Scale-out on Kafka (docs/decisions/fault-suites.md): two replicas of every service as real
+// processes on a broker of the suite's own and MariaDB. A first load runs on one replica of each
+// (the 1-replica rate), then the second replicas join and a load of ≥ 10,000 events across 500
+// sessions runs while BuildRequests alternate between both prompt-assembly replicas; mid-load one
+// replica of each service is SIGKILLed. Then it proves, from MariaDB and from Kafka itself:
 // - every event applied exactly once per consumer (audit triggers record every position and
 //   projection change, which must tile 1..last with no overlap);
 // - the survivor of each consumer group owns every partition (kafkajs admin), and how long that took;

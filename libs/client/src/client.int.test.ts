@@ -332,7 +332,7 @@ describe("harness client over real gRPC (three servers)", () => {
     expect(fakes.usages.at(-1)).toMatchObject({ idempotencyKey: "call-1", providerResponseId: "", unbuilt: false });
   });
 
-  it("never retries SaveMessage on UNAVAILABLE; retries RecordUsage, idempotent by key since issue 19", async () => {
+  it("never retries SaveMessage on UNAVAILABLE; retries RecordUsage, idempotent by key (docs/decisions/usage-identity.md)", async () => {
     fakes.failNext.set("saveMessage:flaky", 1);
     const saveError = await failure(client.saveMessage({ sessionId: "flaky", role: Role.ROLE_USER, content: "hi" }));
     expect(saveError).toBeInstanceOf(UnavailableError);

@@ -119,7 +119,10 @@ export interface BuildOptions {
   readonly cache?: { readonly retention?: string; readonly previousResponseId?: string; readonly mode?: string };
 }
 
-/** How a usage record is named for retries and whether prefix-guard built its request (issue 19). */
+/**
+ * How a usage record is named for retries and whether prefix-guard built its request
+ * (docs/decisions/usage-identity.md).
+ */
 export interface UsageRecordIdentity {
   /** Names the record: a retry with the same key stores nothing twice. Default: request id + provider response id. */
   readonly idempotencyKey?: string;
@@ -441,7 +444,7 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
             },
             ...identityFields(raw),
           },
-          // Idempotent by key (issue 19): a retry after a lost answer gets the stored answer.
+          // Idempotent by key (docs/decisions/usage-identity.md): a retry after a lost answer gets the stored answer.
           callOptions(true, deadlineMs, overrides),
         ),
       ),
@@ -467,7 +470,7 @@ export function createHarnessClient(options: HarnessClientOptions): HarnessClien
             },
             ...identityFields(usage),
           },
-          // Idempotent by key (issue 19): a retry after a lost answer gets the stored answer.
+          // Idempotent by key (docs/decisions/usage-identity.md): a retry after a lost answer gets the stored answer.
           callOptions(true, deadlineMs, overrides),
         ),
       ),

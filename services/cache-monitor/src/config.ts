@@ -5,7 +5,8 @@ import { DEFAULT_BUILD_WAIT_MS } from "./application/cache-monitor";
 import type { AttributionThresholds } from "./domain/attribution";
 import { type CollapseThresholds, DEFAULT_COLLAPSE_THRESHOLDS } from "./domain/collapse-detection";
 import { CATALOGUE_CURRENCY, priceCatalogueOf } from "./domain/price-catalogue";
-import { type PriceBook, type PriceTable, SEED_001_PRICES } from "./domain/pricing";
+import type { PriceTable } from "./domain/price-table";
+import { type PriceBook, SEED_001_PRICES } from "./domain/pricing";
 
 const pricePerMillion = (fallback: number) => z.coerce.number().finite().min(0).default(fallback);
 const share = (fallback: number) => z.coerce.number().min(0).max(1).default(fallback);

@@ -1,7 +1,8 @@
 export { type CacheMonitorConfig, cacheMonitorConfigSchema, loadCacheMonitorConfig } from "./config";
 // The retention advisor and the price catalogue, for the replay benchmark's write-priced costs.
 export { BUILTIN_CATALOGUE, catalogueEntryFor } from "./domain/price-catalogue";
-export { costOf, type PriceTable } from "./domain/pricing";
+export type { PriceTable } from "./domain/price-table";
+export { costOf } from "./domain/pricing";
 export { RETENTIONS, type Retention } from "./domain/retention";
 export {
   type AdvisedCall,

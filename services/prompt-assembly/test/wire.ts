@@ -6,13 +6,13 @@
 
 import { canonicalJson } from "@prefix-guard/canonical-json";
 import { estimateTokens, tokensOfUnits } from "@prefix-guard/canonical-json/tokens";
-import type { ChatRequest, WireFormat } from "../src/domain/model";
+import type { ChatRequest } from "../src/domain/model";
 import { orderTools } from "../src/domain/tool-order";
-import type { AnthropicMessagesBody } from "../src/domain/wire-formats/anthropic-messages";
+import type { AnthropicMessagesBody } from "../src/domain/wire-formats/anthropic-body";
 import type { BedrockConverseBody } from "../src/domain/wire-formats/bedrock-converse";
 import type { OpenAiChatBody } from "../src/domain/wire-formats/openai-chat";
 import type { OpenAiResponsesBody } from "../src/domain/wire-formats/openai-responses";
-import { wireFormatPlugin } from "../src/domain/wire-formats/registry";
+import { type WireFormat, wireFormatPlugin } from "../src/domain/wire-formats/registry";
 import {
   type SerializeOptions as PluginOptions,
   serializeJson,

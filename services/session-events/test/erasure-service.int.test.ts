@@ -1,6 +1,7 @@
-// Issue 26 through the running service (SQLite files, the embedded bus, a principals file): who
-// gets data keys, that an erased session's content is gone from the database FILES (secure_delete
-// and the WAL), and that the retention sweep runs on its own timer with the service's clock.
+// docs/decisions/crypto-shredding.md through the running service (SQLite files, the embedded bus, a
+// principals file): who gets data keys, that an erased session's content is gone from the database
+// FILES (secure_delete and the WAL), and that the retention sweep runs on its own timer with the
+// service's clock.
 
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -31,7 +31,8 @@ export function selfStatedName(index: number): string {
 export function hostileSummaries(chars = MAX_SUMMARY_INPUT_CHARS): HostileSummary[] {
   const half = Math.floor(chars / 2);
   const shapes: [name: string, summary: string][] = [
-    // The issue's shape: one e-mail local part that every start position scanned to its end.
+    // The shape that made the old e-mail pattern backtrack: one local part that every start position
+    // scanned to its end (docs/decisions/summary-scrubbing.md).
     ["e-mail: digits @ letters .1", `${"1".repeat(half)}@${"a".repeat(chars - half - 3)}.1`],
     ["e-mail: letters @ dotted labels", fill(chars, "a.", "x@")],
     ["e-mail: @ dashes", fill(chars, "-", "a@")],

@@ -481,9 +481,9 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     });
 
     it("answers RecordUsage with the cause the stored record keeps while the build's PrefixChanged is on its way", async () => {
-      // Issue 27 §6a: a tool added before the build, the usage forwarded raw. The observation is
-      // stored, its PrefixChanged not yet: answering then said provider_only, and the stored collapse
-      // became tools_changed a moment later.
+      // docs/decisions/awaited-prefix-change.md: a tool added before the build, the usage forwarded
+      // raw. The observation is stored, its PrefixChanged not yet: answering then said
+      // provider_only, and the stored collapse became tools_changed a moment later.
       const arrivals = new BuildArrivals();
       const patient = monitorOn(db, { arrivals, timeoutMs: 10_000, pollMs: 10_000 });
       const session = "s-change-on-its-way";

@@ -435,10 +435,11 @@ export class CacheMonitor {
    * FAILED_PRECONDITION unless prefix-guard built `requestId`: a usage joined with no build would be
    * priced and compared but never explained, which is what the harness must say it wants (unbuilt).
    * The build's observation may still be on its way through Kafka, so wait for it (BuildWait), and
-   * for the PrefixChanged it announced (issue 27 §6a): answered between the two, the call would be
-   * explained as if our prefix had not changed (provider_only) and the stored collapse re-explained
-   * a moment later, so the answer would contradict the record. `record_anyway`: the same wait, and
-   * past it the usage is recorded without its build (explained when the build's events come).
+   * for the PrefixChanged it announced (docs/decisions/awaited-prefix-change.md): answered between
+   * the two, the call would be explained as if our prefix had not changed (provider_only) and the
+   * stored collapse re-explained a moment later, so the answer would contradict the record.
+   * `record_anyway`: the same wait, and past it the usage is recorded without its build (explained
+   * when the build's events come).
    */
   private async requireBuilt(
     sessionId: string,

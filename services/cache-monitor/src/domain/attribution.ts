@@ -46,7 +46,8 @@ export function changeAwaited(prefix: PrefixJoin): boolean {
 
 /**
  * "unknown" until what our fingerprints saw is known: no observation yet, or one that announced a
- * PrefixChanged still on its way (calling that "unchanged" would blame the provider, issue 27 §6a).
+ * PrefixChanged still on its way (calling that "unchanged" would blame the provider,
+ * docs/decisions/awaited-prefix-change.md).
  */
 export function ourVerdictOf(prefix: PrefixJoin): OurVerdict {
   if (prefix.change !== null) return "changed";

@@ -52,7 +52,7 @@ const rulesChange: PrefixChange = {
 const changed: PrefixJoin = { observed: { firstBuild: false }, change: rulesChange };
 const unchanged: PrefixJoin = { observed: { firstBuild: false }, change: null };
 const firstBuild: PrefixJoin = { observed: { firstBuild: true }, change: null };
-/** The observation announced a PrefixChanged that has not arrived (issue 27 §6a). */
+/** The observation announced a PrefixChanged that has not arrived (docs/decisions/awaited-prefix-change.md). */
 const changeOnItsWay: PrefixJoin = { observed: { firstBuild: false, prefixChanged: true }, change: null };
 const hit = usage({ cachedTokens: 452_000 });
 

@@ -27,7 +27,8 @@ import {
   type TrafficSource,
   type UsageFacts,
 } from "./model";
-import { costAtCachedShare, costOf, extraCost, type PriceTable } from "./pricing";
+import type { PriceTable } from "./price-table";
+import { costAtCachedShare, costOf, extraCost } from "./pricing";
 import { recoverPrefixChange } from "./recovered-change";
 import { retentionInForce } from "./retention";
 

@@ -14,7 +14,7 @@ import {
   type ProviderCatalogue,
   type Retention,
 } from "@prefix-guard/providers";
-import type { PriceTable } from "./pricing";
+import type { PriceTable } from "./price-table";
 
 export interface CatalogueEntry {
   /** Model-name prefix of the family, lower case (`claude-sonnet-4`, `gpt-5-mini`). */

@@ -13,7 +13,7 @@
 // that puts its breakpoint at the end of the prompt does.
 
 import { cachedShareOf, reuseOf } from "./collapse-detection";
-import type { PriceTable } from "./pricing";
+import type { PriceTable } from "./price-table";
 import { RETENTION_TTL_MS, RETENTIONS, type Retention, retentionInForce } from "./retention";
 
 export interface AdvisedCall {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BUILTIN_CATALOGUE, catalogueEntryFor } from "./price-catalogue";
-import type { PriceTable } from "./pricing";
+import type { PriceTable } from "./price-table";
 import { type AdvisedCall, adviseRetention, offeredRetentions, writePriceFor } from "./retention-advisor";
 
 const MINUTE = 60_000;

@@ -1,5 +1,6 @@
-// Which RecordUsage calls are the same record (issue 19): a retry after a lost answer must find the
-// stored row instead of billing the call twice, and a key reused for other content must be refused.
+// Which RecordUsage calls are the same record (docs/decisions/usage-identity.md): a retry after a
+// lost answer must find the stored row instead of billing the call twice, and a key reused for
+// other content must be refused.
 
 import { AlreadyExistsError } from "@prefix-guard/errors";
 import { checkId } from "@prefix-guard/events/ids";

@@ -1,7 +1,7 @@
-// Issue 26 on prompt-assembly's side: schema 2 events (content sealed with the session's data key)
-// are opened on the consumer path and on a build's ReadEvents catch-up; an erased session's events
-// are applied without content (no DLQ), a seal that does not open goes to the DLQ alone, and a
-// deleted session leaves no content in any table.
+// docs/decisions/crypto-shredding.md on prompt-assembly's side: schema 2 events (content sealed
+// with the session's data key) are opened on the consumer path and on a build's ReadEvents
+// catch-up; an erased session's events are applied without content (no DLQ), a seal that does not
+// open goes to the DLQ alone, and a deleted session leaves no content in any table.
 
 import { LOCAL_HARNESS } from "@prefix-guard/access";
 import {

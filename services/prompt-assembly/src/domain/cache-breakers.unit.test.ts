@@ -16,13 +16,14 @@ import {
 import { QUIET_TURN_HINTS as HINTS } from "../../test/cause-hints";
 import { type SerializeOptions, serializeRequest } from "../../test/wire";
 import { fingerprintRequest } from "./fingerprint";
-import type { ChatRequest, ToolDefinition, WireFormat } from "./model";
+import type { ChatRequest, ToolDefinition } from "./model";
 import { comparePrefix, type ToolsChangeKind } from "./prefix-monitor";
 import { orderTools } from "./tool-order";
-import type { AnthropicMessagesBody } from "./wire-formats/anthropic-messages";
+import type { AnthropicMessagesBody } from "./wire-formats/anthropic-body";
 import type { BedrockConverseBody } from "./wire-formats/bedrock-converse";
 import type { OpenAiChatBody } from "./wire-formats/openai-chat";
 import type { OpenAiResponsesBody } from "./wire-formats/openai-responses";
+import type { WireFormat } from "./wire-formats/registry";
 
 const FORMATS: readonly WireFormat[] = ["openai_chat", "anthropic_messages", "openai_responses", "bedrock_converse"];
 const hashOf = (text: string): string => `h(${text})`;

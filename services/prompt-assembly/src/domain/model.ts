@@ -56,8 +56,6 @@ export interface ChatMessage {
 
 import type { ProviderCacheOptions } from "./provider-cache";
 
-export type { WireFormat } from "./wire-formats/registry";
-
 export type Locale = "zh-CN" | "en";
 
 /** The provider-neutral request. `system` is in final order (harness sections, current-date, workspace-rules). */

@@ -45,7 +45,7 @@ export function currentDateSectionText(anchorDate: string, locale: Locale, allow
 /**
  * Appended where a single over-long message was cut (seed 002 §2.1 `omissionMarker`). It says only
  * what was cut: a message in the window comes after the summary's boundary, so no summary covers
- * it, and seed 002's "结论已并入会话摘要" would be untrue (issue 14 §2).
+ * it, and seed 002's "结论已并入会话摘要" would be untrue (docs/decisions/honest-announcements.md).
  */
 export function omissionMarkerText(omittedChars: number, locale: Locale): string {
   if (locale === "zh-CN") return `……（以下省略 ${omittedChars} 字）`;
@@ -68,7 +68,7 @@ function turns(count: number): string {
  * Dropped-turns announcement when a summary sits right above it (seed 002 §5.1), with both exact
  * counts: the summary covers the turns up to the compaction boundary (`summarisedTurns`; 0 when it
  * was inherited from another session), and the turns dropped after the boundary are covered by
- * nothing. Saying "merged into the summary" of those would be untrue (issue 14 §2).
+ * nothing. Saying "merged into the summary" of those would be untrue (docs/decisions/honest-announcements.md).
  */
 export function droppedTurnsAfterSummaryText(summarisedTurns: number, droppedTurns: number, locale: Locale): string {
   if (locale === "zh-CN") {
@@ -92,8 +92,8 @@ export function droppedTurnsNotSummarisedText(droppedTurns: number, locale: Loca
 }
 
 /**
- * The instruction appended to a compaction request (issue 14 §1, seed 002 §1 and §4.4, seed 000
- * §5.5): a rolling summary that extends the one above, within the stored summary's limit, with
+ * The instruction appended to a compaction request (docs/decisions/compaction-request.md, seed 002 §1
+ * and §4.4, seed 000 §5.5): a rolling summary that extends the one above, within the stored summary's limit, with
  * the user's goals and words taken only from what the user really wrote. <date-change> notices are
  * the system's, not the user's, and are never copied; personal data never enters a summary.
  */

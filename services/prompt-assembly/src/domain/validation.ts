@@ -12,10 +12,10 @@ import type {
 } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { CURRENT_DATE_SECTION_KEY } from "./date-anchor";
-import type { Locale, SystemSection, ToolDefinition, WireFormat } from "./model";
+import type { Locale, SystemSection, ToolDefinition } from "./model";
 import { WORKSPACE_RULES_SECTION_KEY } from "./prefix-monitor";
 import { type ProviderCacheRequest, validateProviderCacheRequest } from "./provider-cache";
-import { wireFormatOfProto, wireFormatPlugin } from "./wire-formats/registry";
+import { type WireFormat, wireFormatOfProto, wireFormatPlugin } from "./wire-formats/registry";
 
 const RESERVED_SECTION_KEYS: ReadonlySet<string> = new Set([CURRENT_DATE_SECTION_KEY, WORKSPACE_RULES_SECTION_KEY]);
 

@@ -1,6 +1,7 @@
-// Issue 26 in session-events, on SQLite and on real MariaDB: content is sealed with the session's
-// data key on write; DeleteSession (and the retention sweep) erase every byte of a session's content
-// from every table; live sessions stay readable; sessions from before keys existed get one lazily.
+// docs/decisions/crypto-shredding.md in session-events, on SQLite and on real MariaDB: content is
+// sealed with the session's data key on write; DeleteSession (and the retention sweep) erase every
+// byte of a session's content from every table; live sessions stay readable; sessions from before
+// keys existed get one lazily.
 
 import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";

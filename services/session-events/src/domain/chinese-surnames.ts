@@ -1,5 +1,6 @@
 /**
- * Data tables for the Chinese name heuristics in summary-scrub.ts (seed 002 §4.4, issue 14 §3).
+ * Data tables for the Chinese name heuristics in summary-scrub.ts (seed 002 §4.4,
+ * docs/decisions/summary-scrubbing.md).
  *
  * Surnames are the ~100 most common single-character ones (about 85 % of the population) plus a few
  * more whose characters rarely start an ordinary word, and the compound surnames. Characters that are

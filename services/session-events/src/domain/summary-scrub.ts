@@ -6,10 +6,11 @@ import { replaceTerms, type ScanWork } from "./term-matcher";
 import { truncateCodePoints } from "./text";
 
 /**
- * Summary scrubbing (seed 002 §4.4, issue 14 §3): a stored summary must not carry birth dates, birth
- * times, birth places, names or contact data, because it is copied into later prompts and into continued
- * sessions. A harness writes the summary, so nothing marks the names in it: these are heuristics, tuned
- * to lose a word now and then rather than keep a name, but not to blank ordinary text.
+ * Summary scrubbing (seed 002 §4.4, docs/decisions/summary-scrubbing.md): a stored summary must not
+ * carry birth dates, birth times, birth places, names or contact data, because it is copied into
+ * later prompts and into continued sessions. A harness writes the summary, so nothing marks the
+ * names in it: these are heuristics, tuned to lose a word now and then rather than keep a name, but
+ * not to blank ordinary text.
  *
  * Heuristics, in the order applied (each hit becomes SCRUB_MARKER; adjacent markers collapse):
  * 1. emails;

@@ -64,7 +64,7 @@ describe("scrubSummary", () => {
   });
 });
 
-describe("scrubSummary: names in realistic summaries (issue 14 §3)", () => {
+describe("scrubSummary: names in realistic summaries (docs/decisions/summary-scrubbing.md)", () => {
   const M = SCRUB_MARKER;
   // [summary as a harness writes it, the exact stored text]
   const scrubbed: [string, string][] = [
@@ -154,7 +154,7 @@ describe("scrubSummary: names in realistic summaries (issue 14 §3)", () => {
     "同事建议用 Redis 做缓存，朋友推荐了 Kafka，领导同意了。",
   ];
 
-  it("has the table the issue asks for", () => {
+  it("has the table docs/decisions/summary-scrubbing.md asks for", () => {
     expect(scrubbed.length + unchanged.length).toBeGreaterThanOrEqual(40);
     expect(unchanged.length).toBeGreaterThanOrEqual(12);
   });
@@ -282,7 +282,8 @@ describe("scrubSummary: hostile input costs work linear in its length", () => {
   /** Term lengths that differ: at most that many terms can end at one position of the text. */
   const distinctLengths = (terms: readonly string[]) => new Set(terms.map((term) => term.length)).size;
   // About twenty passes over the text (each regular expression once, the scanners a few steps per
-  // character); the old e-mail pattern alone took ~10,000 steps per character on the issue's shape.
+  // character); the old e-mail pattern alone took ~10,000 steps per character on the
+  // e-mail shape below (docs/decisions/summary-scrubbing.md).
   const STEPS_PER_CHAR = 40;
   // Each position can end one occurrence per term length, and each costs a few steps to choose.
   const STEPS_PER_OCCURRENCE = 4;
@@ -292,7 +293,7 @@ describe("scrubSummary: hostile input costs work linear in its length", () => {
     return { scrubbed, steps: work.steps };
   };
 
-  it("scrubs the issue's summary in steps proportional to its length", () => {
+  it("scrubs the e-mail shape that made the old pattern backtrack in steps proportional to its length", () => {
     const summary = `${"1".repeat(10000)}@${"a".repeat(9990)}.1`;
     const { scrubbed, steps } = stepsOf(summary, []);
     expect(steps).toBeLessThanOrEqual(STEPS_PER_CHAR * summary.length);
@@ -300,7 +301,7 @@ describe("scrubSummary: hostile input costs work linear in its length", () => {
   });
 
   const shapes = hostileSummaries();
-  it("has the worst-shape table the issue asks for", () => {
+  it("has the worst-shape table docs/decisions/summary-scrubbing.md asks for", () => {
     expect(shapes.length).toBeGreaterThanOrEqual(30);
     for (const shape of shapes) expect(codePointLength(shape.summary), shape.name).toBe(MAX_SUMMARY_INPUT_CHARS);
   });

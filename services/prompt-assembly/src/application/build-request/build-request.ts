@@ -453,7 +453,7 @@ export class PromptBuilder {
     }
     const lookup = (view: Pick<ProjectedSessionView, "generation" | "kind" | "workspace" | "locale">) => ({
       sessionId: input.sessionId,
-      // An empty workspace or locale in the request means the session's own (issue 14 §4).
+      // An empty workspace or locale in the request means the session's own (docs/decisions/session-defaults.md).
       workspace: input.workspace.length > 0 ? input.workspace : view.workspace,
       source: input.rulesSource,
       generation: view.generation,

@@ -47,7 +47,7 @@ export interface RulesResolver {
   resolve(request: ResolveRequest, timeoutMs: number): Promise<ResolveResponse>;
 }
 
-/** rules-snapshot names Resolve's fields; the harness sent BuildRequest's (issue 14 §4). */
+/** rules-snapshot names Resolve's fields; the harness sent BuildRequest's (docs/decisions/session-defaults.md). */
 const BUILD_REQUEST_FIELDS: ReadonlyArray<readonly [string, string]> = [
   ["source.file.", "rules_file."],
   ["source.content.", "rules_content."],

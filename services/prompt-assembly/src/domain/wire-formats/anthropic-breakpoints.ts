@@ -39,7 +39,7 @@ import type {
   AnthropicMessage,
   AnthropicMessagesBody,
   AnthropicTool,
-} from "./anthropic-messages";
+} from "./anthropic-body";
 import {
   type BreakpointPlacement,
   type CacheElementTokens,

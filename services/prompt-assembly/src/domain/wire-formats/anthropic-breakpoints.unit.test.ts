@@ -12,13 +12,13 @@ import {
 } from "../../../test/cache-workload";
 import { serializeAnthropicMessages } from "../../../test/wire";
 import type { ChatMessage, ChatRequest, Locale } from "../model";
+import type { AnthropicCacheControl, AnthropicContentBlock, AnthropicMessagesBody } from "./anthropic-body";
 import {
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,
   countCacheBreakpoints,
   IMAGE_BLOCK_ESTIMATED_TOKENS,
   placeAnthropicBreakpoints,
 } from "./anthropic-breakpoints";
-import type { AnthropicCacheControl, AnthropicContentBlock, AnthropicMessagesBody } from "./anthropic-messages";
 
 // ---------------------------------------------------------------------------------------------
 // An independent reading of a body: every cacheable element in Anthropic's cache order (tools,

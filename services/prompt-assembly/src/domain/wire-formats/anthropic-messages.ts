@@ -18,6 +18,14 @@ import {
   turnFragment,
   turnRoleOf,
 } from "./alternating-turns";
+import type {
+  AnthropicContentBlock,
+  AnthropicImageSource,
+  AnthropicMessage,
+  AnthropicMessagesBody,
+  AnthropicSystemBlock,
+  AnthropicTool,
+} from "./anthropic-body";
 import { blockTokens, cacheControlFor, markLastIf, requireMinimumTokens, toolTokens } from "./anthropic-breakpoints";
 import { MessageMemo } from "./message-memo";
 import {
@@ -30,58 +38,6 @@ import {
 
 /** Anthropic requires max_tokens; used when the request does not set maxOutputTokens. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
-
-export interface AnthropicCacheControl {
-  readonly type: "ephemeral";
-  /** Opt-in (BuildRequest `cache.retention`); absent = the provider's default, 5 minutes. */
-  readonly ttl?: "5m" | "1h";
-}
-export type AnthropicImageSource =
-  | { readonly type: "url"; readonly url: string }
-  | { readonly type: "base64"; readonly media_type: string; readonly data: string };
-export type AnthropicContentBlock =
-  | { readonly type: "text"; readonly text: string; readonly cache_control?: AnthropicCacheControl }
-  | { readonly type: "image"; readonly source: AnthropicImageSource; readonly cache_control?: AnthropicCacheControl }
-  | {
-      readonly type: "tool_use";
-      readonly id: string;
-      readonly name: string;
-      readonly input: Readonly<Record<string, unknown>>;
-      readonly cache_control?: AnthropicCacheControl;
-    }
-  | {
-      readonly type: "tool_result";
-      readonly tool_use_id: string;
-      readonly content: string;
-      readonly is_error?: true;
-      readonly cache_control?: AnthropicCacheControl;
-    };
-export interface AnthropicMessage {
-  readonly role: "user" | "assistant";
-  readonly content: readonly AnthropicContentBlock[];
-}
-export interface AnthropicSystemBlock {
-  readonly type: "text";
-  readonly text: string;
-  readonly cache_control?: AnthropicCacheControl;
-}
-export interface AnthropicTool {
-  readonly name: string;
-  readonly description: string;
-  readonly input_schema: unknown;
-  readonly cache_control?: AnthropicCacheControl;
-}
-export interface AnthropicMessagesBody {
-  readonly model: string;
-  readonly max_tokens: number;
-  readonly system?: readonly AnthropicSystemBlock[];
-  readonly tools?: readonly AnthropicTool[];
-  readonly messages: readonly AnthropicMessage[];
-  /** Opt-in automatic caching (`cache.mode` "automatic"): Anthropic marks the last cacheable block itself. */
-  readonly cache_control?: AnthropicCacheControl;
-  /** Opt-in: ask for cache_miss_reason against the session's previous response. */
-  readonly diagnostics?: { readonly previous_message_id: string };
-}
 
 type Block = TurnBlock<AnthropicContentBlock>;
 type Turn = AlternatingTurn<Block>;

@@ -6,7 +6,7 @@ import { assembleRequest, makeSections, makeTools, workloadSteps } from "../../.
 import { type SerializeOptions, serializeAnthropicMessages, serializeBedrockConverse } from "../../../test/wire";
 import type { ChatMessage, ChatRequest, ToolDefinition } from "../model";
 import { validateProviderCacheRequest } from "../provider-cache";
-import type { AnthropicMessagesBody } from "./anthropic-messages";
+import type { AnthropicMessagesBody } from "./anthropic-body";
 import {
   assertValidCachePoints,
   type BedrockCachePoint,

@@ -8,15 +8,17 @@ import {
   serializeOpenAiResponses,
   serializeRequest,
 } from "../../../test/wire";
-import type { ChatMessage, ChatRequest, ToolDefinition, WireFormat } from "../model";
+import type { ChatMessage, ChatRequest, ToolDefinition } from "../model";
+import type { AnthropicMessagesBody } from "./anthropic-body";
 import {
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,
   countCacheBreakpoints,
   placeAnthropicBreakpoints,
 } from "./anthropic-breakpoints";
-import { ANTHROPIC_DEFAULT_MAX_TOKENS, type AnthropicMessagesBody } from "./anthropic-messages";
+import { ANTHROPIC_DEFAULT_MAX_TOKENS } from "./anthropic-messages";
 import type { OpenAiChatBody } from "./openai-chat";
 import type { OpenAiResponsesBody } from "./openai-responses";
+import type { WireFormat } from "./registry";
 import { systemText } from "./wire-format";
 
 const FORMATS: readonly WireFormat[] = ["openai_chat", "anthropic_messages", "openai_responses"];

@@ -1,7 +1,7 @@
-// Issue 25: a Resolve naming a file reads it only inside the session's workspace (and RULES_FILE_ROOTS),
-// whatever symlinks, FIFOs or devices the tree holds. Every row goes through RulesSnapshotService
-// with the production reader on SQLite, so a refusal is seen as the caller sees it, and as nothing
-// pinned.
+// docs/decisions/rules-file-confinement.md: a Resolve naming a file reads it only inside the
+// session's workspace (and RULES_FILE_ROOTS), whatever symlinks, FIFOs or devices the tree holds.
+// Every row goes through RulesSnapshotService with the production reader on SQLite, so a refusal is
+// seen as the caller sees it, and as nothing pinned.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
