@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.9
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help install proto build run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean docs-providers
+.PHONY: help install proto build run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean docs-providers docs-capacity
 
 help:
 	@echo "make run     whole system in one process (SQLite + embedded transport), Ctrl-C stops"
@@ -74,12 +74,18 @@ format: install
 	biome check --write .
 
 # The bench runs its own broker on 39092 (bench/src/speed/bench.sh); BENCH_ARGS=--quick for a short run,
-# BENCH_ONLY=speed|replay|gateway for one part.
+# BENCH_ONLY=speed|replay|gateway for one part. Both rewrite docs/capacity.md from the new results.
 bench: proto mariadb
 	bash bench/src/speed/bench.sh $(BENCH_ARGS)
+	node --import tsx bench/src/capacity/write-capacity-doc.ts
 
 bench-quick: proto mariadb
 	bash bench/src/speed/bench.sh --quick $(BENCH_ARGS)
+	node --import tsx bench/src/capacity/write-capacity-doc.ts
+
+# docs/capacity.md is rendered from bench/results/speed.json and gateway.json (a unit test checks it).
+docs-capacity: install
+	node --import tsx bench/src/capacity/write-capacity-doc.ts
 
 clean:
 	rm -rf .run .data proto/gen libs/client/build libs/client/dist services/*/dist libs/prefixctl/dist deploy/examples/java-consumer/target
