@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import type { Migration } from "./migrations";
+import { lockForUpdate } from "./sql";
 
 /** Shared by every consumer: the last applied seq per (consumer, session). */
 export const consumerPositionTable: Migration = {
@@ -47,7 +48,7 @@ export async function applyInSessionOrder(
     const query = trx("consumer_position")
       .where({ consumer: args.consumer, session_id: args.sessionId })
       .first("last_seq");
-    const row = trx.client.config.client === "mysql2" ? await query.forUpdate() : await query;
+    const row = await lockForUpdate(query);
     const lastSeq = row ? Number(row.last_seq) : 0;
     if (args.seq <= lastSeq) return { kind: "duplicate", lastSeq } as const;
     if (args.seq > lastSeq + 1 && !args.applyAcrossGap) return { kind: "gap", lastSeq } as const;
@@ -120,7 +121,7 @@ export async function lockConsumerPositions(
     .whereIn("session_id", [...sessionIds].sort())
     .orderBy("session_id")
     .select("session_id", "last_seq");
-  const rows = (trx.client.config.client === "mysql2" ? await query.forUpdate() : await query) as Array<{
+  const rows = (await lockForUpdate(query)) as Array<{
     session_id: string;
     last_seq: number | string;
   }>;

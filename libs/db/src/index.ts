@@ -15,4 +15,13 @@ export type { Migration } from "./migrations";
 export { pendingMigrations, runMigrations } from "./migrations";
 export { MAX_SERVER_LOCK_NAME, serverLockName } from "./server-lock-name";
 export type { Sql, SqlDialect, Statement } from "./sql";
-export { dialectOf, forUpdate, inSqlTransaction, upsertStatement, valueList, valueRows, withSql } from "./sql";
+export {
+  dialectOf,
+  forUpdate,
+  inSqlTransaction,
+  lockForUpdate,
+  upsertStatement,
+  valueList,
+  valueRows,
+  withSql,
+} from "./sql";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDatabase, type Database } from "./database";
-import { inSqlTransaction, upsertStatement, valueList, withSql } from "./sql";
+import { dialectOf, inSqlTransaction, lockForUpdate, upsertStatement, valueList, withSql } from "./sql";
 import { createTestDatabase, type TestDatabase } from "./testing";
 
 interface Target {
@@ -109,5 +109,26 @@ describe.each(targets)("plain SQL on $name", (target) => {
       }),
     ).rejects.toThrow("after the write");
     expect(await db("kv").where({ k: "a" }).first("v")).toEqual({ v: "committed" });
+  });
+
+  it("lockForUpdate: the query builder's rows stay locked until commit on MySQL; SQLite reads them as they are", async () => {
+    await db("kv").insert({ k: "locked", v: "x", flag: false });
+    const mysql = dialectOf(db) === "mysql";
+    await db.transaction(async (trx) => {
+      const query = lockForUpdate(trx("kv").where({ k: "locked" }).first("v"));
+      expect(query.toSQL().sql.toLowerCase().includes("for update")).toBe(mysql);
+      expect(await query).toEqual({ v: "x" });
+      if (mysql) {
+        // Another connection cannot lock the row while this transaction holds it (NOWAIT: no waiting).
+        await expect(
+          db.transaction((other) => other("kv").where({ k: "locked" }).first("v").forUpdate().noWait()),
+        ).rejects.toThrow(/lock/i);
+      }
+    });
+    if (mysql) {
+      await db.transaction(async (other) => {
+        expect(await other("kv").where({ k: "locked" }).first("v").forUpdate().noWait()).toEqual({ v: "x" });
+      });
+    }
   });
 });

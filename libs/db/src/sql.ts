@@ -29,7 +29,8 @@ export interface Statement {
   readonly values?: readonly unknown[];
 }
 
-export function dialectOf(db: Knex): SqlDialect {
+/** The dialect of a knex instance, transaction or query builder. */
+export function dialectOf(db: Pick<Knex, "client">): SqlDialect {
   return db.client.config.client === "mysql2" ? "mysql" : "sqlite";
 }
 
@@ -185,4 +186,12 @@ export function upsertStatement(
 /** " FOR UPDATE" on MySQL (row locks until commit); SQLite has one writer at a time anyway. */
 export function forUpdate(dialect: SqlDialect): string {
   return dialect === "mysql" ? " FOR UPDATE" : "";
+}
+
+/**
+ * forUpdate for the query builder: `query` with FOR UPDATE on MySQL (row locks until commit),
+ * unchanged on SQLite (one writer at a time anyway, and knex warns on FOR UPDATE there).
+ */
+export function lockForUpdate<Query extends Knex.QueryBuilder>(query: Query): Query {
+  return dialectOf(query) === "mysql" ? (query.forUpdate() as Query) : query;
 }

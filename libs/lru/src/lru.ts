@@ -1,18 +1,21 @@
-// A map bounded by entries and, optionally, by a weight (bytes): the least recently used entries
-// leave first. Every in-process cache of the project that can grow with its input is one of these,
-// so "bounded memory" is one reviewed piece of code and one set of tests.
+// A map bounded by entries, by a weight (bytes), or both: the least recently used entries leave
+// first. Every in-process cache of the project that can grow with its input is one of these, so
+// "bounded memory" is one reviewed piece of code and one set of tests.
 //
 // It leans on Map keeping insertion order: an entry read or written is deleted and re-inserted, so
-// the first key is always the least recently used one.
+// the first key is always the least recently used one. A read allocates nothing.
+//
+// A bound of 0 turns the cache off: it keeps nothing and every set() returns false, which is what
+// a "…_CACHE_BYTES=0" setting means everywhere.
 
 export interface LruOptions<K, V> {
-  /** Entries kept at most (≥ 1). */
-  readonly maxEntries: number;
-  /** The most the entries may weigh together; absent: only maxEntries bounds the map. */
+  /** Entries kept at most (an integer ≥ 0; 0: nothing is kept); absent: only maxWeight bounds the map. */
+  readonly maxEntries?: number;
+  /** The most the entries may weigh together (≥ 0; 0: nothing is kept); absent: only maxEntries bounds the map. */
   readonly maxWeight?: number;
-  /** An entry's weight (e.g. its bytes); required with maxWeight. */
+  /** An entry's weight (e.g. its bytes: finite, ≥ 0), taken once when it is set; required with maxWeight. */
   readonly weigh?: (value: V, key: K) => number;
-  /** Told about each entry pushed out by the bounds (not about delete() or a replaced value). */
+  /** Told about each entry pushed out by the bounds (not about delete(), a replaced value or a refused one). */
   readonly onEvict?: (key: K, value: V) => void;
 }
 
@@ -24,12 +27,25 @@ interface Slot<V> {
 export class LruMap<K, V> {
   private readonly slots = new Map<K, Slot<V>>();
   private totalWeight = 0;
+  private readonly maxEntries: number;
+  private readonly maxWeight: number;
 
   constructor(private readonly options: LruOptions<K, V>) {
-    if (!Number.isInteger(options.maxEntries) || options.maxEntries < 1)
-      throw new RangeError(`maxEntries must be an integer ≥ 1, got ${options.maxEntries}`);
-    if (options.maxWeight !== undefined && options.weigh === undefined)
-      throw new RangeError("maxWeight needs a weigh function");
+    const { maxEntries, maxWeight, weigh } = options;
+    if (maxEntries === undefined && maxWeight === undefined)
+      throw new RangeError("an LruMap needs maxEntries, maxWeight or both");
+    if (maxEntries !== undefined && (!Number.isInteger(maxEntries) || maxEntries < 0))
+      throw new RangeError(`maxEntries must be an integer ≥ 0, got ${maxEntries}`);
+    if (maxWeight !== undefined && (!Number.isFinite(maxWeight) || maxWeight < 0))
+      throw new RangeError(`maxWeight must be a finite number ≥ 0, got ${maxWeight}`);
+    if (maxWeight !== undefined && weigh === undefined) throw new RangeError("maxWeight needs a weigh function");
+    this.maxEntries = maxEntries ?? Number.POSITIVE_INFINITY;
+    this.maxWeight = maxWeight ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** False when a bound is 0: the map keeps nothing. */
+  get enabled(): boolean {
+    return this.maxEntries > 0 && this.maxWeight > 0;
   }
 
   get size(): number {
@@ -61,16 +77,20 @@ export class LruMap<K, V> {
 
   /**
    * Stores the value as the most recently used, then evicts from the oldest end until both bounds
-   * hold. A value heavier than maxWeight by itself is not stored (and any old value of the key is
-   * gone): returns false.
+   * hold. A value heavier than maxWeight by itself, or any value while the map is off, is not
+   * stored and evicts nothing, but the key's old value is gone: returns false.
+   *
+   * @throws RangeError when weigh gives a negative or non-finite weight (the map is left as it was).
    */
   set(key: K, value: V): boolean {
-    this.delete(key);
     const weight = this.options.weigh?.(value, key) ?? 0;
-    if (this.options.maxWeight !== undefined && weight > this.options.maxWeight) return false;
+    if (!Number.isFinite(weight) || weight < 0)
+      throw new RangeError(`weigh must give a finite weight ≥ 0, got ${weight} for ${String(key)}`);
+    this.delete(key);
+    if (!this.enabled || weight > this.maxWeight) return false;
     this.slots.set(key, { value, weight });
     this.totalWeight += weight;
-    this.evict();
+    if (this.slots.size > this.maxEntries || this.totalWeight > this.maxWeight) this.evict();
     return true;
   }
 
@@ -93,9 +113,9 @@ export class LruMap<K, V> {
   }
 
   private evict(): void {
-    const { maxEntries, maxWeight, onEvict } = this.options;
+    const { onEvict } = this.options;
     for (const [key, slot] of this.slots) {
-      if (this.slots.size <= maxEntries && (maxWeight === undefined || this.totalWeight <= maxWeight)) return;
+      if (this.slots.size <= this.maxEntries && this.totalWeight <= this.maxWeight) return;
       this.slots.delete(key);
       this.totalWeight -= slot.weight;
       onEvict?.(key, slot.value);

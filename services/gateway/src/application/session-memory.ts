@@ -37,11 +37,7 @@ export class SessionMemory {
   private readonly entries: LruMap<string, Entry>;
 
   constructor(private readonly maxBytes: number) {
-    this.entries = new LruMap({
-      maxEntries: Number.MAX_SAFE_INTEGER,
-      maxWeight: maxBytes,
-      weigh: (entry) => entry.bytes,
-    });
+    this.entries = new LruMap({ maxWeight: maxBytes, weigh: (entry) => entry.bytes });
   }
 
   get bytes(): number {

@@ -12,6 +12,7 @@
 //
 // Fail open: an error in a rule sends the client's body unchanged.
 
+import { LruMap } from "@prefix-guard/lru";
 import { isJsonRecord } from "../domain/json-record";
 import type { RouteName } from "../domain/routes";
 import type { StabilizationRecorder, StabilizationRule } from "../domain/stabilize/rules";
@@ -46,12 +47,14 @@ export interface StabilizerHooks {
 }
 
 export class Stabilizer {
-  private readonly states = new Map<string, SessionStabilizationState>();
+  private readonly states: LruMap<string, SessionStabilizationState>;
 
   constructor(
     private readonly settings: StabilizerSettings,
     private readonly hooks: StabilizerHooks = {},
-  ) {}
+  ) {
+    this.states = new LruMap({ maxEntries: settings.maxSessions });
+  }
 
   /** Sessions whose state is held. */
   get sessions(): number {
@@ -67,8 +70,8 @@ export class Stabilizer {
     if (!isJsonRecord(parsed)) return unchanged;
     try {
       const key = stabilizationSessionKey(route, sessionHeader, parsed, this.settings.volatilePatterns);
-      const result = stabilizeRequest(route, parsed, this.recall(key), this.settings);
-      this.keep(key, result.nextState);
+      const result = stabilizeRequest(route, parsed, this.states.get(key) ?? null, this.settings);
+      this.states.set(key, result.nextState);
       if (result.body === null) return unchanged;
       for (const rule of result.fired) this.hooks.recorder?.stabilized(rule);
       return {
@@ -80,24 +83,6 @@ export class Stabilizer {
     } catch (error) {
       this.hooks.onFailure?.(error instanceof Error ? error.name : typeof error);
       return unchanged;
-    }
-  }
-
-  private recall(key: string): SessionStabilizationState | null {
-    const state = this.states.get(key);
-    if (state === undefined) return null;
-    this.states.delete(key);
-    this.states.set(key, state);
-    return state;
-  }
-
-  private keep(key: string, state: SessionStabilizationState): void {
-    this.states.delete(key);
-    this.states.set(key, state);
-    while (this.states.size > this.settings.maxSessions) {
-      const oldest = this.states.keys().next();
-      if (oldest.done === true) break;
-      this.states.delete(oldest.value);
     }
   }
 }

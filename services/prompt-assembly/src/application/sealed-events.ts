@@ -11,6 +11,7 @@
 
 import { InternalError } from "@prefix-guard/errors";
 import { type DataKey, sealedContentOf, withOpenedContent } from "@prefix-guard/events";
+import { LruMap } from "@prefix-guard/lru";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 
 /** What session-events says about one session's key. */
@@ -33,16 +34,15 @@ export const MAX_KEYS_PER_CALL = 100;
 export const DEFAULT_KEY_CACHE_ENTRIES = 100_000;
 
 export interface SealedEventOpenerOptions {
-  /** Keys held in memory at most (least recently used go first); default DEFAULT_KEY_CACHE_ENTRIES. */
+  /** Keys held in memory at most (least recently used go first; 0: none); default DEFAULT_KEY_CACHE_ENTRIES. */
   readonly maxKeys?: number;
   /** Told of each event applied without its content because its session's key is gone. */
   readonly onContentErased?: (event: SessionEvent, state: "erased" | "unknown") => void;
 }
 
 export class SealedEventOpener {
-  /** sessionId → live key; Map order is the LRU order (oldest first). */
-  private readonly keys = new Map<string, DataKey>();
-  private readonly maxKeys: number;
+  /** sessionId → live key; opening an event with it counts as a use. */
+  private readonly keys: LruMap<string, DataKey>;
   /** GetDataKeys requests made (for tests and the memory report). */
   fetches = 0;
 
@@ -51,7 +51,7 @@ export class SealedEventOpener {
     private readonly source: DataKeySource | null,
     private readonly options: SealedEventOpenerOptions = {},
   ) {
-    this.maxKeys = options.maxKeys ?? DEFAULT_KEY_CACHE_ENTRIES;
+    this.keys = new LruMap({ maxEntries: options.maxKeys ?? DEFAULT_KEY_CACHE_ENTRIES });
   }
 
   /**
@@ -65,7 +65,7 @@ export class SealedEventOpener {
     const missing = new Set<string>();
     for (const event of events) {
       const sealed = sealedContentOf(event);
-      if (sealed !== undefined && this.keys.get(event.sessionId)?.keyId !== sealed.keyId) missing.add(event.sessionId);
+      if (sealed !== undefined && this.keys.peek(event.sessionId)?.keyId !== sealed.keyId) missing.add(event.sessionId);
     }
     const fetched = missing.size === 0 ? new Map<string, SessionKeyState>() : await this.fetch([...missing]);
     return events.map((event) => {
@@ -84,9 +84,9 @@ export class SealedEventOpener {
   private openOne(event: SessionEvent, fetched: ReadonlyMap<string, SessionKeyState>): SessionEvent {
     const sealed = sealedContentOf(event);
     if (sealed === undefined) return event;
-    const cached = this.keys.get(event.sessionId);
+    const cached = this.keys.peek(event.sessionId);
     if (cached !== undefined && cached.keyId === sealed.keyId) {
-      this.touch(event.sessionId, cached);
+      this.keys.get(event.sessionId); // now the most recently used
       return withOpenedContent(event, cached);
     }
     const state = fetched.get(event.sessionId) ?? { state: "unknown" };
@@ -112,20 +112,10 @@ export class SealedEventOpener {
         states.set(sessionId, state);
         // Only live keys are kept: an erased or unknown answer is asked again, so an id that is
         // created again later is never taken for erased.
-        if (state.state === "live") this.touch(sessionId, state.key);
+        if (state.state === "live") this.keys.set(sessionId, state.key);
       }
     }
     return states;
-  }
-
-  private touch(sessionId: string, key: DataKey): void {
-    this.keys.delete(sessionId);
-    if (this.maxKeys <= 0) return;
-    this.keys.set(sessionId, key);
-    for (const oldest of this.keys.keys()) {
-      if (this.keys.size <= this.maxKeys) break;
-      this.keys.delete(oldest);
-    }
   }
 }
 

@@ -1,4 +1,5 @@
 import type { DataKey } from "@prefix-guard/events";
+import { LruMap } from "@prefix-guard/lru";
 
 /**
  * Sessions' data keys this process has read or created, so sealing a write costs no statement in
@@ -7,33 +8,24 @@ import type { DataKey } from "@prefix-guard/events";
  * the answer to GetDataKeys, which always reads the table (another replica may have erased a key).
  */
 export class DataKeyCache {
-  private readonly entries = new Map<string, DataKey>();
+  private readonly entries: LruMap<string, DataKey>;
 
   constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new Error("capacity must be an integer >= 1");
+    this.entries = new LruMap({ maxEntries: capacity });
   }
 
   get size(): number {
     return this.entries.size;
   }
 
+  /** The key, marked as the most recently used. */
   get(sessionId: string): DataKey | undefined {
-    const key = this.entries.get(sessionId);
-    if (key !== undefined) {
-      // Map keeps insertion order: re-inserting makes it the most recently used.
-      this.entries.delete(sessionId);
-      this.entries.set(sessionId, key);
-    }
-    return key;
+    return this.entries.get(sessionId);
   }
 
   set(sessionId: string, key: DataKey): void {
-    this.entries.delete(sessionId);
     this.entries.set(sessionId, key);
-    if (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
-    }
   }
 
   delete(sessionId: string): void {

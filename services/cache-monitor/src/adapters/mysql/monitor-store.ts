@@ -1,5 +1,5 @@
 import type { SessionOwnership } from "@prefix-guard/access";
-import { ensureRowsExist, translateDbError } from "@prefix-guard/db";
+import { ensureRowsExist, lockForUpdate, translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
 import type { AdvisedCall } from "../../domain/retention-advisor";
 import { CollapseStore } from "./collapse-store";
@@ -44,8 +44,7 @@ export class MonitorStore {
         [{ session_id: sessionId, created_at_ms: nowMs, updated_at_ms: nowMs }],
       );
       return await this.db.transaction(async (trx) => {
-        const query = trx("cm_session").where({ session_id: sessionId }).first("session_id");
-        await (trx.client.config.client === "mysql2" ? query.forUpdate() : query);
+        await lockForUpdate(trx("cm_session").where({ session_id: sessionId }).first("session_id"));
         await trx("cm_session").where({ session_id: sessionId }).update({ updated_at_ms: nowMs });
         return work(trx);
       });

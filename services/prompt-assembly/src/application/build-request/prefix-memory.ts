@@ -18,6 +18,7 @@
 import type { OutboxEntry } from "@prefix-guard/bus";
 import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
 import { cloudEventHeaders, Topics } from "@prefix-guard/events";
+import { LruMap } from "@prefix-guard/lru";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
 import type { ColdCache } from "../../domain/cold-cache";
@@ -216,7 +217,6 @@ export function prefixOutboxEntries(
 
 interface Remembered extends PreviousPrefix {
   readonly version: number;
-  readonly bytes: number;
   readonly recordedAtMs: number;
 }
 
@@ -248,20 +248,25 @@ export interface DurablePrefixMemoryOptions {
   readonly logger: { warn(fields: Record<string, unknown>, message: string): void };
 }
 
-function rememberedBytes(fingerprint: PrefixFingerprint): number {
+function rememberedBytes({ fingerprint }: Remembered): number {
   // The message hashes are shared with the session view's memo; a pointer and a share of the
   // string each, plus the sections.
-  return fingerprint.messageHashes.length * 100 + fingerprint.sections.length * 200 + 500;
+  return (fingerprint?.messageHashes.length ?? 0) * 100 + (fingerprint?.sections.length ?? 0) * 200 + 500;
 }
 
 export class DurablePrefixMemory implements PrefixMemory {
   private readonly queue: Pending[] = [];
   private flushing: Promise<void> | null = null;
   private closed = false;
-  private readonly remembered = new Map<string, Remembered>();
-  private rememberedBytes = 0;
+  /**
+   * The row each session was last written at by this process. Only a write counts as a use (reads
+   * peek): the sessions written longest ago go first.
+   */
+  private readonly remembered: LruMap<string, Remembered>;
 
-  constructor(private readonly options: DurablePrefixMemoryOptions) {}
+  constructor(private readonly options: DurablePrefixMemoryOptions) {
+    this.remembered = new LruMap({ maxWeight: options.cacheBytes, weigh: rememberedBytes });
+  }
 
   record(record: PrefixRecord): Promise<PrefixComparison> {
     if (this.closed) return Promise.reject(new Error("prefix memory is closed"));
@@ -277,13 +282,13 @@ export class DurablePrefixMemory implements PrefixMemory {
   }
 
   async forget(sessionIds: readonly string[]): Promise<void> {
-    for (const sessionId of sessionIds) this.evict(sessionId);
+    for (const sessionId of sessionIds) this.remembered.delete(sessionId);
     await this.options.store.forget(sessionIds);
   }
 
   async previousBuild(sessionId: string, from: "remembered" | "stored"): Promise<RecordedBuild | null> {
     if (from === "remembered") {
-      const memory = this.remembered.get(sessionId);
+      const memory = this.remembered.peek(sessionId);
       return memory?.fingerprint == null ? null : recordedBuild(memory.recordedAtMs, memory.fingerprint);
     }
     const stored = await this.options.store.lastBuild(sessionId);
@@ -331,7 +336,7 @@ export class DurablePrefixMemory implements PrefixMemory {
     const stored = new Map<string, number>();
     const previous = new Map<string, PreviousPrefix>();
     for (const { record } of candidates) {
-      const memory = this.remembered.get(record.sessionId) as Remembered;
+      const memory = this.remembered.peek(record.sessionId) as Remembered;
       stored.set(record.sessionId, memory.version);
       previous.set(record.sessionId, memory);
     }
@@ -358,7 +363,7 @@ export class DurablePrefixMemory implements PrefixMemory {
       if (written.has(pending.record.sessionId)) pending.resolve(plan.comparisons[index] as PrefixComparison);
     });
     // Another replica wrote these rows since: recordLocked reads what it left.
-    for (const sessionId of stored.keys()) if (!written.has(sessionId)) this.evict(sessionId);
+    for (const sessionId of stored.keys()) if (!written.has(sessionId)) this.remembered.delete(sessionId);
     return group.filter((pending) => !written.has(pending.record.sessionId));
   }
 
@@ -437,13 +442,12 @@ export class DurablePrefixMemory implements PrefixMemory {
   private rememberWritten(rows: GroupPlan["rows"], written: ReadonlySet<string>, nowMs: number): void {
     for (const { sessionId, record, version } of rows) {
       if (!written.has(sessionId)) continue;
-      this.remember(sessionId, {
+      this.remembered.set(sessionId, {
         fingerprint: record.fingerprint,
         generation: record.generation,
         droppedTurns: record.droppedTurns,
         anchorDate: record.anchorDate,
         version,
-        bytes: rememberedBytes(record.fingerprint),
         recordedAtMs: nowMs,
       });
     }
@@ -451,7 +455,7 @@ export class DurablePrefixMemory implements PrefixMemory {
 
   /** Nothing of these builds was stored; each fails and the harness may retry it. */
   private fail(group: readonly Pending[], error: unknown): void {
-    for (const { record } of group) this.evict(record.sessionId);
+    for (const { record } of group) this.remembered.delete(record.sessionId);
     const translated = translateDbError(error);
     for (const pending of group) pending.reject(translated);
   }
@@ -465,7 +469,7 @@ export class DurablePrefixMemory implements PrefixMemory {
     const unread: string[] = [];
     for (const [sessionId, head] of heads) {
       if (!head.hasFingerprint) continue;
-      const memory = this.remembered.get(sessionId);
+      const memory = this.remembered.peek(sessionId);
       if (memory !== undefined && memory.version === head.version) previous.set(sessionId, memory);
       else unread.push(sessionId);
     }
@@ -487,23 +491,5 @@ export class DurablePrefixMemory implements PrefixMemory {
       });
     }
     return previous;
-  }
-
-  private remember(sessionId: string, entry: Remembered): void {
-    this.evict(sessionId);
-    this.remembered.set(sessionId, entry);
-    this.rememberedBytes += entry.bytes;
-    for (const [oldest, evicted] of this.remembered) {
-      if (this.rememberedBytes <= this.options.cacheBytes) break;
-      this.remembered.delete(oldest);
-      this.rememberedBytes -= evicted.bytes;
-    }
-  }
-
-  private evict(sessionId: string): void {
-    const entry = this.remembered.get(sessionId);
-    if (entry === undefined) return;
-    this.remembered.delete(sessionId);
-    this.rememberedBytes -= entry.bytes;
   }
 }

@@ -3,6 +3,7 @@
 // the file on every build through the same port.
 
 import { isPrefixGuardError, UnavailableError, ValidationError } from "@prefix-guard/errors";
+import { LruMap } from "@prefix-guard/lru";
 import {
   Decision,
   type ResolveRequest,
@@ -168,41 +169,31 @@ export function snapshotRulesSource(
  * Resolve answers with the same text. Bounded in bytes; least recently used sessions go first.
  */
 export class RememberedSectionTexts {
-  private readonly texts = new Map<string, string>();
-  private bytes = 0;
+  /** Only remember() counts as a use: a guess peeks. */
+  private readonly texts: LruMap<string, string>;
 
-  constructor(private readonly budgetBytes: number) {}
+  constructor(budgetBytes: number) {
+    this.texts = new LruMap({ maxWeight: budgetBytes, weigh: entryBytes });
+  }
 
   guess(sessionId: string): string | undefined {
-    return this.texts.get(sessionId);
+    return this.texts.peek(sessionId);
   }
 
   remember(sessionId: string, sectionText: string): void {
-    this.forget(sessionId);
-    const bytes = entryBytes(sessionId, sectionText);
-    if (bytes > this.budgetBytes) return;
     this.texts.set(sessionId, sectionText);
-    this.bytes += bytes;
-    for (const [oldest, text] of this.texts) {
-      if (this.bytes <= this.budgetBytes) break;
-      this.texts.delete(oldest);
-      this.bytes -= entryBytes(oldest, text);
-    }
   }
 
   forget(sessionId: string): void {
-    const text = this.texts.get(sessionId);
-    if (text === undefined) return;
     this.texts.delete(sessionId);
-    this.bytes -= entryBytes(sessionId, text);
   }
 
   stats(): { sessions: number; bytes: number } {
-    return { sessions: this.texts.size, bytes: this.bytes };
+    return { sessions: this.texts.size, bytes: this.texts.weight };
   }
 }
 
 /** UTF-16 text of both strings plus the map entry. */
-function entryBytes(sessionId: string, sectionText: string): number {
+function entryBytes(sectionText: string, sessionId: string): number {
   return (sessionId.length + sectionText.length) * 2 + 64;
 }

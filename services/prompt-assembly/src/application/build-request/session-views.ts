@@ -17,6 +17,7 @@
 
 import { type Caller, requireVisibleSession, sessionNotFound } from "@prefix-guard/access";
 import { FailedPreconditionError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
+import { LruMap } from "@prefix-guard/lru";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import type { ProjectionStore } from "../../adapters/mysql/projection-store";
 import {
@@ -29,11 +30,6 @@ import {
 import { projectedEventFromProto } from "../content-mapping";
 import { PLAINTEXT_ONLY, type SealedEventOpener } from "../sealed-events";
 import { readPage, type SessionEventsReader } from "../session-projection";
-
-interface CachedView {
-  readonly view: ProjectedSessionView;
-  readonly bytes: number;
-}
 
 /** Memory of a view: its text (UTF-16), what the wire formats and hashes derive from it, and per-message overhead. */
 export function estimateViewBytes(view: ProjectedSessionView): number {
@@ -73,10 +69,12 @@ export interface SessionViewsOptions {
 }
 
 export class SessionViews {
-  private readonly cache = new Map<string, CachedView>();
-  private cachedBytes = 0;
+  /** Weighed once per view stored (estimateViewBytes walks every message); a hit only refreshes it. */
+  private readonly cache: LruMap<string, ProjectedSessionView>;
 
-  constructor(private readonly options: SessionViewsOptions) {}
+  constructor(private readonly options: SessionViewsOptions) {
+    this.cache = new LruMap({ maxWeight: options.cacheBytes, weigh: estimateViewBytes });
+  }
 
   /**
    * The session at min_seq or later.
@@ -86,51 +84,51 @@ export class SessionViews {
    * not got that far).
    */
   async load(sessionId: string, minSeq: number, caller: Caller): Promise<ProjectedSessionView> {
-    const cached = this.cache.get(sessionId) ?? null;
-    if (cached !== null && minSeq > 0 && cached.view.lastSeq >= minSeq) {
-      this.remember(sessionId, cached);
-      return requireBuildable(requireVisibleSession(caller, cached.view, sessionId));
+    const cached = this.cache.peek(sessionId) ?? null;
+    if (cached !== null && minSeq > 0 && cached.lastSeq >= minSeq) {
+      this.cache.get(sessionId); // a hit: now the most recently used
+      return requireBuildable(requireVisibleSession(caller, cached, sessionId));
     }
-    let entry = cached ?? (await this.readStored(sessionId));
+    let view = cached ?? (await this.readStored(sessionId));
     try {
-      entry = await this.catchUpFromEvents(sessionId, entry);
+      view = await this.catchUpFromEvents(sessionId, view);
     } catch (error) {
       // session-events down: the stored projection (or the view in memory, whichever is further)
       // still serves a build that it has caught up with.
       if (!(error instanceof UnavailableError)) throw error;
-      const stored = cached === null ? entry : await this.readStored(sessionId);
-      const freshest = [cached, stored].reduce<CachedView | null>(
+      const stored = cached === null ? view : await this.readStored(sessionId);
+      const freshest = [cached, stored].reduce<ProjectedSessionView | null>(
         (best, candidate) =>
-          candidate !== null && (best === null || candidate.view.lastSeq > best.view.lastSeq) ? candidate : best,
+          candidate !== null && (best === null || candidate.lastSeq > best.lastSeq) ? candidate : best,
         null,
       );
-      if (freshest === null || freshest.view.lastSeq < minSeq) throw error;
-      entry = freshest;
+      if (freshest === null || freshest.lastSeq < minSeq) throw error;
+      view = freshest;
     }
-    requireVisibleSession(caller, entry.view, sessionId);
-    if (entry.view.lastSeq < minSeq) {
+    requireVisibleSession(caller, view, sessionId);
+    if (view.lastSeq < minSeq) {
       throw new FailedPreconditionError(
-        `min_seq ${minSeq} is beyond session ${sessionId}'s last event (seq ${entry.view.lastSeq}) in session-events`,
+        `min_seq ${minSeq} is beyond session ${sessionId}'s last event (seq ${view.lastSeq}) in session-events`,
         {
           reason: "min_seq_not_reached",
-          context: { session_id: sessionId, min_seq: minSeq, projection_seq: entry.view.lastSeq },
+          context: { session_id: sessionId, min_seq: minSeq, projection_seq: view.lastSeq },
         },
       );
     }
-    this.remember(sessionId, entry);
+    this.remember(sessionId, view);
     // Before anything else is said about it (deleted, ended, behind min_seq would each confirm it
     // exists): another tenant's session is a missing one.
-    return requireBuildable(requireVisibleSession(caller, entry.view, sessionId));
+    return requireBuildable(requireVisibleSession(caller, view, sessionId));
   }
 
   /** The view held in memory, as last read (possibly behind the store); no I/O. */
   peek(sessionId: string): ProjectedSessionView | undefined {
-    return this.cache.get(sessionId)?.view;
+    return this.cache.peek(sessionId);
   }
 
   /** What this process holds, for the memory report. */
   stats(): { sessions: number; bytes: number; budgetBytes: number } {
-    return { sessions: this.cache.size, bytes: this.cachedBytes, budgetBytes: this.options.cacheBytes };
+    return { sessions: this.cache.size, bytes: this.cache.weight, budgetBytes: this.options.cacheBytes };
   }
 
   /**
@@ -146,20 +144,17 @@ export class SessionViews {
   }
 
   forget(sessionId: string): void {
-    const entry = this.cache.get(sessionId);
-    if (entry === undefined) return;
     this.cache.delete(sessionId);
-    this.cachedBytes -= entry.bytes;
   }
 
-  private async readStored(sessionId: string): Promise<CachedView | null> {
+  private async readStored(sessionId: string): Promise<ProjectedSessionView | null> {
     const read = await this.options.store.readView(sessionId);
-    return read === null ? null : this.entry(viewOf(sessionId, read.session, read.messages));
+    return read === null ? null : viewOf(sessionId, read.session, read.messages);
   }
 
   /** The view with every event session-events has after it; NotFound when it knows no such session. */
-  private async catchUpFromEvents(sessionId: string, from: CachedView | null): Promise<CachedView> {
-    let view = from?.view ?? null;
+  private async catchUpFromEvents(sessionId: string, from: ProjectedSessionView | null): Promise<ProjectedSessionView> {
+    let view = from;
     for (;;) {
       const position = view?.lastSeq ?? 0;
       const page = await readPage(this.options.sessions, sessionId, position, this.options.pageSize ?? 500);
@@ -179,23 +174,14 @@ export class SessionViews {
       // "not found" for every reason a caller cannot build this session.
       throw sessionNotFound(sessionId);
     }
-    return view === from?.view ? from : this.entry(view);
+    return view;
   }
 
-  private entry(view: ProjectedSessionView): CachedView {
-    return { view, bytes: estimateViewBytes(view) };
-  }
-
-  private remember(sessionId: string, entry: CachedView): void {
-    this.forget(sessionId);
-    if (entry.bytes > this.options.cacheBytes) return;
-    this.cache.set(sessionId, entry);
-    this.cachedBytes += entry.bytes;
-    for (const [oldest, evicted] of this.cache) {
-      if (this.cachedBytes <= this.options.cacheBytes) break;
-      this.cache.delete(oldest);
-      this.cachedBytes -= evicted.bytes;
-    }
+  /** Keeps `view` as the session's, the most recently used (least recently used views go first). */
+  private remember(sessionId: string, view: ProjectedSessionView): void {
+    // The view already held (a hit, or a catch-up that found nothing new) is refreshed, not weighed again.
+    if (this.cache.peek(sessionId) === view) this.cache.get(sessionId);
+    else this.cache.set(sessionId, view);
   }
 }
 

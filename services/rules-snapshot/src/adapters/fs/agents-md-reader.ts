@@ -1,6 +1,7 @@
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
 import { posix } from "node:path";
+import { LruMap } from "@prefix-guard/lru";
 import {
   isStrictlyInside,
   type LexicallyConfinedFile,
@@ -167,7 +168,11 @@ async function locate(
 interface CachedRead {
   readonly identity: string;
   readonly read: AgentsMdRead;
-  readonly bytes: number;
+}
+
+/** UTF-16 text and path, plus the entry and its identity. */
+function cachedReadBytes(entry: CachedRead, path: string): number {
+  return entry.read.text.length * 2 + path.length * 2 + 200;
 }
 
 /**
@@ -197,20 +202,15 @@ export function cachedAgentsMdReader(options: {
   const { confinement } = options;
   const openFile = options.openFile ?? open;
   const maxBytes = options.maxBytes ?? MAX_AGENTS_MD_BYTES;
-  const cacheBytes = options.cacheBytes ?? 64 * 1024 * 1024;
-  const cache = new Map<string, CachedRead>();
-  let total = 0;
-  const forget = (path: string) => {
-    const entry = cache.get(path);
-    if (entry === undefined) return;
-    cache.delete(path);
-    total -= entry.bytes;
-  };
+  const cache = new LruMap<string, CachedRead>({
+    maxWeight: options.cacheBytes ?? 64 * 1024 * 1024,
+    weigh: cachedReadBytes,
+  });
   return async (path, workspace) => {
     const target = requireConfinedRulesFile(path, workspace, confinement);
     const located = await locate(target, confinement);
     if (located === null) {
-      forget(path);
+      cache.delete(path);
       return NOT_FOUND;
     }
     const { real } = located;
@@ -218,35 +218,24 @@ export function cachedAgentsMdReader(options: {
     try {
       info = await statBigint(real);
     } catch (error) {
-      forget(path);
+      cache.delete(path);
       if (isMissing(error)) return NOT_FOUND;
       throw error;
     }
     if (!info.isFile()) {
-      forget(path);
+      cache.delete(path);
       throw refuseRulesFile(RULES_FILE_NOT_REGULAR);
     }
     // Keyed by the path as asked (the rendered section records it), validated by what it names now.
     const identity = `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
+    // A hit is the most recently used; a stale entry is dropped right after.
     const cached = cache.get(path);
-    if (cached !== undefined && cached.identity === identity) {
-      cache.delete(path);
-      cache.set(path, cached);
-      return cached.read;
-    }
-    forget(path);
+    if (cached !== undefined && cached.identity === identity) return cached.read;
+    cache.delete(path);
     const read = await readChecked(openFile, real, info, maxBytes);
     if (read === NOT_FOUND) return read;
-    const bytes = read.text.length * 2 + path.length * 2 + 200;
-    if (bytes <= cacheBytes) {
-      cache.set(path, { identity, read, bytes });
-      total += bytes;
-      for (const [oldest, entry] of cache) {
-        if (total <= cacheBytes) break;
-        cache.delete(oldest);
-        total -= entry.bytes;
-      }
-    }
+    // Too large for the budget: not kept, read again next time.
+    cache.set(path, { identity, read });
     return read;
   };
 }

@@ -4,7 +4,7 @@
 // a column name.
 
 import type { SessionOwnership } from "@prefix-guard/access";
-import { dialectOf, valueList, withSql } from "@prefix-guard/db";
+import { dialectOf, lockForUpdate, valueList, withSql } from "@prefix-guard/db";
 import { type DataKey, decodeSessionEvent } from "@prefix-guard/events";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
@@ -430,9 +430,7 @@ async function readSessionState(
   lock: boolean,
 ): Promise<SessionState | undefined> {
   const query = db("session").where({ session_id: sessionId }).first();
-  // SQLite has one writer at a time anyway (and knex warns on FOR UPDATE there).
-  const row: SessionRow | undefined =
-    lock && db.client.config.client === "mysql2" ? await query.forUpdate() : await query;
+  const row: SessionRow | undefined = await (lock ? lockForUpdate(query) : query);
   return row === undefined ? undefined : toSessionState(row);
 }
 
