@@ -4,13 +4,13 @@ SHELL := /bin/bash
 PNPM_VERSION := 10.34.9
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help install proto build run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean docs-providers docs-capacity
+.PHONY: help install proto build run up down status test test-unit test-int lint format bench bench-quick kafka-start kafka-stop mariadb clean docs-providers docs-capacity proto-baseline
 
 help:
 	@echo "make run     whole system in one process (SQLite + embedded transport), Ctrl-C stops"
 	@echo "make test    install, generate code, start Kafka, use MariaDB, run every suite"
 	@echo "make up      local Kafka + MariaDB + each service as its own process; make down stops them"
-	@echo "make lint    biome + tsc + import graph;  make bench  benchmarks (bench/)"
+	@echo "make lint    biome + tsc + import graph + buf breaking;  make bench  benchmarks (bench/)"
 	@echo "make build   compile every service and prefixctl to dist/ (what the images run)"
 
 # pnpm comes from npm when missing (pnpm 11 does not run on Node 20, hence the pin).
@@ -65,6 +65,12 @@ lint: proto
 	biome check .
 	tsc -p tsconfig.json --noEmit
 	node --import tsx deploy/scripts/import-graph.ts
+	node --import tsx proto/src/contract-check.ts
+
+# Freezes the .proto files as released contract N (proto/baseline/vN.binpb), once proto/CHANGELOG.md
+# has its "## Contract N" section: make proto-baseline CONTRACT=3 (CONTRIBUTING, "Change the event or service contract").
+proto-baseline: install
+	node --import tsx proto/src/contract-check.ts release $(CONTRACT)
 
 # The provider tables in README.md and docs/ are rendered from libs/providers/catalogue.json.
 docs-providers: install

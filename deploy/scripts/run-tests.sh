@@ -24,10 +24,11 @@ if [ "$tier" != unit ]; then
   step "Prometheus and promtool for the alert-rule and scrape tests (Debian package)"; bash deploy/scripts/prometheus-deps.sh || echo "the Prometheus tests will be skipped"
   step "kcat and mariadb-dump for the erasure proof (Debian packages)"; bash deploy/scripts/erasure-tools.sh || echo "the erasure e2e's Kafka and MariaDB part will be skipped"
 fi
-step "lint (biome), type check (tsc) and import graph"
+step "lint (biome), type check (tsc), import graph and contract (buf breaking against proto/baseline)"
 biome check . || exit 1
 tsc -p tsconfig.json --noEmit || exit 1
 node --import tsx deploy/scripts/import-graph.ts || exit 1
+node --import tsx proto/src/contract-check.ts || exit 1
 
 step "vitest ($tier)"
 project_args=()
