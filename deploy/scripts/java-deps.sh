@@ -8,6 +8,8 @@
 set -uo pipefail
 say() { echo "[java-deps] $*"; }
 fail() { echo "[java-deps] $*" >&2; exit 1; }
+# shellcheck source=apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
 
 javac_major() { javac -version 2>&1 | sed -n 's/^javac \([0-9][0-9]*\).*/\1/p'; }
 
@@ -28,17 +30,7 @@ read -r -a packages <<<"$(missing)"
 if [ "${#packages[@]}" -eq 0 ]; then report; exit 0; fi
 
 say "missing: ${packages[*]}"
-manual="install them yourself: apt-get install -y ${packages[*]} (Debian/Ubuntu), then run this script again"
-[ "$EUID" -eq 0 ] || fail "not root, cannot install; $manual"
-command -v apt-get >/dev/null || fail "no apt-get on this machine; $manual"
-
-install() { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}"; }
-say "apt-get install -y --no-install-recommends ${packages[*]}"
-if ! install; then
-  say "install failed; running apt-get update once and retrying"
-  DEBIAN_FRONTEND=noninteractive apt-get update || fail "apt-get update failed (no network or no package mirror?); $manual"
-  install || fail "apt-get install failed even after apt-get update; $manual"
-fi
+apt_install "${packages[@]}"
 
 read -r -a still <<<"$(missing)"
 [ "${#still[@]}" -eq 0 ] || fail "installed, but still missing: ${still[*]} (is javac on PATH a JDK 17 or newer?)"
