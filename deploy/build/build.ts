@@ -38,6 +38,8 @@ export const buildTargets: readonly BuildTarget[] = [
       main: "src/main.ts",
       migrate: "src/migrate.ts",
       "http-health-check": "../../deploy/docker/http-health-check.ts",
+      // The observation thread's entry, loaded by main.js from beside it (observation-pipeline.ts).
+      "observation-worker": "src/observation-worker.ts",
     },
   },
   { packageDir: "libs/prefixctl", entries: { prefixctl: "src/main.ts" } },

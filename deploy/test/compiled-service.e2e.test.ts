@@ -9,6 +9,7 @@ import https from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { eventually, testKafkaBrokers } from "@prefix-guard/bus/testing";
 import { FakeProvider } from "@prefix-guard/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildAll } from "../build/build";
@@ -292,7 +293,7 @@ describe("the compiled gateway and its HTTP probe", () => {
   }
 
   it("is packaged with its compiled probe and migrations Job, and no build tools", () => {
-    for (const file of ["main.js", "http-health-check.js", "migrate.js"])
+    for (const file of ["main.js", "http-health-check.js", "migrate.js", "observation-worker.js"])
       expect(existsSync(join(gatewayApp, "dist", file)), file).toBe(true);
     for (const tool of buildOnlyPackages) expect(existsSync(join(gatewayApp, "node_modules", tool)), tool).toBe(false);
   });
@@ -346,6 +347,34 @@ describe("the compiled gateway and its HTTP probe", () => {
     } finally {
       principals.remove();
     }
+  });
+
+  it("observes on its own thread with Kafka: the built worker publishes the call's events, counted on the gateway's /metrics", async () => {
+    const port = await freePort();
+    const metricsPort = await freePort();
+    const child = await startGateway(port, {
+      TRANSPORT: "kafka",
+      KAFKA_BROKERS: testKafkaBrokers.join(","),
+      METRICS_PORT: String(metricsPort),
+    });
+    const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-prefix-guard-session": "compiled-thread" },
+      body: JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "observed on the thread" }] }),
+    });
+    expect(response.status).toBe(200);
+    await response.text();
+    // The relay runs on the observation thread; its series reach /metrics only through the thread.
+    const published = await eventually(
+      async () => {
+        const exposition = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        const count = Number(/^prefixguard_relay_events_published_total\{[^}]*\} (\d+)/m.exec(exposition)?.[1] ?? 0);
+        return count >= 2 ? exposition : undefined;
+      },
+      { what: "the call's events published by the thread's relay" },
+    );
+    expect(published).not.toMatch(/^prefixguard_gateway_unobserved_total\{[^}]*\} [1-9]/m);
+    await stop(child);
   });
 
   it("refuses to start off loopback without principals, naming the setting", () => {

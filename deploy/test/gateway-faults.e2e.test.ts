@@ -8,7 +8,7 @@
 
 import { createHash, randomBytes } from "node:crypto";
 import Anthropic from "@anthropic-ai/sdk";
-import { eventually, uniqueName } from "@prefix-guard/bus/testing";
+import { eventually, testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
 import { createDatabase, runMigrations } from "@prefix-guard/db";
 import { loadGatewayConfig, type RunningGateway, startGateway } from "@prefix-guard/gateway";
 import { FakeProvider } from "@prefix-guard/gateway/testing";
@@ -107,8 +107,11 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
         GATEWAY_OUTBOX_TIMEOUT_MS: "1000",
         SHUTDOWN_GRACE_MS: "1000",
         LOG_LEVEL: "silent",
+        // As its own main runs it: observation on a thread of its own, with its own Kafka connection.
+        TRANSPORT: "kafka",
+        KAFKA_BROKERS: testKafkaBrokers.join(","),
       }),
-      { bus: stack.bus, logger: silentLogger() },
+      { logger: silentLogger(), observationThread: true },
     );
   });
 

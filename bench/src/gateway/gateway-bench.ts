@@ -8,7 +8,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { throughput } from "../speed/measure";
 import { type BenchProcess, freePort, killStale, startNode } from "../speed/procs";
-import { histogramTotals, quantiles } from "../speed/report";
+import { counterTotal, histogramTotals, quantiles } from "../speed/report";
 import { freshDatabase } from "../speed/stack";
 import { progress } from "../stats";
 import { BENCH_ROUTES, type BenchRoute, ROUTE_HEADERS, ROUTE_PATHS, requestBody, turnBodies } from "./bodies";
@@ -204,7 +204,8 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<Gat
     const gatewayCounters = exposition
       .split("\n")
       .filter((line) => line.startsWith("prefixguard_gateway_") && !line.endsWith(" 0") && !line.includes("_bucket{"));
-    const goals: GoalVerdict[] = judgeGoals(latency, throughputCases);
+    const unobserved = counterTotal(exposition, "prefixguard_gateway_unobserved_total");
+    const goals: GoalVerdict[] = judgeGoals(latency, throughputCases, unobserved);
     const bodyBytes = Object.fromEntries(
       BENCH_ROUTES.map((route) => [route, bodies.get(key({ route, stream: false }))?.length ?? 0]),
     ) as Record<BenchRoute, number>;

@@ -79,16 +79,17 @@ describe("gateway bench report", () => {
       // Streams: first byte over direct, and p99 against the bare proxy's 2.5 ms.
       latencyCase(true, { total: q(50, 50), ttfb: q(0.5 + GOALS.addedP50Ms, 2.5 + GOALS.ttfbP99OverBareMs) }),
     ];
-    const verdicts = judgeGoals(atLimit, [throughputCase(1000, 700)]);
-    expect(verdicts.map((v) => v.pass)).toEqual([true, true, true, true]);
+    const verdicts = judgeGoals(atLimit, [throughputCase(1000, 700)], 0);
+    expect(verdicts.map((v) => v.pass)).toEqual([true, true, true, true, true]);
     expect(verdicts[3]?.worst).toBeCloseTo(70, 9);
 
     const pastLimit = [
       latencyCase(false, { total: q(1.51, 5.01), ttfb: q(0, 0) }),
       latencyCase(true, { total: q(50, 50), ttfb: q(1, 3.51) }),
     ];
-    const failed = judgeGoals(pastLimit, [throughputCase(1000, 800), throughputCase(1000, 699)]);
-    expect(failed.map((v) => v.pass)).toEqual([false, false, false, false]);
+    const failed = judgeGoals(pastLimit, [throughputCase(1000, 800), throughputCase(1000, 699)], 1);
+    expect(failed.map((v) => v.pass)).toEqual([false, false, false, false, false]);
+    expect(failed[4]?.goal).toBe("every exchange observed (exchanges unobserved)");
     // The worst case is the one named: the largest added latency, the smallest share.
     expect(failed[0]?.worst).toBeCloseTo(0.51, 9);
     expect(failed[3]?.worst).toBeCloseTo(69.9, 9);
@@ -96,17 +97,17 @@ describe("gateway bench report", () => {
   });
 
   it("does not pass a goal it has no figure for, or a NaN one", () => {
-    const noStreams = judgeGoals([latencyCase(false, { total: q(1, 3), ttfb: q(0, 0) })], []);
+    const noStreams = judgeGoals([latencyCase(false, { total: q(1, 3), ttfb: q(0, 0) })], [], 0);
     expect(noStreams[2]?.pass).toBe(false);
     expect(noStreams[3]?.pass).toBe(false);
-    const nan = judgeGoals([latencyCase(false, { total: q(Number.NaN, 3), ttfb: q(0, 0) })], []);
+    const nan = judgeGoals([latencyCase(false, { total: q(Number.NaN, 3), ttfb: q(0, 0) })], [], 0);
     expect(nan[0]?.pass).toBe(false);
   });
 
   it("prints PASS/FAIL per goal and renders the tables with the added figures", () => {
     const latency = [latencyCase(false, { total: q(1.3, 4), ttfb: q(1, 1) })];
     const throughput = [throughputCase(1000, 650)];
-    const goals = judgeGoals(latency, throughput);
+    const goals = judgeGoals(latency, throughput, 0);
     const lines = goalLines(goals);
     expect(lines[0]).toBe(`PASS  added latency p50 ≤ ${GOALS.addedP50Ms} ms over direct (ms): openai_chat, JSON 0.30`);
     expect(lines[3]).toMatch(/^FAIL {2}throughput ≥ 70% .*anthropic_messages, JSON, concurrency 32 65\.00$/);

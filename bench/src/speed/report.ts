@@ -94,6 +94,14 @@ export function gaugeValue(exposition: string, name: string): number {
   return match ? Number(match[1]) : Number.NaN;
 }
 
+/** Sum of a counter's series over all their labels; 0 when it has none (nothing counted yet). */
+export function counterTotal(exposition: string, name: string): number {
+  let total = 0;
+  for (const match of exposition.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+(\\S+)`, "gm")))
+    total += Number(match[1]);
+  return total;
+}
+
 export function ratio(value: number, floor: number): number {
   return floor > 0 ? value / floor : Number.NaN;
 }

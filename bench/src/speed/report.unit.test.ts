@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  counterTotal,
   cpuPercent,
   cpuTicksFromStat,
   gaugeValue,
@@ -73,6 +74,8 @@ describe("speed report helpers", () => {
   it("reads a gauge with or without default labels", () => {
     expect(gaugeValue('# HELP g x\ng{service="pa"} 42\n', "g")).toBe(42);
     expect(gaugeValue("g_total 1\ng 7\n", "g")).toBe(7);
+    expect(counterTotal('# TYPE c counter\nc{reason="a"} 2\nc{reason="b"} 3\nc_other 9\n', "c")).toBe(5);
+    expect(counterTotal("# TYPE c counter\n", "c")).toBe(0);
     expect(gaugeValue("h 1\n", "g")).toBeNaN();
   });
 

@@ -10,6 +10,11 @@ export interface ServiceMetrics {
   readonly eventsConsumed: Counter<"consumer" | "outcome">;
   /** Bound port of /metrics, or null when METRICS_PORT is 0. */
   readonly port: number | null;
+  /**
+   * Serves another source's series with the registry's from now on: another thread's registry, whose
+   * families the registry does not declare. One source at most; a later call replaces it.
+   */
+  exposeAlso(render: () => Promise<string>): void;
   close(): Promise<void>;
 }
 
@@ -35,8 +40,20 @@ export async function openMetrics(
   });
   // Declared here, not by the services that read them: every service shows the pipeline's series,
   // at 0 before its first event, so a dashboard or alert never points at a series that is missing.
+  let alsoRender: () => Promise<string> = async () => "";
   const server =
-    config.METRICS_PORT > 0 ? await startMetricsServer(registry, config.GRPC_HOST, config.METRICS_PORT) : undefined;
+    config.METRICS_PORT > 0
+      ? await startMetricsServer(registry, config.GRPC_HOST, config.METRICS_PORT, () => alsoRender())
+      : undefined;
   if (server) logger.info({ port: server.port }, "metrics on /metrics");
-  return { registry, eventApplyDelay, eventsConsumed, port: server?.port ?? null, close: async () => server?.close() };
+  return {
+    registry,
+    eventApplyDelay,
+    eventsConsumed,
+    port: server?.port ?? null,
+    exposeAlso: (render) => {
+      alsoRender = render;
+    },
+    close: async () => server?.close(),
+  };
 }

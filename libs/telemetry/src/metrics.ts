@@ -13,9 +13,22 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** Serves GET /metrics in the Prometheus text format on the given host and port. */
-export function startMetricsServer(registry: Registry, host: string, port: number): Promise<MetricsServer> {
-  return serveMetrics(() => registry.metrics(), registry.contentType, host, port);
+/**
+ * Serves GET /metrics in the Prometheus text format on the given host and port. `alsoRender` adds
+ * series the registry cannot hold: those of another thread of the process (each family once, named
+ * apart from the registry's own).
+ */
+export function startMetricsServer(
+  registry: Registry,
+  host: string,
+  port: number,
+  alsoRender: () => Promise<string> = async () => "",
+): Promise<MetricsServer> {
+  const render = async () => {
+    const [own, other] = await Promise.all([registry.metrics(), alsoRender()]);
+    return other === "" ? own : `${own}${own.endsWith("\n") ? "" : "\n"}${other}`;
+  };
+  return serveMetrics(render, registry.contentType, host, port);
 }
 
 async function serveMetrics(

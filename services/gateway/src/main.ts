@@ -2,4 +2,7 @@ import { runServiceMain } from "@prefix-guard/runtime";
 import { loadGatewayConfig } from "./config";
 import { startGateway } from "./service";
 
-await runServiceMain("gateway", loadGatewayConfig(), startGateway);
+// Its own process: observation runs on a thread of its own (with Kafka), off the proxy's loop.
+await runServiceMain("gateway", loadGatewayConfig(), (config, deps) =>
+  startGateway(config, { ...deps, observationThread: true }),
+);

@@ -1,23 +1,18 @@
 import type { MessageBus } from "@prefix-guard/bus";
-import { newEventId } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { loadProviderCatalogue } from "@prefix-guard/providers/load";
 import { httpsServerFiles, type ListenerSettings, openMetrics, serverSecurity } from "@prefix-guard/runtime";
 import type { Registry } from "prom-client";
-import { ObservationOutbox } from "./adapters/bus/observation-outbox";
 import { ProxyHandler, startProxyServer } from "./adapters/http/proxy-server";
 import { Upstream } from "./adapters/http/upstream";
 import { GatewayMetrics } from "./adapters/metrics/gateway-metrics";
 import { StabilizationMetrics } from "./adapters/metrics/stabilization-metrics";
 import { CallerGate } from "./application/caller-gate";
-import { ObservationPublisher } from "./application/observation-publisher";
-import { observeExchange } from "./application/observe-exchange";
-import { noopObserver, type Observer } from "./application/observer";
-import { RequestCutter } from "./application/request-cutter";
-import { SessionMemory } from "./application/session-memory";
+import type { Observer } from "./application/observer";
 import { Stabilizer } from "./application/stabilizer";
 import type { GatewayConfig } from "./config";
 import { DEFAULT_USAGE_READER_LIMITS } from "./domain/usage-stream";
+import { startGatewayObservation } from "./observation-pipeline";
 
 export interface RunningGateway {
   /** host:port the proxy listens on. */
@@ -39,6 +34,8 @@ export interface GatewayDeps {
   readonly bus?: MessageBus;
   /** Told about every exchange on an observed route, instead of publishing its events (tests). */
   readonly observer?: Observer;
+  /** Observe on a thread of its own when TRANSPORT=kafka (main.ts; observation-pipeline.ts says why). */
+  readonly observationThread?: boolean;
   readonly now?: () => number;
 }
 
@@ -70,33 +67,15 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     logger,
   );
   const metrics = new GatewayMetrics(serviceMetrics.registry);
-  // Opened in the background: the gateway serves whether or not its database is up (fail open).
-  const outbox =
-    deps.observer === undefined && deps.bus !== undefined
-      ? ObservationOutbox.start({
-          databaseUrl: config.DATABASE_URL,
-          schema: { mode: config.DATABASE_MIGRATIONS, waitMs: config.DATABASE_MIGRATIONS_WAIT_MS },
-          bus: deps.bus,
-          registry: serviceMetrics.registry,
-          logger,
-          now,
-          unobserved: metrics,
-          timeoutMs: config.GATEWAY_OUTBOX_TIMEOUT_MS,
-          maxQueued: config.GATEWAY_OUTBOX_QUEUE,
-          retentionMs: config.OUTBOX_RETENTION_MS,
-        })
-      : null;
-  const observer: Observer =
-    deps.observer ??
-    (outbox === null
-      ? noopObserver
-      : new ObservationPublisher({
-          memory: new SessionMemory(config.GATEWAY_SESSION_MEMORY_BYTES),
-          sink: outbox,
-          unobserved: metrics,
-          now,
-          newEventId: () => newEventId(now()),
-        }));
+  const observation = startGatewayObservation(config, {
+    logger,
+    now,
+    metrics: serviceMetrics,
+    unobserved: metrics,
+    bus: deps.bus,
+    observer: deps.observer,
+    observationThread: deps.observationThread,
+  });
   const stabilizer =
     catalogue === null
       ? undefined
@@ -121,15 +100,11 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     openai: new Upstream("openai", config.OPENAI_UPSTREAM_URL, timeouts, config.UPSTREAM_KEEP_ALIVE_MS),
     anthropic: new Upstream("anthropic", config.ANTHROPIC_UPSTREAM_URL, timeouts, config.UPSTREAM_KEEP_ALIVE_MS),
   };
-  const cutter = new RequestCutter();
   const handler = new ProxyHandler({
     upstreams,
     maxBodyBytes: config.GATEWAY_MAX_BODY_BYTES,
     usageLimits: { ...DEFAULT_USAGE_READER_LIMITS, maxJsonBytes: config.GATEWAY_MAX_OBSERVED_RESPONSE_BYTES },
-    // Off the hot path: the exchange has ended; observation runs on a later turn of the loop.
-    observe: (facts) => {
-      setImmediate(() => void observeExchange(facts, { cutter, observer, unobserved: metrics, logger }));
-    },
+    observe: (facts) => observation.observe(facts),
     metrics,
     logger,
     now,
@@ -142,7 +117,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     server = await startProxyServer(config.GATEWAY_HOST, config.GATEWAY_PORT, handler, tlsFiles);
   } catch (error) {
     gate.close();
-    await outbox?.stop();
+    await observation.stop(config.SHUTDOWN_GRACE_MS);
     await serviceMetrics.close();
     throw error;
   }
@@ -170,10 +145,8 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
       gate.close();
       upstreams.openai.close();
       upstreams.anthropic.close();
-      // After the server and the observations it scheduled (setImmediate): the last exchanges'
-      // events are written, each batch within its deadline.
-      await new Promise((resolve) => setImmediate(resolve));
-      await outbox?.stop();
+      // After the server: the last exchanges' events are written, each batch within its deadline.
+      await observation.stop(config.SHUTDOWN_GRACE_MS);
       await serviceMetrics.close();
     },
   };

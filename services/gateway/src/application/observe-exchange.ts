@@ -34,8 +34,10 @@ export const UNOBSERVED_REASONS = [
   "client_aborted",
   /** The upstream failed or timed out. */
   "upstream_failed",
-  /** The observer threw or rejected. */
+  /** The observer threw or rejected, or the observation thread was down (it is restarted). */
   "observer_failed",
+  /** Too many exchanges were waiting for the observation thread: this one was dropped. */
+  "observer_busy",
   /** The gateway's database is not open (down at start or since): the exchange's events were dropped. */
   "outbox_unavailable",
   /** Too many exchanges were waiting for the database: this one's events were dropped. */

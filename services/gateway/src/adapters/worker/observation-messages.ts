@@ -1,0 +1,44 @@
+// What crosses between the proxy's thread and the observation thread. Plain data only (structured
+// clone): the route by name, the request bytes in a buffer of their own that is transferred, not
+// copied again.
+
+import type { ExchangeFacts, UnobservedReason } from "../../application/observe-exchange";
+import { OBSERVED_ROUTES, type RouteName } from "../../domain/routes";
+
+export interface WireFacts extends Omit<ExchangeFacts, "route" | "requestBytes"> {
+  readonly routeName: RouteName;
+  readonly requestBytes: Uint8Array;
+}
+
+export type ToObservationThread =
+  | { readonly kind: "exchange"; readonly facts: WireFacts }
+  | { readonly kind: "metrics"; readonly id: number }
+  | { readonly kind: "stop" };
+
+export type FromObservationThread =
+  /** Exchanges handled since the last report, and what of them went unobserved (by reason). */
+  | {
+      readonly kind: "observed";
+      readonly count: number;
+      readonly unobserved: Readonly<Partial<Record<UnobservedReason, number>>>;
+    }
+  | { readonly kind: "metrics"; readonly id: number; readonly text: string }
+  | { readonly kind: "stopped" };
+
+/** The facts as sent, and what to transfer with them: a copy of exactly the request's bytes. */
+export function factsToWire(facts: ExchangeFacts): { readonly facts: WireFacts; readonly transfer: ArrayBuffer[] } {
+  const { route, requestBytes, ...rest } = facts;
+  // A Buffer may be a view into a larger (pooled) allocation; cloning it would copy all of that.
+  const bytes = new Uint8Array(requestBytes.byteLength);
+  bytes.set(requestBytes);
+  return { facts: { ...rest, routeName: route.name, requestBytes: bytes }, transfer: [bytes.buffer] };
+}
+
+export function factsFromWire(wire: WireFacts): ExchangeFacts {
+  const { routeName, requestBytes, ...rest } = wire;
+  return {
+    ...rest,
+    route: OBSERVED_ROUTES[routeName],
+    requestBytes: Buffer.from(requestBytes.buffer, requestBytes.byteOffset, requestBytes.byteLength),
+  };
+}

@@ -1,0 +1,93 @@
+// The observation thread's main: its own logger, Kafka connection, database and metrics registry,
+// and the same pipeline the proxy's thread composes in the embedded default. Messages wait in the
+// port until the bus is open; how many may wait is bounded on the other side (observation-thread.ts).
+
+import { parentPort, workerData } from "node:worker_threads";
+import { createLogger } from "@prefix-guard/logging";
+import { defaultTopicSpecs, openBus, type TransportConfig } from "@prefix-guard/runtime";
+import { Registry } from "prom-client";
+import {
+  type FromObservationThread,
+  factsFromWire,
+  type ToObservationThread,
+} from "./adapters/worker/observation-messages";
+import type { UnobservedReason } from "./application/observe-exchange";
+import { type ObservationSettings, startObservationPipeline } from "./observation-pipeline";
+
+export interface ObservationWorkerData {
+  readonly observation: ObservationSettings;
+  readonly transport: TransportConfig;
+  readonly logLevel: string;
+}
+
+/** Handled exchanges are reported at most this often (the proxy's side frees their places then). */
+const REPORT_EVERY_MS = 20;
+
+const port = parentPort;
+if (port === null) throw new Error("observation-worker.ts runs as a worker thread (observation-thread.ts starts it)");
+const data = workerData as ObservationWorkerData;
+const logger = createLogger({ service: "gateway", level: data.logLevel }).child({ thread: "observation" });
+// Series only this thread writes (the relay's); the proxy's /metrics serves them with its own.
+const registry = new Registry();
+registry.setDefaultLabels({ service: "gateway" });
+
+let handled = 0;
+let unobserved: Partial<Record<UnobservedReason, number>> = {};
+let reportTimer: NodeJS.Timeout | null = null;
+const report = () => {
+  reportTimer = null;
+  if (handled === 0 && Object.keys(unobserved).length === 0) return;
+  port.postMessage({ kind: "observed", count: handled, unobserved } satisfies FromObservationThread);
+  handled = 0;
+  unobserved = {};
+};
+const counter = {
+  count(reason: UnobservedReason) {
+    unobserved[reason] = (unobserved[reason] ?? 0) + 1;
+  },
+};
+
+const bus = await openBus(data.transport, "gateway", defaultTopicSpecs(), logger);
+const pipeline = startObservationPipeline(data.observation, {
+  bus: bus.bus,
+  registry,
+  logger,
+  unobserved: counter,
+  now: Date.now,
+});
+
+port.on("message", (message: ToObservationThread) => {
+  switch (message.kind) {
+    case "exchange":
+      void pipeline.observe(factsFromWire(message.facts)).finally(() => {
+        handled += 1;
+        reportTimer ??= setTimeout(report, REPORT_EVERY_MS);
+      });
+      return;
+    case "metrics":
+      void registry.metrics().then(
+        (text) => port.postMessage({ kind: "metrics", id: message.id, text } satisfies FromObservationThread),
+        () => port.postMessage({ kind: "metrics", id: message.id, text: "" } satisfies FromObservationThread),
+      );
+      return;
+    case "stop":
+      void stop();
+      return;
+  }
+});
+
+async function stop(): Promise<void> {
+  try {
+    await pipeline.stop();
+    await bus.close();
+  } catch (error) {
+    logger.warn(
+      { err: error instanceof Error ? error.name : typeof error },
+      "observation thread stopped with an error",
+    );
+  }
+  if (reportTimer !== null) clearTimeout(reportTimer);
+  report();
+  port?.postMessage({ kind: "stopped" } satisfies FromObservationThread);
+  port?.close();
+}
