@@ -1,17 +1,13 @@
 import type { MessageBus } from "@prefix-guard/bus";
 import type { Logger } from "@prefix-guard/logging";
-import { loadProviderCatalogue } from "@prefix-guard/providers/load";
-import { httpsServerFiles, type ListenerSettings, openMetrics, serverSecurity } from "@prefix-guard/runtime";
+import { openMetrics } from "@prefix-guard/runtime";
 import type { Registry } from "prom-client";
 import { ProxyHandler, startProxyServer } from "./adapters/http/proxy-server";
-import { Upstream } from "./adapters/http/upstream";
 import { GatewayMetrics } from "./adapters/metrics/gateway-metrics";
-import { StabilizationMetrics } from "./adapters/metrics/stabilization-metrics";
-import { CallerGate } from "./application/caller-gate";
 import type { Observer } from "./application/observer";
-import { Stabilizer } from "./application/stabilizer";
 import type { GatewayConfig } from "./config";
 import { DEFAULT_USAGE_READER_LIMITS } from "./domain/usage-stream";
+import { gatewayAccess, gatewayStabilizer, gatewayUpstreams } from "./gateway-parts";
 import { startGatewayObservation } from "./observation-pipeline";
 
 export interface RunningGateway {
@@ -43,30 +39,22 @@ export interface GatewayDeps {
 export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Promise<RunningGateway> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  // Who may call, by the rules every service follows; a setting that cannot work stops start-up here.
-  const listener: ListenerSettings = {
-    host: { name: "GATEWAY_HOST", value: config.GATEWAY_HOST },
-    certFile: { name: "GATEWAY_TLS_CERT_FILE", value: config.GATEWAY_TLS_CERT_FILE },
-    keyFile: { name: "GATEWAY_TLS_KEY_FILE", value: config.GATEWAY_TLS_KEY_FILE },
-    clientCaFile: { name: "GATEWAY_TLS_CLIENT_CA_FILE", value: config.GATEWAY_TLS_CLIENT_CA_FILE },
-  };
-  const security = serverSecurity(listener, config, logger);
-  const gate = new CallerGate(security.authenticator, now);
-  let tlsFiles: ReturnType<typeof httpsServerFiles> | undefined;
-  try {
-    tlsFiles = security.tls === undefined ? undefined : httpsServerFiles(security.tls, listener);
-  } catch (error) {
-    gate.close();
-    throw error;
-  }
-  // Stabilize mode only; the catalogue is read before anything listens (a bad file stops start-up).
-  const catalogue = config.GATEWAY_MODE === "stabilize" ? loadProviderCatalogue(config.PROVIDER_CATALOGUE_FILE) : null;
+  // Who may call; a setting that cannot work stops start-up here (as a bad catalogue does below).
+  const { gate, tlsFiles } = gatewayAccess(config, logger, now);
   const serviceMetrics = await openMetrics(
     "gateway",
     { GRPC_HOST: config.GATEWAY_HOST, METRICS_PORT: config.METRICS_PORT },
     logger,
   );
   const metrics = new GatewayMetrics(serviceMetrics.registry);
+  let stabilizer: ReturnType<typeof gatewayStabilizer>;
+  try {
+    stabilizer = gatewayStabilizer(config, serviceMetrics.registry, logger);
+  } catch (error) {
+    gate.close();
+    await serviceMetrics.close();
+    throw error;
+  }
   const observation = startGatewayObservation(config, {
     logger,
     now,
@@ -76,30 +64,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps): Pr
     observer: deps.observer,
     observationThread: deps.observationThread,
   });
-  const stabilizer =
-    catalogue === null
-      ? undefined
-      : new Stabilizer(
-          {
-            volatilePatterns: config.GATEWAY_VOLATILE_PATTERNS,
-            noticeLocale: config.GATEWAY_NOTICE_LOCALE,
-            catalogue,
-            maxSessions: config.GATEWAY_STABILIZE_SESSIONS,
-          },
-          {
-            recorder: new StabilizationMetrics(serviceMetrics.registry),
-            onFailure: (err) => logger.warn({ err }, "stabilization failed; the request was sent unchanged"),
-          },
-        );
-  const timeouts = {
-    connectMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
-    headersMs: config.UPSTREAM_HEADERS_TIMEOUT_MS,
-    idleMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
-  };
-  const upstreams = {
-    openai: new Upstream("openai", config.OPENAI_UPSTREAM_URL, timeouts, config.UPSTREAM_KEEP_ALIVE_MS),
-    anthropic: new Upstream("anthropic", config.ANTHROPIC_UPSTREAM_URL, timeouts, config.UPSTREAM_KEEP_ALIVE_MS),
-  };
+  const upstreams = gatewayUpstreams(config);
   const handler = new ProxyHandler({
     upstreams,
     maxBodyBytes: config.GATEWAY_MAX_BODY_BYTES,
