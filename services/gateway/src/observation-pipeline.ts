@@ -18,31 +18,7 @@ import type { Observer } from "./application/observer";
 import { RequestCutter } from "./application/request-cutter";
 import { SessionMemory } from "./application/session-memory";
 import type { GatewayConfig } from "./config";
-import type { ObservationWorkerData } from "./observation-worker";
-
-/** The settings the observation reads: plain values, so they cross to the observation thread as they are. */
-export type ObservationSettings = Pick<
-  GatewayConfig,
-  | "DATABASE_URL"
-  | "DATABASE_MIGRATIONS"
-  | "DATABASE_MIGRATIONS_WAIT_MS"
-  | "GATEWAY_OUTBOX_TIMEOUT_MS"
-  | "GATEWAY_OUTBOX_QUEUE"
-  | "OUTBOX_RETENTION_MS"
-  | "GATEWAY_SESSION_MEMORY_BYTES"
->;
-
-export function observationSettingsOf(config: GatewayConfig): ObservationSettings {
-  return {
-    DATABASE_URL: config.DATABASE_URL,
-    DATABASE_MIGRATIONS: config.DATABASE_MIGRATIONS,
-    DATABASE_MIGRATIONS_WAIT_MS: config.DATABASE_MIGRATIONS_WAIT_MS,
-    GATEWAY_OUTBOX_TIMEOUT_MS: config.GATEWAY_OUTBOX_TIMEOUT_MS,
-    GATEWAY_OUTBOX_QUEUE: config.GATEWAY_OUTBOX_QUEUE,
-    OUTBOX_RETENTION_MS: config.OUTBOX_RETENTION_MS,
-    GATEWAY_SESSION_MEMORY_BYTES: config.GATEWAY_SESSION_MEMORY_BYTES,
-  };
-}
+import { type ObservationSettings, type ObservationWorkerData, observationSettingsOf } from "./observation-settings";
 
 export interface ObservationPipelineDeps {
   readonly bus: MessageBus;
@@ -76,6 +52,7 @@ export function startObservationPipeline(
     timeoutMs: settings.GATEWAY_OUTBOX_TIMEOUT_MS,
     maxQueued: settings.GATEWAY_OUTBOX_QUEUE,
     retentionMs: settings.OUTBOX_RETENTION_MS,
+    relayLeases: settings.RELAY_LEASES,
   });
   const observer = new ObservationPublisher({
     memory: new SessionMemory(settings.GATEWAY_SESSION_MEMORY_BYTES),

@@ -4,7 +4,7 @@
 
 import { parentPort, workerData } from "node:worker_threads";
 import { createLogger } from "@prefix-guard/logging";
-import { defaultTopicSpecs, openBus, type TransportConfig } from "@prefix-guard/runtime";
+import { defaultTopicSpecs, openBus } from "@prefix-guard/runtime";
 import { Registry } from "prom-client";
 import {
   type FromObservationThread,
@@ -12,13 +12,8 @@ import {
   type ToObservationThread,
 } from "./adapters/worker/observation-messages";
 import type { UnobservedReason } from "./application/observe-exchange";
-import { type ObservationSettings, startObservationPipeline } from "./observation-pipeline";
-
-export interface ObservationWorkerData {
-  readonly observation: ObservationSettings;
-  readonly transport: TransportConfig;
-  readonly logLevel: string;
-}
+import { startObservationPipeline } from "./observation-pipeline";
+import type { ObservationWorkerData } from "./observation-settings";
 
 /** Handled exchanges are reported at most this often (the proxy's side frees their places then). */
 const REPORT_EVERY_MS = 20;
