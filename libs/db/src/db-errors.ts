@@ -70,6 +70,12 @@ export async function withDbTimeout<T>(work: Promise<T>, timeoutMs: number, what
 
 const deadlockErrnos = new Set([1213, 1205]);
 
+/** MariaDB deadlock (1213) and lock-wait timeout (1205): the transaction was rolled back whole and may simply be rerun. */
+export function isLockFailure(error: unknown): boolean {
+  const { errno } = asDriverError(error);
+  return errno !== undefined && deadlockErrnos.has(errno);
+}
+
 /**
  * Reruns a transaction that InnoDB chose as a deadlock victim (or whose lock wait timed out): the
  * transaction was rolled back whole, so running it again is safe and usually succeeds at once.

@@ -10,7 +10,7 @@ export {
 } from "./consumer-position";
 export type { Database, DatabaseOptions, DatabaseTarget } from "./database";
 export { createDatabase, describeDatabaseUrl, parseDatabaseUrl } from "./database";
-export { isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";
+export { isLockFailure, isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";
 export type { Migration } from "./migrations";
 export { pendingMigrations, runMigrations } from "./migrations";
 export { MAX_SERVER_LOCK_NAME, serverLockName } from "./server-lock-name";

@@ -12,9 +12,6 @@ import type {
   SectionTotal,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { BUILTIN_PROVIDER_CATALOGUE, type ProviderCatalogue, type Retention } from "@prefix-guard/providers";
-import type { Knex } from "knex";
-import type { StoredCollapse, UsageSource } from "../adapters/mysql/monitor-rows";
-import type { MonitorStore } from "../adapters/mysql/monitor-store";
 import { type AttributionThresholds, DEFAULT_ATTRIBUTION_THRESHOLDS } from "../domain/attribution";
 import { assessCall, type CollapseExplanation, explainCollapse } from "../domain/call-assessment";
 import { type CauseKind, causeKindOf } from "../domain/cause-taxonomy";
@@ -36,16 +33,17 @@ import {
 } from "../domain/validation";
 import { BuildArrivals } from "./build-arrivals";
 import { cacheCollapsedEvent, usageRecordedEvent, type ValidPrefixEvent, type ValidUsageEvent } from "./monitor-events";
+import type { MonitorStore, MonitorTransaction, StoredCollapse, UsageSource } from "./ports";
 import { toCacheCollapsed, toUsageRecorded } from "./proto-mapping";
 import { buildSessionTrace } from "./session-trace";
 
 /**
- * Where cache-monitor's events go. `trx` is the transaction that stored what the event reports,
+ * Where cache-monitor's events go. `tx` is the transaction that stored what the event reports,
  * so an outbox implementation publishes the event if and only if that commit happened.
  */
 export interface MonitorEventSink {
-  usageRecorded(event: LlmUsageEvent, trx: Knex.Transaction): Promise<void>;
-  collapseDetected(event: CacheCollapseEvent, trx: Knex.Transaction): Promise<void>;
+  usageRecorded(event: LlmUsageEvent, tx: MonitorTransaction): Promise<void>;
+  collapseDetected(event: CacheCollapseEvent, tx: MonitorTransaction): Promise<void>;
 }
 
 /** One recorded call, as the metrics adapter is told it. */
@@ -308,8 +306,8 @@ export class CacheMonitor {
     // After the build wait, so the build's own observation says whose session it is. A session no
     // build was observed for (a harness that builds its own bodies) has nothing of anyone else's.
     if (origin.source === "rpc") await this.requireVisible(origin.caller, sessionId);
-    const outcome = await store.withSessionLock(sessionId, receivedAtMs, async (trx) => {
-      const existing = await store.usages.findUsageByEventId(trx, eventId);
+    const outcome = await store.withSessionLock(sessionId, receivedAtMs, async (tx) => {
+      const existing = await store.usages.findUsageByEventId(tx, eventId);
       if (existing !== null) {
         if (identity !== null) checkRetryOf(identity, existing.contentSha256);
         if (existing.sessionId !== sessionId || existing.requestId !== usage.requestId)
@@ -317,7 +315,7 @@ export class CacheMonitor {
             reason: "event_id_reused",
             context: { event_id: eventId },
           });
-        const collapse = await store.collapses.findCollapseByUsage(trx, existing.id);
+        const collapse = await store.collapses.findCollapseByUsage(tx, existing.id);
         return {
           duplicate: true,
           cost: existing.cost,
@@ -329,14 +327,14 @@ export class CacheMonitor {
       }
       const earlier = this.withDefaultRetentions(
         await store.usages.earlierCalls(
-          trx,
+          tx,
           sessionId,
           { calledAtMs: usage.calledAtMs, id: null },
           // Small prompts and the first call do not count, so look further back than the window.
           thresholds.baselineCalls * 4 + 1,
         ),
       );
-      const prefix = await store.observations.prefixJoin(trx, sessionId, usage.requestId);
+      const prefix = await store.observations.prefixJoin(tx, sessionId, usage.requestId);
       const assessment = assessCall({
         usage,
         prices: pricesFor(this.deps.prices, usage.model),
@@ -345,7 +343,7 @@ export class CacheMonitor {
         thresholds,
         attributionThresholds: this.attributionThresholds,
       });
-      const usageId = await store.usages.insertUsage(trx, {
+      const usageId = await store.usages.insertUsage(tx, {
         eventId,
         sessionId,
         usage,
@@ -366,19 +364,19 @@ export class CacheMonitor {
       });
       let collapse: StoredCollapse | null = null;
       if (assessment.collapse !== null) {
-        collapse = await store.collapses.insertCollapse(trx, {
+        collapse = await store.collapses.insertCollapse(tx, {
           usageId,
           sessionId,
           usage,
           facts: assessment.collapse,
           nowMs: receivedAtMs,
         });
-        await events.collapseDetected(this.collapseEvent(sessionId, collapse, receivedAtMs), trx);
+        await events.collapseDetected(this.collapseEvent(sessionId, collapse, receivedAtMs), tx);
       }
       if (origin.source === "rpc") {
         await events.usageRecorded(
           usageRecordedEvent({ eventId, sessionId, occurredAtMs: receivedAtMs, usage: toUsageRecorded(usage) }),
-          trx,
+          tx,
         );
       }
       return {
@@ -480,11 +478,11 @@ export class CacheMonitor {
     const { store, events } = this.deps;
     const nowMs = this.deps.now();
     const { sessionId, requestId } = event;
-    const outcome = await store.withSessionLock(sessionId, nowMs, async (trx) => {
+    const outcome = await store.withSessionLock(sessionId, nowMs, async (tx) => {
       const inserted =
         event.payload.$case === "observed"
           ? await store.observations.insertObservation(
-              trx,
+              tx,
               {
                 eventId: event.eventId,
                 sessionId,
@@ -520,7 +518,7 @@ export class CacheMonitor {
               nowMs,
             )
           : await store.observations.insertChange(
-              trx,
+              tx,
               {
                 eventId: event.eventId,
                 sessionId,
@@ -545,19 +543,19 @@ export class CacheMonitor {
               nowMs,
             );
       if (!inserted) return { kind: "duplicate" } as const;
-      const collapses = await store.collapses.collapsesOfRequest(trx, sessionId, requestId);
+      const collapses = await store.collapses.collapsesOfRequest(tx, sessionId, requestId);
       if (collapses.length === 0) return { kind: "applied", reexplainedCollapses: 0 } as const;
-      const prefix = await store.observations.prefixJoin(trx, sessionId, requestId);
+      const prefix = await store.observations.prefixJoin(tx, sessionId, requestId);
       let reexplained = 0;
       for (const { collapse, usage } of collapses) {
         const previous =
           this.withDefaultRetentions(
-            await store.usages.earlierCalls(trx, sessionId, { calledAtMs: usage.calledAtMs, id: usage.id }, 1),
+            await store.usages.earlierCalls(tx, sessionId, { calledAtMs: usage.calledAtMs, id: usage.id }, 1),
           ).at(-1) ?? null;
         const explanation = explainCollapse(usage, prefix, previous, this.attributionThresholds);
         if (sameExplanation(collapse, explanation)) continue;
-        const updated = await store.collapses.updateCollapseExplanation(trx, collapse, explanation, nowMs);
-        await events.collapseDetected(this.collapseEvent(sessionId, updated, nowMs), trx);
+        const updated = await store.collapses.updateCollapseExplanation(tx, collapse, explanation, nowMs);
+        await events.collapseDetected(this.collapseEvent(sessionId, updated, nowMs), tx);
         reexplained += 1;
       }
       return { kind: "applied", reexplainedCollapses: reexplained } as const;

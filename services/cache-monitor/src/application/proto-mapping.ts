@@ -2,9 +2,9 @@
 
 import type { CacheCollapsed } from "@prefix-guard/proto/events/v1/collapse_events";
 import type { ProviderCacheReport, UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
-import type { StoredCollapse, StoredUsage } from "../adapters/mysql/monitor-rows";
 import { LEGACY_CAUSE_CODE } from "../domain/collapse-totals";
 import { OUR_BUILDS, type UsageFacts } from "../domain/model";
+import type { StoredCollapse, StoredUsage } from "./ports";
 
 export function toCacheCollapsed(collapse: StoredCollapse): CacheCollapsed {
   return {

@@ -4,16 +4,10 @@
 // shown is the latest call that sent it.
 
 import type { BuildTrace } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
-import type {
-  SessionTraceRows,
-  StoredChange,
-  StoredCollapse,
-  StoredObservation,
-  StoredUsage,
-} from "../adapters/mysql/monitor-rows";
 import { type AttributionThresholds, attributeBuild, ourVerdictOf } from "../domain/attribution";
 import { LEGACY_CAUSE_CODE } from "../domain/collapse-totals";
 import { OUR_BUILDS } from "../domain/model";
+import type { SessionTraceRows, StoredChange, StoredCollapse, StoredObservation, StoredUsage } from "./ports";
 import { toUsageRecorded } from "./proto-mapping";
 
 interface BuildParts {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { StoredChange, StoredCollapse, StoredUsage } from "../adapters/mysql/monitor-rows";
 import { DEFAULT_ATTRIBUTION_THRESHOLDS } from "../domain/attribution";
+import type { StoredChange, StoredCollapse, StoredUsage } from "./ports";
 import { buildSessionTrace } from "./session-trace";
 
 const usage: StoredUsage = {

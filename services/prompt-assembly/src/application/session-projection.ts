@@ -7,7 +7,6 @@
 import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
 import { InternalError, isPrefixGuardError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
-import type { ProjectionStore, SessionWrite } from "../adapters/mysql/projection-store";
 import type { StoredMessage } from "../domain/model";
 import {
   type ProjectedEvent,
@@ -16,6 +15,7 @@ import {
   planProjectionStep,
 } from "../domain/session-projection";
 import { projectedEventFromProto } from "./content-mapping";
+import type { ProjectionStore, SessionWrite } from "./ports";
 import { PLAINTEXT_ONLY, type SealedEventOpener } from "./sealed-events";
 
 export type ProjectionOutcome = "applied" | "duplicate" | "gap";

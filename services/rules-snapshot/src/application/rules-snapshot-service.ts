@@ -7,9 +7,6 @@ import {
   type ResolveRequest as ProtoResolveRequest,
   type ResolveResponse as ProtoResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
-import type { Knex } from "knex";
-import type { AgentsMdRead, RulesFileReader } from "../adapters/fs/agents-md-reader";
-import type { SnapshotStore } from "../adapters/mysql/snapshot-store";
 import { invalidatedLogLine } from "../domain/log-lines";
 import type { Locale, RawRules, ResolutionDecision, RulesEventPayload, SnapshotRow } from "../domain/model";
 import { renderWorkspaceRulesSection } from "../domain/render-rules-section";
@@ -24,16 +21,17 @@ import {
   requireSource,
   requireWorkspace,
 } from "../domain/validation";
+import type { AgentsMdRead, RulesFileReader, SnapshotStore, SnapshotTransaction } from "./ports";
 
 /** Consumer name in `consumer_position`. */
 const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
 
 /**
- * Where rules.snapshot.v1 events go. `trx` is the transaction that made the change, so an outbox
+ * Where rules.snapshot.v1 events go. `tx` is the transaction that made the change, so an outbox
  * implementation commits the event with it; an implementation without a DB may ignore it.
  */
 export interface RulesEventSink {
-  record(event: RulesSnapshotEvent, trx?: Knex.Transaction): Promise<void>;
+  record(event: RulesSnapshotEvent, tx?: SnapshotTransaction): Promise<void>;
 }
 
 /** The part of a pino logger the service uses. */
@@ -169,12 +167,12 @@ export class RulesSnapshotService {
     const why = reason.trim().length > 0 ? reason.trim() : "operator";
     const { store } = this.deps;
     const removedRow = await withDbTimeout(
-      store.transaction(async (trx) => {
-        const row = await store.findBySession(sessionId, trx);
+      store.transaction(async (tx) => {
+        const row = await store.findBySession(sessionId, tx);
         if (row === null) return null;
-        if ((await store.deleteBySession(sessionId, trx)) === 0) return null;
-        await store.rememberRefresh(sessionId, why, this.deps.now(), trx);
-        await this.recordEvent(sessionId, invalidatedPayload(why, row.generation), trx);
+        if ((await store.deleteBySession(sessionId, tx)) === 0) return null;
+        await store.rememberRefresh(sessionId, why, this.deps.now(), tx);
+        await this.recordEvent(sessionId, invalidatedPayload(why, row.generation), tx);
         return row;
       }),
       this.deps.dbTimeoutMs,
@@ -208,15 +206,15 @@ export class RulesSnapshotService {
           nowMs: this.deps.now(),
           applyAcrossGap: true,
         },
-        async (trx) => {
+        async (tx) => {
           const count =
             cleanup.belowGeneration === null
-              ? await store.deleteBySession(event.sessionId, trx)
-              : await store.deleteOlderThanGeneration(event.sessionId, cleanup.belowGeneration, trx);
+              ? await store.deleteBySession(event.sessionId, tx)
+              : await store.deleteOlderThanGeneration(event.sessionId, cleanup.belowGeneration, tx);
           // A deleted or promoted session is never pinned again: its pending refresh goes with it.
-          if (cleanup.belowGeneration === null) await store.forgetRefresh(event.sessionId, trx);
+          if (cleanup.belowGeneration === null) await store.forgetRefresh(event.sessionId, tx);
           removed = count > 0;
-          if (removed) await this.recordEvent(event.sessionId, cleanup.event, trx);
+          if (removed) await this.recordEvent(event.sessionId, cleanup.event, tx);
         },
       ),
       this.deps.dbTimeoutMs,
@@ -295,10 +293,10 @@ export class RulesSnapshotService {
       case "overwrite": {
         const nowMs = this.deps.now();
         let pinned = plan;
-        await store.transaction(async (trx) => {
-          pinned = afterOperatorRefresh(plan, await store.takeRefresh(sessionId, trx));
-          await store.upsert(action.snapshot, nowMs, trx);
-          if (pinned.event !== null) await this.recordEvent(sessionId, pinned.event, trx);
+        await store.transaction(async (tx) => {
+          pinned = afterOperatorRefresh(plan, await store.takeRefresh(sessionId, tx));
+          await store.upsert(action.snapshot, nowMs, tx);
+          if (pinned.event !== null) await this.recordEvent(sessionId, pinned.event, tx);
         });
         plan = pinned;
         this.logPlan(sessionId, plan);
@@ -314,21 +312,21 @@ export class RulesSnapshotService {
         };
       }
       case "delete": {
-        const removed = await store.transaction(async (trx) => {
+        const removed = await store.transaction(async (tx) => {
           const count =
             action.belowGeneration === null
-              ? await store.deleteBySession(sessionId, trx)
-              : await store.deleteOlderThanGeneration(sessionId, action.belowGeneration, trx);
-          if (count > 0 && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
+              ? await store.deleteBySession(sessionId, tx)
+              : await store.deleteOlderThanGeneration(sessionId, action.belowGeneration, tx);
+          if (count > 0 && plan.event !== null) await this.recordEvent(sessionId, plan.event, tx);
           return count > 0;
         });
         if (removed) this.logPlan(sessionId, plan);
         return this.responseFromPlan(plan);
       }
       case "markReported": {
-        const marked = await store.transaction(async (trx) => {
-          const won = await store.markReported(sessionId, action.diskHash, action.pinnedHash, this.deps.now(), trx);
-          if (won && plan.event !== null) await this.recordEvent(sessionId, plan.event, trx);
+        const marked = await store.transaction(async (tx) => {
+          const won = await store.markReported(sessionId, action.diskHash, action.pinnedHash, this.deps.now(), tx);
+          if (won && plan.event !== null) await this.recordEvent(sessionId, plan.event, tx);
           return won;
         });
         if (marked) this.logPlan(sessionId, plan);
@@ -369,7 +367,7 @@ export class RulesSnapshotService {
     for (const line of plan.logLines) this.deps.logger.info({ sessionId, decision: plan.decision }, line);
   }
 
-  private async recordEvent(sessionId: string, payload: RulesEventPayload, trx: Knex.Transaction): Promise<void> {
+  private async recordEvent(sessionId: string, payload: RulesEventPayload, tx: SnapshotTransaction): Promise<void> {
     const event: RulesSnapshotEvent = {
       eventId: this.deps.newEventId(),
       sessionId,
@@ -378,10 +376,10 @@ export class RulesSnapshotService {
       type: rulesEventType(payload),
       payload,
     };
-    await this.deps.events.record(event, trx);
+    await this.deps.events.record(event, tx);
     // Told here, where every event is recorded, once its transaction has committed (never after a
     // rollback): no call site has to restate when it wrote one.
     const { eventsCommitted } = this.deps;
-    if (eventsCommitted !== undefined) trx.executionPromise.then(eventsCommitted, () => undefined);
+    if (eventsCommitted !== undefined) this.deps.store.afterCommit(tx, eventsCommitted);
   }
 }

@@ -7,12 +7,7 @@
 // error rolls the whole group back; every message is then written again on its own, so each gets
 // the answer it would have had without grouping (and the caller's retry rules apply to it alone).
 
-import type { DataKey } from "@prefix-guard/events";
-import type { AppendOutcome, MessageAppend } from "../adapters/mysql/message-append";
-import type { SessionState } from "../domain/model";
-
-/** Decides one message on its locked session, sealing its content with the session's data key. */
-export type DecideAppend<T> = (session: SessionState | undefined, key: DataKey | undefined) => MessageAppend<T>;
+import type { AppendOutcome, DecideAppend } from "./ports";
 
 export interface GroupAppendStore {
   appendMessages<T>(group: readonly { sessionId: string; decide: DecideAppend<T> }[]): Promise<AppendOutcome<T>[]>;

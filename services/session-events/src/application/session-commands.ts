@@ -5,7 +5,7 @@ import {
   requireCreatableSession,
   requireVisibleSession,
 } from "@prefix-guard/access";
-import { isUniqueViolation, translateDbError } from "@prefix-guard/db";
+import { isLockFailure, isUniqueViolation, translateDbError } from "@prefix-guard/db";
 import { AlreadyExistsError, ConflictError, ResourceExhaustedError } from "@prefix-guard/errors";
 import {
   type DataKey,
@@ -41,13 +41,6 @@ import type {
   WriteResponse,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import {
-  type EventRow,
-  isLockFailure,
-  type SessionChanges,
-  type SessionStore,
-  type SessionTransaction,
-} from "../adapters/mysql/session-store";
-import {
   checkExpectedSeq,
   decideCompaction,
   decideInheritance,
@@ -77,6 +70,7 @@ import {
 } from "../domain/validation";
 import { DataKeyCache } from "./data-key-cache";
 import { MessageAppendGroups } from "./message-append-groups";
+import type { EventRow, SessionChanges, SessionStore, SessionTransaction } from "./ports";
 
 export interface SessionCommandsDeps {
   readonly store: SessionStore;

@@ -1,25 +1,29 @@
 import { translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
+import type {
+  CollapseQuery,
+  CollapseRecords,
+  CollapseTotalsRow,
+  StoredCollapse,
+  StoredUsage,
+} from "../../application/ports";
 import type { CollapseExplanation, CollapseFacts } from "../../domain/call-assessment";
 import { LEGACY_CAUSE_CODE, sortCauseTotals, sortSectionTotals } from "../../domain/collapse-totals";
 import type { UsageFacts } from "../../domain/model";
 import {
-  type CollapseQuery,
-  type CollapseTotalsRow,
   changedBlockRow,
   type DbExecutor,
   firstInsertedId,
+  knexOf,
   num,
   type Row,
-  type StoredCollapse,
-  type StoredUsage,
   str,
   toCollapse,
   toUsage,
 } from "./monitor-rows";
 
 /** Detected collapses (cm_collapse) with their sections (cm_collapse_section), and the SRE queries over them. */
-export class CollapseStore {
+export class CollapseStore implements CollapseRecords {
   constructor(private readonly db: Knex) {}
 
   async insertCollapse(
@@ -27,7 +31,7 @@ export class CollapseStore {
     args: { usageId: number; sessionId: string; usage: UsageFacts; facts: CollapseFacts; nowMs: number },
   ): Promise<StoredCollapse> {
     const { facts, usage } = args;
-    const result = await executor("cm_collapse").insert({
+    const result = await knexOf(executor)("cm_collapse").insert({
       usage_id: args.usageId,
       session_id: args.sessionId,
       request_id: usage.requestId,
@@ -58,18 +62,18 @@ export class CollapseStore {
     explanation: CollapseExplanation,
     nowMs: number,
   ): Promise<StoredCollapse> {
-    await executor("cm_collapse")
+    await knexOf(executor)("cm_collapse")
       .where({ id: collapse.id })
       .update({ ...explanationColumns(explanation), updated_at_ms: nowMs });
     // Only the sections that changed, each by its full key: a range delete on collapse_id would take
     // gap locks in InnoDB and deadlock with another session inserting the next collapse's rows.
     const current = new Set(
-      (await executor("cm_collapse_section").where({ collapse_id: collapse.id }).pluck("section")).map(String),
+      (await knexOf(executor)("cm_collapse_section").where({ collapse_id: collapse.id }).pluck("section")).map(String),
     );
     const wanted = new Set(explanation.totalsSections);
     for (const section of current)
       if (!wanted.has(section))
-        await executor("cm_collapse_section").where({ collapse_id: collapse.id, section }).delete();
+        await knexOf(executor)("cm_collapse_section").where({ collapse_id: collapse.id, section }).delete();
     await this.writeSections(
       executor,
       collapse.id,
@@ -93,7 +97,7 @@ export class CollapseStore {
   ): Promise<void> {
     const unique = [...new Set(sections)];
     if (unique.length === 0) return;
-    await executor("cm_collapse_section").insert(
+    await knexOf(executor)("cm_collapse_section").insert(
       unique.map((section) => ({
         collapse_id: collapseId,
         section,
@@ -105,12 +109,12 @@ export class CollapseStore {
   }
 
   async findCollapseById(executor: DbExecutor, id: number): Promise<StoredCollapse | null> {
-    const row = (await executor("cm_collapse").where({ id }).first()) as Row | undefined;
+    const row = (await knexOf(executor)("cm_collapse").where({ id }).first()) as Row | undefined;
     return row ? toCollapse(row) : null;
   }
 
   async findCollapseByUsage(executor: DbExecutor, usageId: number): Promise<StoredCollapse | null> {
-    const row = (await executor("cm_collapse").where({ usage_id: usageId }).first()) as Row | undefined;
+    const row = (await knexOf(executor)("cm_collapse").where({ usage_id: usageId }).first()) as Row | undefined;
     return row ? toCollapse(row) : null;
   }
 
@@ -121,13 +125,13 @@ export class CollapseStore {
     requestId: string,
   ): Promise<Array<{ collapse: StoredCollapse; usage: StoredUsage }>> {
     const collapses = (
-      (await executor("cm_collapse")
+      (await knexOf(executor)("cm_collapse")
         .where({ session_id: sessionId, request_id: requestId })
         .orderBy("id", "asc")) as Row[]
     ).map(toCollapse);
     if (collapses.length === 0) return [];
     const usages = (
-      (await executor("cm_usage").whereIn(
+      (await knexOf(executor)("cm_usage").whereIn(
         "id",
         collapses.map((c) => c.usageId),
       )) as Row[]

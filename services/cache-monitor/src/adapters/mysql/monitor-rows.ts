@@ -1,171 +1,38 @@
-// cache-monitor's stored shapes and how rows decode into them, shared by its three stores.
+// How rows decode into cache-monitor's stored shapes (application/ports.ts), shared by its three stores.
 import type { Knex } from "knex";
-import type { CauseTotal, SectionTotal } from "../../domain/collapse-totals";
+import type {
+  MonitorTransaction,
+  StoredChange,
+  StoredCollapse,
+  StoredCut,
+  StoredObservation,
+  StoredUsage,
+} from "../../application/ports";
 import {
   type ChangedBlockRef,
-  type PrefixChange,
   type ProviderCacheReport,
   TRAFFIC_SOURCES,
   type TrafficSource,
-  type UsageFacts,
 } from "../../domain/model";
 
-/** A connection or an open transaction: every method runs on whichever it is given. */
-export type DbExecutor = Knex | Knex.Transaction;
+/**
+ * A connection, an open transaction, or the application's handle of one: every method runs on
+ * whichever it is given.
+ */
+export type DbExecutor = Knex | Knex.Transaction | MonitorTransaction;
 
-export type UsageSource = "rpc" | "topic";
-
-export interface StoredUsage extends UsageFacts {
-  readonly id: number;
-  readonly eventId: string;
-  readonly sessionId: string;
-  readonly cost: number;
-  /** The price book's currency when the call was priced; "" for rows stored before it was recorded. */
-  readonly currency: string;
-  readonly source: UsageSource;
-  readonly recordedAtMs: number;
-  /** RecordUsage's idempotency key; null for a usage from llm.usage.v1 or stored before keys. */
-  readonly idempotencyKey: string | null;
-  /** null for a usage from llm.usage.v1 or stored before keys. */
-  readonly contentSha256: string | null;
-  readonly providerResponseId: string;
-  readonly unbuilt: boolean;
+/** The application's handle of a transaction is the knex transaction itself, typed opaquely on the way out. */
+export function handleOf(trx: Knex.Transaction): MonitorTransaction {
+  return trx as Knex.Transaction & MonitorTransaction;
 }
 
-export interface StoredCollapse {
-  readonly id: number;
-  readonly usageId: number;
-  readonly sessionId: string;
-  readonly requestId: string;
-  readonly model: string;
-  readonly promptTokens: number;
-  readonly cachedTokens: number;
-  readonly cachedShare: number;
-  readonly baselineShare: number;
-  readonly cost: number;
-  readonly expectedCost: number;
-  readonly extraCost: number;
-  readonly changedSections: string[];
-  readonly toolsChanged: boolean;
-  readonly historyRewritten: boolean;
-  readonly ourVerdict: string;
-  readonly cause: string;
-  readonly attribution: string;
-  readonly providerCacheMissReason: string;
-  /** "" for a collapse stored before cause codes existed. */
-  readonly causeCode: string;
-  readonly causeDisagreement: string;
-  /** Who observed the request (absent on rows read before it was stored: our builds). */
-  readonly trafficSource?: TrafficSource;
-  /** The gateway change's first changed block and the byte where the request diverged; null: none. */
-  readonly firstChangedBlock?: ChangedBlockRef | null;
-  readonly divergedOffset?: number | null;
-  readonly calledAtMs: number;
-  readonly detectedAtMs: number;
-  readonly updatedAtMs: number;
+/** The knex transaction behind the application's handle of it. */
+export function transactionOf(tx: MonitorTransaction): Knex.Transaction {
+  return tx as Knex.Transaction & MonitorTransaction;
 }
 
-/** A gateway observation's request cut into cache order (FingerprintObserved.cut). */
-export interface StoredCut {
-  readonly blocks: readonly {
-    readonly index: number;
-    readonly kind: string;
-    readonly role: string;
-    readonly sha256: string;
-    readonly bytes: number;
-    readonly offset: number;
-  }[];
-  readonly totalBytes: number;
-}
-
-export interface SectionHashRecord {
-  readonly key: string;
-  readonly sha256: string;
-  readonly chars: number;
-}
-
-export interface StoredObservation {
-  readonly eventId: string;
-  readonly sessionId: string;
-  readonly requestId: string;
-  readonly occurredAtMs: number;
-  readonly sections: SectionHashRecord[];
-  readonly toolsHash: string;
-  readonly historyHash: string;
-  readonly messages: number;
-  readonly firstBuild: boolean;
-  readonly rulesDecision: string;
-  readonly dateNotices: string[];
-  readonly anchorDate: string;
-  readonly estimatedTokens: number;
-  readonly model: string;
-  readonly compactionGeneration: number;
-  /** A BuildCompactionRequest, not a turn. */
-  readonly compactionRequest: boolean;
-  /** The build's effective workspace ("" from builders that did not say). */
-  readonly workspace: string;
-  /** The retention the build asked for ("" = the provider's default). */
-  readonly cacheRetention: string;
-  /** Who the session belongs to ("" from builders that did not say). */
-  readonly scope: string;
-  readonly owner: string;
-  /** The build said a PrefixChanged of it follows (true) or none does (false); null: it did not say. */
-  readonly prefixChanged: boolean | null;
-  /** Who observed the request; absent = our builds. */
-  readonly trafficSource?: TrafficSource;
-  /** The gateway's cut of the request; absent or null for our builds (they have sections). */
-  readonly cut?: StoredCut | null;
-}
-
-export interface StoredChange extends PrefixChange {
-  /** Who observed the request; absent = our builds. */
-  readonly trafficSource?: TrafficSource;
-  readonly eventId: string;
-  readonly sessionId: string;
-  readonly requestId: string;
-  readonly occurredAtMs: number;
-  readonly changedSections: string[];
-  readonly bytesAfterBreak: number;
-  readonly tokensAfterBreak: number;
-  readonly messages: number;
-}
-
-export interface NewUsage {
-  readonly eventId: string;
-  readonly sessionId: string;
-  readonly usage: UsageFacts;
-  readonly cost: number;
-  readonly currency: string;
-  readonly source: UsageSource;
-  readonly recordedAtMs: number;
-  /** RecordUsage's identity; absent for a usage consumed from llm.usage.v1. */
-  readonly identity?: {
-    readonly idempotencyKey: string;
-    readonly contentSha256: string;
-    readonly providerResponseId: string;
-    readonly unbuilt: boolean;
-  };
-}
-
-export interface CollapseQuery {
-  /** Window start (UTC ms, inclusive) on called_at_ms; 0 = everything kept. */
-  readonly sinceMs: number;
-  readonly sessionId: string | null;
-}
-
-export interface CollapseTotalsRow {
-  readonly sections: SectionTotal[];
-  readonly causes: CauseTotal[];
-  readonly totalCollapses: number;
-  readonly totalExtraCost: number;
-}
-
-/** The raw material of TraceSession: each input of one session, most recent first. */
-export interface SessionTraceRows {
-  readonly observations: StoredObservation[];
-  readonly changes: StoredChange[];
-  readonly usages: StoredUsage[];
-  readonly collapses: StoredCollapse[];
+export function knexOf(executor: DbExecutor): Knex | Knex.Transaction {
+  return executor as Knex | Knex.Transaction;
 }
 
 export type Row = Record<string, unknown>;

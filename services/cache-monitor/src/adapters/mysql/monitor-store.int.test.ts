@@ -6,9 +6,9 @@ import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing"
 import { UnavailableError } from "@prefix-guard/errors";
 import { cacheMonitorMigrations } from "@prefix-guard/migrations/cache-monitor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { StoredChange, StoredObservation } from "../../application/ports";
 import type { CollapseFacts } from "../../domain/call-assessment";
 import type { UsageFacts } from "../../domain/model";
-import type { StoredChange, StoredObservation } from "./monitor-rows";
 import { MonitorStore } from "./monitor-store";
 
 const T0 = Date.UTC(2026, 9, 14, 5, 0, 0);

@@ -1,25 +1,24 @@
 import type { SessionOwnership } from "@prefix-guard/access";
 import { ensureRowsExist, lockForUpdate, translateDbError } from "@prefix-guard/db";
 import type { Knex } from "knex";
+import type {
+  BuildArrival,
+  MonitorStore as MonitorStorePort,
+  MonitorTransaction,
+  SessionTraceRows,
+  StoredUsage,
+} from "../../application/ports";
 import type { AdvisedCall } from "../../domain/retention-advisor";
 import { CollapseStore } from "./collapse-store";
-import {
-  type Row,
-  type SessionTraceRows,
-  type StoredUsage,
-  toChange,
-  toCollapse,
-  toObservation,
-  toUsage,
-} from "./monitor-rows";
-import { type BuildArrival, ObservationStore } from "./observation-store";
+import { handleOf, type Row, toChange, toCollapse, toObservation, toUsage } from "./monitor-rows";
+import { ObservationStore } from "./observation-store";
 import { UsageStore } from "./usage-store";
 
 /**
  * cache-monitor's tables through knex; the same SQL runs on MariaDB/MySQL and SQLite. Driver errors
  * leave as typed errors (translateDbError): UnavailableError for an unreachable or deadlocked DB.
  */
-export class MonitorStore {
+export class MonitorStore implements MonitorStorePort {
   readonly usages: UsageStore;
   readonly observations: ObservationStore;
   readonly collapses: CollapseStore;
@@ -35,7 +34,7 @@ export class MonitorStore {
    * one session see each other's committed rows and never join against half of them. The row is
    * created in its own statement first (ensureRowsExist explains the InnoDB gap lock it avoids).
    */
-  async withSessionLock<T>(sessionId: string, nowMs: number, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  async withSessionLock<T>(sessionId: string, nowMs: number, work: (tx: MonitorTransaction) => Promise<T>): Promise<T> {
     try {
       await ensureRowsExist(
         this.db,
@@ -46,7 +45,7 @@ export class MonitorStore {
       return await this.db.transaction(async (trx) => {
         await lockForUpdate(trx("cm_session").where({ session_id: sessionId }).first("session_id"));
         await trx("cm_session").where({ session_id: sessionId }).update({ updated_at_ms: nowMs });
-        return work(trx);
+        return work(handleOf(trx));
       });
     } catch (error) {
       throw translateDbError(error, { session_id: sessionId });
@@ -103,7 +102,6 @@ export class MonitorStore {
     }
   }
 
-  /** The session's last `limit` calls, oldest first, for the retention advisor. */
   /** Who the session belongs to, from its observed builds (null: none observed). */
   async sessionOwnership(sessionId: string): Promise<SessionOwnership | null> {
     try {
@@ -113,6 +111,7 @@ export class MonitorStore {
     }
   }
 
+  /** The session's last `limit` calls, oldest first, for the retention advisor. */
   async sessionCalls(sessionId: string, limit: number): Promise<AdvisedCall[]> {
     try {
       return await this.usages.sessionCalls(this.db, sessionId, limit);

@@ -1,33 +1,26 @@
 import type { SessionOwnership } from "@prefix-guard/access";
 import type { Knex } from "knex";
+import type { BuildArrival, ObservationRecords, StoredChange, StoredObservation } from "../../application/ports";
 import type { PrefixJoin } from "../../domain/model";
 import {
   bool,
   changedBlockRow,
   type DbExecutor,
+  knexOf,
   type Row,
-  type StoredChange,
-  type StoredObservation,
   str,
   toChange,
   toObservation,
   trafficSourceColumn,
 } from "./monitor-rows";
 
-/**
- * How much of a build's record has arrived: nothing; its FingerprintObserved, but not yet the
- * PrefixChanged it said follows; or all of it (an observation that announced no PrefixChanged, or
- * did not say, is all there is until a PrefixChanged arrives).
- */
-export type BuildArrival = "none" | "awaiting_change" | "complete";
-
 /** What prompt-assembly observed of each build (cm_prefix_observation, cm_prefix_change) and the join of a usage with it. */
-export class ObservationStore {
+export class ObservationStore implements ObservationRecords {
   constructor(readonly _db: Knex) {}
 
   /** The build's first observation decides, as it does in prefixJoin. */
   async buildArrival(executor: DbExecutor, sessionId: string, requestId: string): Promise<BuildArrival> {
-    const observed = (await executor("cm_prefix_observation")
+    const observed = (await knexOf(executor)("cm_prefix_observation")
       .where({ session_id: sessionId, request_id: requestId })
       .orderBy([
         { column: "occurred_at_ms", order: "asc" },
@@ -36,7 +29,7 @@ export class ObservationStore {
       .first("prefix_changed")) as Row | undefined;
     if (observed === undefined) return "none";
     if (!bool(observed.prefix_changed)) return "complete";
-    const change = await executor("cm_prefix_change")
+    const change = await knexOf(executor)("cm_prefix_change")
       .where({ session_id: sessionId, request_id: requestId })
       .first("event_id");
     return change === undefined ? "awaiting_change" : "complete";
@@ -44,14 +37,14 @@ export class ObservationStore {
 
   /** What prompt-assembly said about a request so far: its first observation and first change, if any. */
   async prefixJoin(executor: DbExecutor, sessionId: string, requestId: string): Promise<PrefixJoin> {
-    const observed = (await executor("cm_prefix_observation")
+    const observed = (await knexOf(executor)("cm_prefix_observation")
       .where({ session_id: sessionId, request_id: requestId })
       .orderBy([
         { column: "occurred_at_ms", order: "asc" },
         { column: "event_id", order: "asc" },
       ])
       .first()) as Row | undefined;
-    const change = (await executor("cm_prefix_change")
+    const change = (await knexOf(executor)("cm_prefix_change")
       .where({ session_id: sessionId, request_id: requestId })
       .orderBy([
         { column: "occurred_at_ms", order: "asc" },
@@ -74,7 +67,7 @@ export class ObservationStore {
     // The builder called it a first build: the session's previous build, if cache-monitor has one,
     // is what it should have been compared with.
     const current = toObservation(observed);
-    const previous = (await executor("cm_prefix_observation")
+    const previous = (await knexOf(executor)("cm_prefix_observation")
       // A compaction request is not the prefix the next turn continues.
       .where({ session_id: sessionId, compaction_request: false })
       .andWhere((query) =>
@@ -98,9 +91,11 @@ export class ObservationStore {
     observation: StoredObservation,
     receivedAtMs: number,
   ): Promise<boolean> {
-    const existing = await executor("cm_prefix_observation").where({ event_id: observation.eventId }).first("event_id");
+    const existing = await knexOf(executor)("cm_prefix_observation")
+      .where({ event_id: observation.eventId })
+      .first("event_id");
     if (existing) return false;
-    await executor("cm_prefix_observation").insert({
+    await knexOf(executor)("cm_prefix_observation").insert({
       event_id: observation.eventId,
       session_id: observation.sessionId,
       request_id: observation.requestId,
@@ -134,7 +129,7 @@ export class ObservationStore {
    * observed. A session's scope and owner never change, so any build would do; the latest is one row.
    */
   async sessionOwnership(executor: DbExecutor, sessionId: string): Promise<SessionOwnership | null> {
-    const row = (await executor("cm_prefix_observation")
+    const row = (await knexOf(executor)("cm_prefix_observation")
       .where({ session_id: sessionId })
       .orderBy([
         { column: "occurred_at_ms", order: "desc" },
@@ -146,7 +141,7 @@ export class ObservationStore {
 
   /** Sessions built in `workspace`, the most recently built first; with `scope`, only that scope's. */
   async workspaceSessionIds(executor: DbExecutor, workspace: string, max: number, scope?: string): Promise<string[]> {
-    const rows = (await executor("cm_prefix_observation")
+    const rows = (await knexOf(executor)("cm_prefix_observation")
       .where(scope === undefined ? { workspace } : { workspace, scope })
       .groupBy("session_id")
       .orderByRaw("MAX(occurred_at_ms) DESC")
@@ -157,9 +152,9 @@ export class ObservationStore {
 
   /** @returns false when the event was stored already (a redelivery). */
   async insertChange(executor: DbExecutor, change: StoredChange, receivedAtMs: number): Promise<boolean> {
-    const existing = await executor("cm_prefix_change").where({ event_id: change.eventId }).first("event_id");
+    const existing = await knexOf(executor)("cm_prefix_change").where({ event_id: change.eventId }).first("event_id");
     if (existing) return false;
-    await executor("cm_prefix_change").insert({
+    await knexOf(executor)("cm_prefix_change").insert({
       event_id: change.eventId,
       session_id: change.sessionId,
       request_id: change.requestId,

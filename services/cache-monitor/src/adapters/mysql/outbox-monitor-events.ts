@@ -3,6 +3,7 @@ import { cloudEventHeaders, encodeEnvelope, Topics } from "@prefix-guard/events"
 import { CacheCollapseEvent } from "@prefix-guard/proto/events/v1/collapse_events";
 import { LlmUsageEvent } from "@prefix-guard/proto/events/v1/usage_events";
 import type { MonitorEventSink } from "../../application/cache-monitor";
+import { transactionOf } from "./monitor-rows";
 
 /**
  * cache.collapse.v1 and llm.usage.v1 through the outbox, keyed by session id: an event is published
@@ -10,8 +11,8 @@ import type { MonitorEventSink } from "../../application/cache-monitor";
  */
 export function outboxMonitorEventSink(now: () => number): MonitorEventSink {
   return {
-    async usageRecorded(event, trx) {
-      await enqueueOutboxMessage(trx, {
+    async usageRecorded(event, tx) {
+      await enqueueOutboxMessage(transactionOf(tx), {
         topic: Topics.llmUsage,
         key: event.sessionId,
         value: encodeEnvelope(LlmUsageEvent, event),
@@ -23,8 +24,8 @@ export function outboxMonitorEventSink(now: () => number): MonitorEventSink {
         nowMs: now(),
       });
     },
-    async collapseDetected(event, trx) {
-      await enqueueOutboxMessage(trx, {
+    async collapseDetected(event, tx) {
+      await enqueueOutboxMessage(transactionOf(tx), {
         topic: Topics.cacheCollapse,
         key: event.sessionId,
         value: encodeEnvelope(CacheCollapseEvent, event),

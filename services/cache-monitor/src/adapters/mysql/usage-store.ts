@@ -1,22 +1,14 @@
 import type { Knex } from "knex";
+import type { NewUsage, StoredUsage, UsageRecords } from "../../application/ports";
 import type { EarlierCall } from "../../domain/model";
 import type { AdvisedCall } from "../../domain/retention-advisor";
-import {
-  type DbExecutor,
-  firstInsertedId,
-  type NewUsage,
-  num,
-  type Row,
-  type StoredUsage,
-  str,
-  toUsage,
-} from "./monitor-rows";
+import { type DbExecutor, firstInsertedId, knexOf, num, type Row, str, toUsage } from "./monitor-rows";
 
 /**
  * The retention the call's build opted into, read with the call ("" when none, or no build): what
  * its cache entry was left under. A build observed twice gives the same value.
  */
-function optedRetention(executor: DbExecutor): Knex.Raw {
+function optedRetention(executor: Knex | Knex.Transaction): Knex.Raw {
   return executor.raw(
     `(SELECT MAX(o.cache_retention) FROM cm_prefix_observation o
        WHERE o.session_id = cm_usage.session_id AND o.request_id = cm_usage.request_id) AS cache_retention`,
@@ -27,7 +19,7 @@ function optedRetention(executor: DbExecutor): Knex.Raw {
  * Where the builder saw the call's prefix change: tokens from the first changed byte to the end (the
  * largest when a request has several PrefixChanged, the cautious read for the advisor); NULL = no change seen.
  */
-function tokensAfterBreak(executor: DbExecutor): Knex.Raw {
+function tokensAfterBreak(executor: Knex | Knex.Transaction): Knex.Raw {
   return executor.raw(
     `(SELECT MAX(c.tokens_after_break) FROM cm_prefix_change c
        WHERE c.session_id = cm_usage.session_id AND c.request_id = cm_usage.request_id) AS tokens_after_break`,
@@ -35,17 +27,17 @@ function tokensAfterBreak(executor: DbExecutor): Knex.Raw {
 }
 
 /** Recorded usages (cm_usage) and the calls before one, for collapse detection. */
-export class UsageStore {
+export class UsageStore implements UsageRecords {
   constructor(readonly _db: Knex) {}
 
   async findUsageByEventId(executor: DbExecutor, eventId: string): Promise<StoredUsage | null> {
-    const row = (await executor("cm_usage").where({ event_id: eventId }).first()) as Row | undefined;
+    const row = (await knexOf(executor)("cm_usage").where({ event_id: eventId }).first()) as Row | undefined;
     return row ? toUsage(row) : null;
   }
 
   async insertUsage(executor: DbExecutor, usage: NewUsage): Promise<number> {
     const { usage: facts } = usage;
-    const result = await executor("cm_usage").insert({
+    const result = await knexOf(executor)("cm_usage").insert({
       event_id: usage.eventId,
       session_id: usage.sessionId,
       request_id: facts.requestId,
@@ -82,7 +74,7 @@ export class UsageStore {
     before: { readonly calledAtMs: number; readonly id: number | null },
     limit: number,
   ): Promise<EarlierCall[]> {
-    const rows = (await executor("cm_usage")
+    const rows = (await knexOf(executor)("cm_usage")
       .where({ session_id: sessionId })
       .andWhere((q) => {
         q.where("called_at_ms", "<", before.calledAtMs);
@@ -101,10 +93,10 @@ export class UsageStore {
         "model",
         "called_at_ms",
         "cache_creation_1h_tokens",
-        optedRetention(executor),
+        optedRetention(knexOf(executor)),
       )) as Row[];
     if (rows.length === 0) return [];
-    const earliest = (await executor("cm_usage")
+    const earliest = (await knexOf(executor)("cm_usage")
       .where({ session_id: sessionId })
       .orderBy([
         { column: "called_at_ms", order: "asc" },
@@ -125,7 +117,7 @@ export class UsageStore {
 
   /** The session's last `limit` calls in call order (called_at_ms, id), oldest first. */
   async sessionCalls(executor: DbExecutor, sessionId: string, limit: number): Promise<AdvisedCall[]> {
-    const rows = (await executor("cm_usage")
+    const rows = (await knexOf(executor)("cm_usage")
       .where({ session_id: sessionId })
       .orderBy([
         { column: "called_at_ms", order: "desc" },
@@ -141,8 +133,8 @@ export class UsageStore {
         "cache_creation_tokens",
         "cache_creation_1h_tokens",
         "cost",
-        optedRetention(executor),
-        tokensAfterBreak(executor),
+        optedRetention(knexOf(executor)),
+        tokensAfterBreak(knexOf(executor)),
       )) as Row[];
     return rows.reverse().map((row) => ({
       model: str(row.model),

@@ -16,41 +16,16 @@ import {
   valueRows,
   withSql,
 } from "@prefix-guard/db";
+import type {
+  ConditionalPrefixWrite,
+  FingerprintStore as FingerprintStorePort,
+  PrefixGroupWrite,
+  PrefixRow,
+  StoredPrefixHead,
+} from "../../application/ports";
 
 /** fingerprint_json of a row created before its first build committed. */
 export const NO_FINGERPRINT = "";
-
-/** A stored row without its (large) fingerprint. */
-export interface StoredPrefixHead {
-  readonly version: number;
-  readonly hasFingerprint: boolean;
-  readonly generation: number;
-  readonly droppedTurns: number;
-  readonly anchorDate: string;
-}
-
-export interface PrefixRow {
-  readonly sessionId: string;
-  readonly version: number;
-  readonly fingerprintJson: string;
-  readonly generation: number;
-  readonly droppedTurns: number;
-  readonly anchorDate: string;
-  readonly requestId: string;
-}
-
-/** A row to write only if it is still at the version this process last wrote it at, and its events. */
-export interface ConditionalPrefixWrite {
-  readonly row: PrefixRow;
-  readonly storedVersion: number;
-  readonly events: readonly OutboxEntry[];
-}
-
-/** What one group of builds writes: the new rows and the PrefixEvents that report them. */
-export interface PrefixGroupWrite {
-  readonly rows: readonly PrefixRow[];
-  readonly events: readonly OutboxEntry[];
-}
 
 const PREFIX_COLUMNS = [
   "session_id",
@@ -63,7 +38,7 @@ const PREFIX_COLUMNS = [
   "version",
 ] as const;
 
-export class FingerprintStore {
+export class FingerprintStore implements FingerprintStorePort {
   constructor(private readonly db: Database) {}
 
   /**

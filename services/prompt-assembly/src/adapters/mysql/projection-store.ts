@@ -13,6 +13,11 @@ import {
 import { InternalError } from "@prefix-guard/errors";
 import type { Knex } from "knex";
 import { parseStoredContent, storedContentJson, storedRole } from "../../application/content-mapping";
+import type {
+  ProjectionStore as ProjectionStorePort,
+  ProjectionTransaction,
+  SessionWrite,
+} from "../../application/ports";
 import type { StoredMessage } from "../../domain/model";
 import type { ProjectedSession, SessionKindName } from "../../domain/session-projection";
 
@@ -68,30 +73,9 @@ function toSession(row: SessionRow, where: string): ProjectedSession {
   };
 }
 
-/** Everything one batch of events changes for one session, folded in event order. */
-export interface SessionWrite {
-  readonly sessionId: string;
-  /** The session row after the batch. */
-  readonly session: ProjectedSession;
-  /** Remove every stored message first (SessionCreated over an old id, a tombstone). */
-  readonly dropStored: boolean;
-  /** Ids of already stored messages to flag as deleted. */
-  readonly flagStored: readonly string[];
-  readonly insert: readonly StoredMessage[];
-  readonly lastSeq: number;
-}
-
-/** Operations inside one projection transaction. */
-export interface ProjectionTransaction {
-  /** Applied positions of the sessions, locked until commit. */
-  lockPositions(sessionIds: readonly string[]): Promise<Map<string, number>>;
-  readSessions(sessionIds: readonly string[]): Promise<Map<string, ProjectedSession>>;
-  write(writes: readonly SessionWrite[], nowMs: number): Promise<void>;
-}
-
 const INSERT_CHUNK_ROWS = 200;
 
-export class ProjectionStore {
+export class ProjectionStore implements ProjectionStorePort {
   constructor(private readonly db: Database) {}
 
   /**

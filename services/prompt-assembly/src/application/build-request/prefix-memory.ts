@@ -20,7 +20,6 @@ import { retryOnDeadlock, translateDbError } from "@prefix-guard/db";
 import { cloudEventHeaders, Topics } from "@prefix-guard/events";
 import { LruMap } from "@prefix-guard/lru";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
-import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../../adapters/mysql/fingerprint-store";
 import type { ColdCache } from "../../domain/cold-cache";
 import type { PrefixFingerprint } from "../../domain/fingerprint";
 import { parseStoredFingerprint, storedFingerprintJson } from "../../domain/fingerprint";
@@ -33,6 +32,7 @@ import {
   type RulesDecisionName,
   uncomparedPrefix,
 } from "../../domain/prefix-monitor";
+import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../ports";
 
 export const PREFIX_EVENT_SCHEMA_VERSION = 1;
 

@@ -19,7 +19,6 @@ import { type Caller, requireVisibleSession, sessionNotFound } from "@prefix-gua
 import { FailedPreconditionError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
 import { LruMap } from "@prefix-guard/lru";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
-import type { ProjectionStore } from "../../adapters/mysql/projection-store";
 import {
   evolveSessionView,
   type ProjectedSessionView,
@@ -28,6 +27,7 @@ import {
   viewOf,
 } from "../../domain/session-projection";
 import { projectedEventFromProto } from "../content-mapping";
+import type { ProjectionStore } from "../ports";
 import { PLAINTEXT_ONLY, type SealedEventOpener } from "../sealed-events";
 import { readPage, type SessionEventsReader } from "../session-projection";
 

@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
 import { posix } from "node:path";
 import { LruMap } from "@prefix-guard/lru";
+import type { AgentsMdRead, RulesFileReader } from "../../application/ports";
 import {
   isStrictlyInside,
   type LexicallyConfinedFile,
@@ -14,23 +15,6 @@ import {
   requireAbsoluteSourcePath,
   requireConfinedRulesFile,
 } from "../../domain/validation";
-
-export interface AgentsMdRead {
-  /** '' when the file does not exist. */
-  readonly text: string;
-  /** null when the file does not exist. */
-  readonly mtimeMs: number | null;
-  /** The file is larger than the cap and `text` is only its head (possibly cut mid-line). */
-  readonly truncated: boolean;
-  /**
-   * Why nothing was read, when the path names no readable file here: "not found" or "not a regular
-   * file". Never an OS error code: this reaches the caller as a warning.
-   */
-  readonly missing?: string;
-}
-
-/** Reads a file source named by a Resolve for `workspace`; what RulesSnapshotService is given. */
-export type RulesFileReader = (path: string, workspace: string) => Promise<AgentsMdRead>;
 
 const READ_CHUNK_BYTES = 64 * 1024;
 

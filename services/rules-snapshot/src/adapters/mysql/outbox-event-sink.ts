@@ -3,6 +3,7 @@ import { cloudEventHeaders, encodeEnvelope, Topics } from "@prefix-guard/events"
 import { RulesSnapshotEvent } from "@prefix-guard/proto/events/v1/rules_events";
 import type { Knex } from "knex";
 import type { RulesEventSink } from "../../application/rules-snapshot-service";
+import { transactionOf } from "./snapshot-store";
 
 /**
  * rules.snapshot.v1 through the outbox: an event is published only if the snapshot change that
@@ -10,8 +11,8 @@ import type { RulesEventSink } from "../../application/rules-snapshot-service";
  */
 export function outboxRulesEventSink(db: Knex, now: () => number): RulesEventSink {
   return {
-    async record(event, trx) {
-      await enqueueOutboxMessage(trx ?? db, {
+    async record(event, tx) {
+      await enqueueOutboxMessage(tx === undefined ? db : transactionOf(tx), {
         topic: Topics.rulesSnapshot,
         key: event.sessionId,
         value: encodeEnvelope(RulesSnapshotEvent, event),

@@ -1,12 +1,30 @@
 import { type ApplyOutcome, applyInSessionOrder, translateDbError, withSql } from "@prefix-guard/db";
 import type { Knex } from "knex";
+import type { SnapshotStore as SnapshotStorePort, SnapshotTransaction } from "../../application/ports";
 import type { PinnedSnapshot, SnapshotRow } from "../../domain/model";
 
 const TABLE = "session_workspace_rules";
 const REFRESH_TABLE = "session_rules_refresh";
 
-/** A connection or an open transaction: every method runs on whichever it is given. */
-export type DbExecutor = Knex | Knex.Transaction;
+/**
+ * A connection, an open transaction, or the application's handle of one: every method runs on
+ * whichever it is given.
+ */
+export type DbExecutor = Knex | Knex.Transaction | SnapshotTransaction;
+
+/** The application's handle of a transaction is the knex transaction itself, typed opaquely on the way out. */
+function handleOf(trx: Knex.Transaction): SnapshotTransaction {
+  return trx as Knex.Transaction & SnapshotTransaction;
+}
+
+/** The knex transaction behind the application's handle of it. */
+export function transactionOf(tx: SnapshotTransaction): Knex.Transaction {
+  return tx as Knex.Transaction & SnapshotTransaction;
+}
+
+function knexOf(executor: DbExecutor): Knex | Knex.Transaction {
+  return executor as Knex | Knex.Transaction;
+}
 
 interface SnapshotRecord {
   session_id: string;
@@ -40,12 +58,12 @@ function toRow(record: SnapshotRecord): SnapshotRow {
  * `session_workspace_rules` through knex; the same SQL runs on MariaDB/MySQL and SQLite.
  * Driver errors leave as typed errors (translateDbError): UnavailableError for an unreachable DB.
  */
-export class SnapshotStore {
+export class SnapshotStore implements SnapshotStorePort {
   constructor(private readonly db: Knex) {}
 
-  async transaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: SnapshotTransaction) => Promise<T>): Promise<T> {
     try {
-      return await this.db.transaction(work);
+      return await this.db.transaction((trx) => work(handleOf(trx)));
     } catch (error) {
       throw translateDbError(error);
     }
@@ -54,13 +72,17 @@ export class SnapshotStore {
   /** Runs `apply` and moves the consumer position in one transaction (libs/db applyInSessionOrder). */
   async applyInSessionOrder(
     args: { consumer: string; sessionId: string; seq: number; nowMs: number; applyAcrossGap?: boolean },
-    apply: (trx: Knex.Transaction) => Promise<void>,
+    apply: (tx: SnapshotTransaction) => Promise<void>,
   ): Promise<ApplyOutcome> {
     try {
-      return await applyInSessionOrder(this.db, args, apply);
+      return await applyInSessionOrder(this.db, args, (trx) => apply(handleOf(trx)));
     } catch (error) {
       throw translateDbError(error, { sessionId: args.sessionId, seq: args.seq });
     }
+  }
+
+  afterCommit(tx: SnapshotTransaction, listener: () => void): void {
+    transactionOf(tx).executionPromise.then(listener, () => undefined);
   }
 
   async findBySession(sessionId: string, executor: DbExecutor = this.db): Promise<SnapshotRow | null> {
@@ -74,7 +96,7 @@ export class SnapshotStore {
                 sql.rows<SnapshotRecord>(`SELECT * FROM ${TABLE} WHERE session_id = ?`, [sessionId]),
               )
             )[0]
-          : ((await executor(TABLE).where({ session_id: sessionId }).first()) as SnapshotRecord | undefined);
+          : ((await knexOf(executor)(TABLE).where({ session_id: sessionId }).first()) as SnapshotRecord | undefined);
       return record === undefined ? null : toRow(record);
     } catch (error) {
       throw translateDbError(error, { sessionId });
@@ -100,7 +122,7 @@ export class SnapshotStore {
       updated_at_ms: nowMs,
     };
     try {
-      await executor(TABLE)
+      await knexOf(executor)(TABLE)
         .insert(record)
         .onConflict("session_id")
         .merge([
@@ -122,7 +144,7 @@ export class SnapshotStore {
   /** Remembers an operator's refresh until the session's next pin (one per session: the latest wins). */
   async rememberRefresh(sessionId: string, reason: string, nowMs: number, executor: DbExecutor): Promise<void> {
     try {
-      await executor(REFRESH_TABLE)
+      await knexOf(executor)(REFRESH_TABLE)
         .insert({ session_id: sessionId, reason, requested_at_ms: nowMs })
         .onConflict("session_id")
         .merge(["reason", "requested_at_ms"]);
@@ -134,11 +156,11 @@ export class SnapshotStore {
   /** The refresh waiting for this session's next pin, removed as it is read (inside the pin's transaction). */
   async takeRefresh(sessionId: string, executor: DbExecutor): Promise<{ reason: string } | null> {
     try {
-      const row = (await executor(REFRESH_TABLE).where({ session_id: sessionId }).first("reason")) as
+      const row = (await knexOf(executor)(REFRESH_TABLE).where({ session_id: sessionId }).first("reason")) as
         | { reason: string }
         | undefined;
       if (row === undefined) return null;
-      await executor(REFRESH_TABLE).where({ session_id: sessionId }).delete();
+      await knexOf(executor)(REFRESH_TABLE).where({ session_id: sessionId }).delete();
       return { reason: row.reason };
     } catch (error) {
       throw translateDbError(error, { sessionId });
@@ -147,7 +169,7 @@ export class SnapshotStore {
 
   async forgetRefresh(sessionId: string, executor: DbExecutor): Promise<void> {
     try {
-      await executor(REFRESH_TABLE).where({ session_id: sessionId }).delete();
+      await knexOf(executor)(REFRESH_TABLE).where({ session_id: sessionId }).delete();
     } catch (error) {
       throw translateDbError(error, { sessionId });
     }
@@ -156,7 +178,7 @@ export class SnapshotStore {
   /** @returns the number of rows removed (0 or 1). */
   async deleteBySession(sessionId: string, executor: DbExecutor = this.db): Promise<number> {
     try {
-      return Number(await executor(TABLE).where({ session_id: sessionId }).delete());
+      return Number(await knexOf(executor)(TABLE).where({ session_id: sessionId }).delete());
     } catch (error) {
       throw translateDbError(error, { sessionId });
     }
@@ -170,7 +192,7 @@ export class SnapshotStore {
   ): Promise<number> {
     try {
       return Number(
-        await executor(TABLE).where({ session_id: sessionId }).andWhere("generation", "<", generation).delete(),
+        await knexOf(executor)(TABLE).where({ session_id: sessionId }).andWhere("generation", "<", generation).delete(),
       );
     } catch (error) {
       throw translateDbError(error, { sessionId, generation });
@@ -189,7 +211,7 @@ export class SnapshotStore {
     executor: DbExecutor = this.db,
   ): Promise<boolean> {
     try {
-      const updated = await executor(TABLE)
+      const updated = await knexOf(executor)(TABLE)
         .where({ session_id: sessionId, rules_hash: pinnedHash })
         .andWhere((q) => q.whereNull("last_reported_disk_hash").orWhereNot("last_reported_disk_hash", diskHash))
         .update({ last_reported_disk_hash: diskHash, updated_at_ms: nowMs });

@@ -16,32 +16,10 @@
 
 import { forUpdate, type Statement, valueList, valueRows, withSql } from "@prefix-guard/db";
 import type { DataKey } from "@prefix-guard/events";
+import type { AppendKeys, AppendOutcome, MessageAppend } from "../../application/ports";
 
 export interface LockedSession {
   readonly [column: string]: unknown;
-}
-
-export interface MessageAppend<T> {
-  readonly event: {
-    readonly eventId: string;
-    readonly seq: number;
-    readonly type: string;
-    readonly payload: Uint8Array;
-    readonly occurredAtMs: number;
-    readonly traceparent: string | null;
-  };
-  readonly message: {
-    readonly messageId: string;
-    readonly role: string;
-    readonly contentJson: string;
-    readonly thinkingText: string;
-    readonly thinkingChars: number;
-    readonly contentChars: number;
-    readonly localDate: string;
-  };
-  /** The session's counters after the message; last_seq moves to event.seq. */
-  readonly session: { readonly contentChars: number; readonly serializedBytes: number; readonly lastSeq: number };
-  readonly result: T;
 }
 
 /**
@@ -52,21 +30,6 @@ export interface PendingAppend<T> {
   readonly sessionId: string;
   readonly decide: (session: LockedSession | undefined, key: DataKey | undefined) => MessageAppend<T>;
 }
-
-/** Where the group's data keys come from and go to. */
-export interface AppendKeys {
-  /** The key when this process already holds it: no statement then. */
-  cached(sessionId: string): DataKey | undefined;
-  /** A key for a session that has none (created before keys existed). */
-  create(): DataKey;
-  /** After the commit: the keys read or created by the group, for the sessions it wrote to. */
-  remember(sessionId: string, key: DataKey): void;
-}
-
-/** What became of each message of a group: its result, or what its `decide` threw (nothing of it was written). */
-export type AppendOutcome<T> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly error: unknown };
 
 const EVENT_COLUMNS = 8;
 const MESSAGE_COLUMNS = 11;

@@ -10,6 +10,19 @@ import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import type { Session, StoredMessage } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import type { Knex } from "knex";
+import type {
+  AppendKeys,
+  AppendOutcome,
+  DecideAppend,
+  EventRow,
+  NewCompaction,
+  NewSession,
+  SessionChanges,
+  SessionStore as SessionStorePort,
+  SessionTransaction as SessionTransactionPort,
+  StoredDataKey,
+  StoredEventPayload,
+} from "../../application/ports";
 import {
   kindFromName,
   type MessageState,
@@ -18,7 +31,7 @@ import {
   type SessionState,
 } from "../../domain/model";
 import { parseStoredContent } from "../../domain/stored-content";
-import { type AppendKeys, type AppendOutcome, appendMessages, type MessageAppend } from "./message-append";
+import { appendMessages } from "./message-append";
 
 interface SessionRow {
   session_id: string;
@@ -76,69 +89,8 @@ interface DataKeyRow {
   erased_at_ms: number | string | null;
 }
 
-/** A session's data key as stored: `erased` once the session was erased (the key bytes are gone then). */
-export type StoredDataKey = { readonly erased: false; readonly key: DataKey } | { readonly erased: true };
-
-/** A stored event as the erasure rewrites it. */
-export interface StoredEventPayload {
-  readonly id: number;
-  readonly payload: Uint8Array;
-}
-
-/** An event as it is appended: the encoded envelope and what the relay needs beside it. */
-export interface EventRow {
-  readonly eventId: string;
-  readonly seq: number;
-  readonly type: string;
-  readonly payload: Uint8Array;
-  readonly occurredAtMs: number;
-  readonly traceparent: string | null;
-}
-
-export interface NewSession {
-  readonly sessionId: string;
-  readonly owner: string;
-  readonly workspace: string;
-  readonly timezone: string;
-  readonly kind: SessionKindName;
-  readonly parentSessionId: string | undefined;
-  readonly summary: string;
-  readonly inheritedSummaryFrom: string | undefined;
-  readonly createdAtMs: number;
-  readonly locale: string;
-  readonly scope: string;
-  /** The principal that created it: its session quota counts its live sessions. */
-  readonly createdBy: string;
-}
-
-/** What a write changes on the session row besides last_seq. */
-export interface SessionChanges {
-  readonly contentChars?: number;
-  readonly compactionGeneration?: number;
-  readonly compactionBoundaryMessageId?: string;
-  readonly summary?: string;
-  readonly deleted?: boolean;
-  readonly ended?: boolean;
-  /** occurred_at_ms of the event appended: the session's last activity, which retention looks at. */
-  readonly lastEventAtMs?: number;
-}
-
-export interface NewCompaction {
-  readonly sessionId: string;
-  readonly generation: number;
-  readonly boundaryMessageId: string;
-  readonly summary: string;
-  readonly committedAtMs: number;
-}
-
-/** MariaDB deadlock (1213) and lock-wait timeout (1205): the transaction was rolled back and may simply be rerun. */
-export function isLockFailure(error: unknown): boolean {
-  const errno = typeof error === "object" && error !== null ? (error as { errno?: unknown }).errno : undefined;
-  return errno === 1213 || errno === 1205;
-}
-
 /** One write transaction. Every method runs inside it. */
-export class SessionTransaction {
+export class SessionTransaction implements SessionTransactionPort {
   constructor(private readonly trx: Knex.Transaction) {}
 
   /** With `lock`, the row stays locked (FOR UPDATE on MySQL) until the transaction ends. */
@@ -306,7 +258,7 @@ export class SessionTransaction {
   }
 }
 
-export class SessionStore {
+export class SessionStore implements SessionStorePort {
   constructor(private readonly db: Knex) {}
 
   transaction<T>(work: (tx: SessionTransaction) => Promise<T>): Promise<T> {
@@ -318,10 +270,7 @@ export class SessionStore {
    * its session locked, after the group's earlier messages.
    */
   appendMessages<T>(
-    group: readonly {
-      sessionId: string;
-      decide: (session: SessionState | undefined, key: DataKey | undefined) => MessageAppend<T>;
-    }[],
+    group: readonly { sessionId: string; decide: DecideAppend<T> }[],
     keys: AppendKeys,
     nowMs: number,
   ): Promise<AppendOutcome<T>[]> {
