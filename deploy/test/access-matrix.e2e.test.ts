@@ -28,7 +28,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { databaseState, diffStates, type ServiceDatabase, settledDatabaseState, tableNames } from "./db-state";
 import { type PrincipalsFixture, type TestPrincipal, testToken, writePrincipalsFile } from "./principals-fixture";
 import { type ServiceName, type Stack, startStack } from "./stack";
-import { userTextMessage } from "./support";
+import {
+  claudeTestUsage,
+  mainSessionRequest,
+  sectionsWithSkills,
+  sessionTurn,
+  type TurnBuild,
+  userTextMessage,
+} from "./support";
 
 // ---------------------------------------------------------------------------------------------
 // Principals.
@@ -123,14 +130,15 @@ interface MatrixRpc {
 }
 
 const RULES_TEXT = "# Rules\n- use pnpm\n";
-const SECTION_KEYS = ["persona", "tool-guide", "skills"];
 let clock = Date.UTC(2026, 9, 14, 5, 0, 0);
 
 function buildRequestOf(ids: Ids, who: Who, skills = "skills v1"): BuildRequestRequest {
+  return { ...turnBuildOf(who, skills), sessionId: ids.sa, minSeq: ids.lastSeq };
+}
+
+function turnBuildOf(who: Who, skills: string): TurnBuild {
   return {
-    sessionId: ids.sa,
-    minSeq: ids.lastSeq,
-    sections: SECTION_KEYS.map((key) => ({ key, text: key === "skills" ? skills : `${key} text` })),
+    sections: sectionsWithSkills(skills),
     tools: [],
     wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
     model: "claude-test",
@@ -142,16 +150,7 @@ function buildRequestOf(ids: Ids, who: Who, skills = "skills v1"): BuildRequestR
 }
 
 function usageOf(requestId: string, cachedTokens: number): UsageRecorded {
-  return {
-    requestId,
-    model: "claude-test",
-    promptTokens: 40_000,
-    cachedTokens,
-    completionTokens: 300,
-    cacheCreationTokens: 0,
-    provider: "anthropic",
-    calledAtMs: clock,
-  };
+  return { ...claudeTestUsage(cachedTokens, clock), requestId };
 }
 
 function monitorOf(stack: Stack): CacheMonitorClient {
@@ -318,30 +317,8 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
     callUnary(
       stack.sessions,
       stack.sessions.createSession,
-      {
-        sessionId,
-        owner: "u1",
-        workspace: workspaceOf(who),
-        timezone: "Asia/Shanghai",
-        kind: SessionKind.SESSION_KIND_MAIN,
-        parentSessionId: "",
-        continuedFromSessionId: "",
-        personalTerms: [],
-        locale: "",
-        ...patch,
-      },
+      mainSessionRequest(sessionId, workspaceOf(who), patch),
       as(who),
-    );
-
-  /** A's build's fingerprints have reached cache-monitor (over Kafka), so its usage joins them. */
-  const fingerprintsArrived = (sessionId: string, requestId: string) =>
-    eventually(
-      async () => {
-        const monitor = monitorOf(stack);
-        const trace = await callUnary(monitor, monitor.traceSession, { sessionId, limit: 0 }, as("A"));
-        return trace.builds.some((b) => b.requestId === requestId && b.sectionHashes.length > 0);
-      },
-      { what: `fingerprints of ${requestId} at cache-monitor`, timeoutMs: 30_000 },
     );
 
   beforeAll(async () => {
@@ -375,33 +352,20 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
     const messages: string[] = [];
     let lastSeq = 0;
     for (let turn = 0; turn < 6; turn++) {
-      const saved = await callUnary(
-        stack.sessions,
-        stack.sessions.saveMessage,
-        userTextMessage(sa, `第${turn}轮：压测重试`),
+      const skills = turn < 5 ? "skills v1" : "skills v2: a new skill";
+      const cached = turn === 0 ? 0 : turn < 5 ? 39_500 : 1_024;
+      const { saved, priced } = await sessionTurn(
+        stack,
+        {
+          sessionId: sa,
+          text: `第${turn}轮：压测重试`,
+          build: turnBuildOf("A", skills),
+          usage: claudeTestUsage(cached, clock),
+        },
         as("A"),
       );
       messages.push(saved.messageId);
       lastSeq = saved.seq;
-      const partial: Ids = { sa, side, messages, lastSeq, generation: 0, unique: "" };
-      const assembly = stack.assembly();
-      const skills = turn < 5 ? "skills v1" : "skills v2: a new skill";
-      const built = await callUnary(assembly, assembly.buildRequest, buildRequestOf(partial, "A", skills), as("A"));
-      await fingerprintsArrived(sa, built.requestId);
-      const cached = turn === 0 ? 0 : turn < 5 ? 39_500 : 1_024;
-      const monitor = monitorOf(stack);
-      const priced = await callUnary(
-        monitor,
-        monitor.recordUsage,
-        {
-          sessionId: sa,
-          usage: usageOf(built.requestId, cached),
-          idempotencyKey: "",
-          providerResponseId: "",
-          unbuilt: false,
-        },
-        as("A"),
-      );
       if (turn === 5) expect(priced.collapse, "the fixture's last turn collapses the cache").toBeDefined();
       clock += 60_000;
     }

@@ -23,22 +23,24 @@ import {
   type TopicName,
   Topics,
 } from "@prefix-guard/events";
-import { loadGatewayConfig, type RunningGateway, startGateway } from "@prefix-guard/gateway";
-import { FakeProvider } from "@prefix-guard/gateway/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import { silentLogger } from "@prefix-guard/logging";
-import {
-  type BuildRequestRequest,
-  type BuildRequestResponse,
-  WireFormat,
-} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
-import type { TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { type BuildRequestResponse, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventTypesByTopic } from "./event-messages";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest, repoRoot, startEmbeddedSystem, userTextMessage } from "./support";
+import {
+  claudeTestUsage,
+  type GatewayOnFake,
+  mainSessionRequest,
+  priceBuild,
+  repoRoot,
+  saveAndBuild,
+  sectionsWithSkills,
+  startEmbeddedSystem,
+  startGatewayOnFake,
+  userTextMessage,
+} from "./support";
 
 const deadline = { deadlineMs: 10_000 };
 const brokers = testKafkaBrokers.join(",");
@@ -215,56 +217,29 @@ describe("CloudEvents on Kafka, and prefixctl events tail following a live sessi
   let clock = Date.UTC(2026, 9, 14, 5, 0, 0);
   const now = () => clock;
   const workspace = mkdtempSync(join(tmpdir(), "pg-ce-ws-"));
-  const gatewayDir = mkdtempSync(join(tmpdir(), "pg-ce-gw-"));
   const builtSession = uniqueName("ce-built");
   const gatewaySession = uniqueName("ce-gateway");
   const poisonSession = uniqueName("ce-poison");
   const tailedSession = uniqueName("ce-tailed");
   let stack: Stack;
-  let fake: FakeProvider;
-  let gateway: RunningGateway;
+  let proxy: GatewayOnFake;
   let startedAtMs: number;
 
   beforeAll(async () => {
     startedAtMs = Date.now() - 1_000;
     stack = await startStack({ transport: "kafka", cacheMonitor: true, now });
-    fake = await FakeProvider.start();
-    gateway = await startGateway(
-      loadGatewayConfig({
-        GATEWAY_PORT: "0",
-        OPENAI_UPSTREAM_URL: fake.url,
-        ANTHROPIC_UPSTREAM_URL: fake.url,
-        DATABASE_URL: `sqlite:${join(gatewayDir, "gateway.sqlite")}`,
-        SHUTDOWN_GRACE_MS: "1000",
-        LOG_LEVEL: "silent",
-      }),
-      { bus: stack.bus, logger: silentLogger() },
-    );
+    proxy = await startGatewayOnFake(stack.bus);
   });
 
   afterAll(async () => {
-    await gateway?.stop();
-    await fake?.stop();
+    await proxy?.stop();
     await stack?.stop();
     rmSync(workspace, { recursive: true, force: true });
-    rmSync(gatewayDir, { recursive: true, force: true });
   });
 
-  const build = async (sessionId: string, skills: string): Promise<BuildRequestResponse> => {
-    const saved = await callUnary(
-      stack.sessions,
-      stack.sessions.saveMessage,
-      userTextMessage(sessionId, `turn ${clock}`),
-      deadline,
-    );
-    const assembly = stack.assembly();
-    const request: BuildRequestRequest = {
-      sessionId,
-      minSeq: saved.seq,
-      sections: ["persona", "tool-guide", "skills"].map((key) => ({
-        key,
-        text: key === "skills" ? skills : `${key} text`,
-      })),
+  const build = (sessionId: string, skills: string): Promise<BuildRequestResponse> =>
+    saveAndBuild(stack, sessionId, `turn ${clock}`, {
+      sections: sectionsWithSkills(skills),
       tools: [],
       wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
       model: "claude-test",
@@ -273,43 +248,10 @@ describe("CloudEvents on Kafka, and prefixctl events tail following a live sessi
       rulesSource: { $case: "rulesContent", value: { text: "# Rules\n- answer briefly\n" } },
       embed: false,
       locale: "",
-    };
-    return callUnary(assembly, assembly.buildRequest, request, deadline);
-  };
+    });
 
-  const recordUsage = async (sessionId: string, requestId: string, cachedTokens: number) => {
-    const monitor = stack.monitor;
-    if (monitor === undefined) throw new Error("the stack runs no cache-monitor");
-    // The monitor prices a build only once its fingerprints arrived (so a collapse is explained).
-    await eventually(
-      async () => {
-        const trace = await callUnary<{ sessionId: string; limit: number }, TraceSessionResponse>(
-          monitor,
-          monitor.traceSession,
-          { sessionId, limit: 0 },
-          deadline,
-        );
-        return trace.builds.some((row) => row.requestId === requestId && row.sectionHashes.length > 0);
-      },
-      { what: `fingerprints of ${requestId} at cache-monitor`, timeoutMs: 30_000 },
-    );
-    const usage: UsageRecorded = {
-      requestId,
-      model: "claude-test",
-      promptTokens: 40_000,
-      cachedTokens,
-      completionTokens: 300,
-      cacheCreationTokens: 0,
-      provider: "anthropic",
-      calledAtMs: clock,
-    };
-    return callUnary(
-      monitor,
-      monitor.recordUsage,
-      { sessionId, usage, idempotencyKey: "", providerResponseId: "", unbuilt: false },
-      deadline,
-    );
-  };
+  const recordUsage = (sessionId: string, requestId: string, cachedTokens: number) =>
+    priceBuild(stack, sessionId, requestId, claudeTestUsage(cachedTokens, clock));
 
   it("kcat finds the ce_* headers on every record of this run on every topic, DLQ copies keeping the original's", async (context) => {
     if (!tools.ready) context.skip(tools.why);
@@ -331,7 +273,7 @@ describe("CloudEvents on Kafka, and prefixctl events tail following a live sessi
 
     // A harness through the gateway: its observations and usage go out on its own outbox.
     for (const text of ["Find the config loader", "And the tests?"]) {
-      const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+      const response = await fetch(`${proxy.gateway.url}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: "Bearer sk-e2e" },
         body: JSON.stringify({

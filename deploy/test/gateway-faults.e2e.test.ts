@@ -18,7 +18,7 @@ import knexFactory, { type Knex } from "knex";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { freePort, runPrefixctl } from "./support";
+import { counterTotal, freePort, prefixctlJsonUntil, scrapeMetrics, scrapeMetricsUntil } from "./support";
 
 /** The MariaDB server tests use (as @prefix-guard/db/testing's). */
 const MYSQL_SERVER_URL = (process.env.TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306").replace(/\/$/, "");
@@ -133,15 +133,18 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
   const anthropic = (exchanges: SdkExchange[] = []) =>
     new Anthropic({ apiKey: "sk-ant-e2e", baseURL: gateway.url, maxRetries: 0, fetch: recordingFetch(exchanges) });
 
-  /** A counter of the gateway's own /metrics (all its series of that name and label, summed). */
-  async function unobserved(reason: string): Promise<number> {
-    const text = await (await fetch(`http://127.0.0.1:${gateway.metricsPort}/metrics`)).text();
-    const pattern = new RegExp(
-      `^prefixguard_gateway_unobserved_total\\{(?=[^}]*reason="${reason}")[^}]*\\} (\\d+)$`,
-      "gm",
-    );
-    return [...text.matchAll(pattern)].reduce((sum, match) => sum + Number(match[1]), 0);
-  }
+  const UNOBSERVED = "prefixguard_gateway_unobserved_total";
+  const metricsPort = (): number => {
+    if (gateway.metricsPort === null) throw new Error("the gateway serves no /metrics");
+    return gateway.metricsPort;
+  };
+  /** The gateway's exchanges it could not observe, for the reason, on its own /metrics now. */
+  const unobserved = async (reason: string) => counterTotal(await scrapeMetrics(metricsPort()), UNOBSERVED, { reason });
+  /** Its /metrics once at least `atLeast` exchanges are counted unobserved for the reason. */
+  const unobservedReaching = (reason: string, atLeast: number) =>
+    scrapeMetricsUntil(metricsPort(), [{ name: UNOBSERVED, labels: { reason }, atLeast }], {
+      timeoutMs: 30_000,
+    });
 
   /** The body the fake provider answered with for the response `id`. */
   const fakeAnswerFor = (id: string) =>
@@ -218,9 +221,8 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
     // The stream was open (the fake sent its first events, then held it) when the client left.
     expect(events).toBeGreaterThan(0);
     expect(await fake.request(index).ended).toBe("aborted");
-    await eventually(async () => (await unobserved("client_aborted")) === abortedBefore + 1 || undefined, {
-      what: "the aborted exchange counted as client_aborted",
-    });
+    const counted = await unobservedReaching("client_aborted", abortedBefore + 1);
+    expect(counterTotal(counted, UNOBSERVED, { reason: "client_aborted" })).toBe(abortedBefore + 1);
 
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     const next = await client.messages.stream(params).finalMessage();
@@ -248,22 +250,13 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
       expect(await exchange?.received).toBe(fakeAnswerFor(message.id));
       return requestIdOf(session, exchange?.sent ?? "");
     };
-    const traceOf = async (count: number) =>
-      eventually(
-        async () => {
-          const run = await runPrefixctl([
-            "trace",
-            session,
-            "--json",
-            "--cache-monitor",
-            stack.addresses["cache-monitor"],
-          ]);
-          if (run.code !== 0) return undefined;
-          const trace = JSON.parse(run.stdout) as { builds: Array<Record<string, unknown>> };
-          const complete = trace.builds.length >= count && trace.builds.every((build) => build.usage !== null);
-          return complete ? trace.builds : undefined;
-        },
-        { what: `${count} gateway builds of ${session} in prefixctl trace`, timeoutMs: 30_000 },
+    /** The session's builds in `prefixctl trace --json`, once there are `count`, each with its usage. */
+    const traceOf = (count: number) =>
+      prefixctlJsonUntil(
+        ["trace", session, "--cache-monitor", stack.addresses["cache-monitor"]],
+        ({ builds }: { builds: Array<Record<string, unknown>> }) =>
+          builds.length >= count && builds.every((build) => build.usage !== null) ? builds : undefined,
+        { what: `${count} gateway builds of ${session} in prefixctl trace` },
       );
 
     // Up: both calls are observed and reach cache-monitor.
@@ -307,9 +300,7 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
       await turn("And the shutdown path?", "2026-12-04");
       await turn("Summarise", "2026-12-04");
       // Each exchange whose events could not be written is counted, the two above at least.
-      await eventually(async () => (await unobserved("outbox_failed")) >= failedBefore + 2 || undefined, {
-        what: "the outage's exchanges counted as outbox_failed on /metrics",
-      });
+      await unobservedReaching("outbox_failed", failedBefore + 2);
       await eventually(() => trafficFailure !== null || callsDuringOutage >= 3, {
         what: "background calls during the outage",
       });

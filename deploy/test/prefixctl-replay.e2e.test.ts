@@ -7,14 +7,12 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventually } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { type BuildRequestResponse, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import { Role } from "@prefix-guard/proto/common/v1/common";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest, runPrefixctl } from "./support";
+import { mainSessionRequest, priceBuild, runPrefixctl, saveAndBuild } from "./support";
 
 const deadline = { deadlineMs: 10_000 };
 
@@ -37,72 +35,29 @@ describe("prefixctl operations, then the next build", () => {
       PREFIXCTL_RULES_SNAPSHOT: stack.addresses["rules-snapshot"],
     });
 
-  /** Until cache-monitor holds the build's fingerprint, so a usage's verdict rests on it. */
-  async function fingerprintAtMonitor(sessionId: string, requestId: string): Promise<void> {
-    const monitor = stack.monitor;
-    if (monitor === undefined) throw new Error("cache-monitor not started");
-    await eventually(
-      async () => {
-        const traced = await callUnary(monitor, monitor.traceSession, { sessionId, limit: 0 }, deadline);
-        return traced.builds.some((b) => b.requestId === requestId && b.sectionHashes.length > 0) || undefined;
-      },
-      { what: `the fingerprint of build ${requestId} at cache-monitor` },
-    );
-  }
+  const turn = (sessionId: string, text: string, rulesDir = workspace): Promise<BuildRequestResponse> =>
+    saveAndBuild(stack, sessionId, text, {
+      sections: [{ key: "persona", text: "persona text" }],
+      tools: [],
+      wireFormat: WireFormat.WIRE_FORMAT_OPENAI_CHAT,
+      model: "gpt-4o",
+      workspace: rulesDir,
+      rulesSource: { $case: "rulesFile", value: { path: join(rulesDir, "AGENTS.md") } },
+      embed: false,
+      locale: "en",
+    });
 
-  async function turn(sessionId: string, text: string, rulesDir = workspace): Promise<BuildRequestResponse> {
-    const saved = await callUnary(
-      stack.sessions,
-      stack.sessions.saveMessage,
-      { sessionId, role: Role.ROLE_USER, content: [{ part: { $case: "text", value: { text } } }], thinkingText: "" },
-      deadline,
-    );
-    const assembly = stack.assembly();
-    return callUnary(
-      assembly,
-      assembly.buildRequest,
-      {
-        sessionId,
-        minSeq: saved.seq,
-        sections: [{ key: "persona", text: "persona text" }],
-        tools: [],
-        wireFormat: WireFormat.WIRE_FORMAT_OPENAI_CHAT,
-        model: "gpt-4o",
-        workspace: rulesDir,
-        rulesSource: { $case: "rulesFile", value: { path: join(rulesDir, "AGENTS.md") } },
-        embed: false,
-        locale: "en",
-      },
-      deadline,
-    );
-  }
-
-  async function recordUsage(sessionId: string, built: BuildRequestResponse, cachedTokens: number) {
-    const monitor = stack.monitor;
-    if (monitor === undefined) throw new Error("cache-monitor not started");
-    return callUnary(
-      monitor,
-      monitor.recordUsage,
-      {
-        sessionId,
-        usage: {
-          requestId: built.requestId,
-          model: "gpt-4o",
-          promptTokens: 6_000,
-          cachedTokens,
-          completionTokens: 50,
-          cacheCreationTokens: 0,
-          provider: "openai",
-          calledAtMs: Date.now(),
-        },
-        // Built just before: the default key and no unbuilt.
-        idempotencyKey: "",
-        providerResponseId: "",
-        unbuilt: false,
-      },
-      deadline,
-    );
-  }
+  /** A 6k-token call of the build, `cachedTokens` of it from the cache, once cache-monitor holds the build's fingerprint. */
+  const recordUsage = (sessionId: string, built: BuildRequestResponse, cachedTokens: number) =>
+    priceBuild(stack, sessionId, built.requestId, {
+      model: "gpt-4o",
+      promptTokens: 6_000,
+      cachedTokens,
+      completionTokens: 50,
+      cacheCreationTokens: 0,
+      provider: "openai",
+      calledAtMs: Date.now(),
+    });
 
   it("compares the next build with the previous prefix and blames a miss on the provider", async () => {
     const sessionId = `replay-${Date.now()}`;
@@ -117,7 +72,6 @@ describe("prefixctl operations, then the next build", () => {
 
     const next = await turn(sessionId, "after the replay");
     expect(next.prefix).toMatchObject({ firstBuild: false, changed: false });
-    await fingerprintAtMonitor(sessionId, next.requestId);
     const answer = await recordUsage(sessionId, next, 0);
     expect(answer.collapse).toBeDefined();
     expect(answer.collapse?.cause).toMatch(/^provider-side cache miss with our prefix unchanged/);
@@ -146,7 +100,6 @@ describe("prefixctl operations, then the next build", () => {
     expect(next.prefix?.cause).toBe(
       "new workspace-rules snapshot pinned after an operator refresh (reason: INC-42 rules fixed)",
     );
-    await fingerprintAtMonitor(sessionId, next.requestId);
     const answer = await recordUsage(sessionId, next, 0);
     expect(answer.collapse?.cause).toContain("operator refresh (reason: INC-42 rules fixed)");
     const collapses = await prefixctl(["collapses", "--session", sessionId, "--wide"]);

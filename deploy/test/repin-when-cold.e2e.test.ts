@@ -3,19 +3,22 @@
 // answers REPINNED_COLD_CACHE, prompt-assembly counts the change expected, and cache-monitor codes the
 // collapse that follows as the expiry it is (ttl_expired), with prompt-assembly's cause.
 
-import { eventually, uniqueName } from "@prefix-guard/bus/testing";
+import { uniqueName } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import {
-  type BuildRequestRequest,
-  type BuildRequestResponse,
-  WireFormat,
-} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { UsageRecorded } from "@prefix-guard/proto/events/v1/usage_events";
-import type { RecordUsageResponse, TraceSessionResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
+import { type BuildRequestResponse, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import type { RecordUsageResponse } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { freePort, mainSessionRequest, userTextMessage } from "./support";
+import {
+  claudeTestUsage,
+  counterTotal,
+  freePort,
+  mainSessionRequest,
+  priceBuild,
+  saveAndBuild,
+  scrapeMetricsUntil,
+} from "./support";
 
 const MINUTE = 60_000;
 let clock = Date.UTC(2026, 9, 14, 5, 0, 0);
@@ -42,17 +45,8 @@ describe("REPIN_WHEN_COLD on the running stack", () => {
   });
 
   // claude-test is not in the provider catalogue: its cache is judged under the 5-minute default.
-  const build = async (rules: string): Promise<BuildRequestResponse> => {
-    const saved = await callUnary(
-      stack.sessions,
-      stack.sessions.saveMessage,
-      userTextMessage(sessionId, `turn at ${clock}`),
-      deadline,
-    );
-    const assembly = stack.assembly();
-    const request: BuildRequestRequest = {
-      sessionId,
-      minSeq: saved.seq,
+  const build = (rules: string): Promise<BuildRequestResponse> =>
+    saveAndBuild(stack, sessionId, `turn at ${clock}`, {
       sections: [{ key: "persona", text: "persona text" }],
       tools: [],
       wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
@@ -61,47 +55,10 @@ describe("REPIN_WHEN_COLD on the running stack", () => {
       rulesSource: { $case: "rulesContent", value: { text: rules } },
       embed: false,
       locale: "",
-    };
-    return callUnary(assembly, assembly.buildRequest, request, deadline);
-  };
+    });
 
-  const fingerprintsArrived = (requestId: string) =>
-    eventually(
-      async () => {
-        const monitor = stack.monitor;
-        if (monitor === undefined) return undefined;
-        const trace = await callUnary<{ sessionId: string; limit: number }, TraceSessionResponse>(
-          monitor,
-          monitor.traceSession,
-          { sessionId, limit: 0 },
-          deadline,
-        );
-        return trace.builds.find((b) => b.requestId === requestId && b.sectionHashes.length > 0);
-      },
-      { what: `fingerprints of ${requestId} at cache-monitor`, timeoutMs: 30_000 },
-    );
-
-  const recordUsage = async (requestId: string, cachedTokens: number): Promise<RecordUsageResponse> => {
-    await fingerprintsArrived(requestId);
-    const monitor = stack.monitor;
-    if (monitor === undefined) throw new Error("the stack runs no cache-monitor");
-    const usage: UsageRecorded = {
-      requestId,
-      model: "claude-test",
-      promptTokens: 40_000,
-      cachedTokens,
-      completionTokens: 300,
-      cacheCreationTokens: 0,
-      provider: "anthropic",
-      calledAtMs: clock,
-    };
-    return callUnary(
-      monitor,
-      monitor.recordUsage,
-      { sessionId, usage, idempotencyKey: "", providerResponseId: "", unbuilt: false },
-      deadline,
-    );
-  };
+  const recordUsage = (requestId: string, cachedTokens: number): Promise<RecordUsageResponse> =>
+    priceBuild(stack, sessionId, requestId, claudeTestUsage(cachedTokens, clock));
 
   it("holds the change back while warm, re-pins it after a cold gap, and calls the collapse an expiry", async () => {
     await callUnary(stack.sessions, stack.sessions.createSession, mainSessionRequest(sessionId, "/tmp"), deadline);
@@ -137,11 +94,11 @@ describe("REPIN_WHEN_COLD on the running stack", () => {
     });
 
     // Counted as an expected break, not an avoidable one.
-    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    expect(metrics).toMatch(
-      /prefixguard_prefix_breaks_total\{(?=[^}]*section="workspace-rules")(?=[^}]*expected="true")[^}]*\} 1$/m,
-    );
-    expect(metrics).not.toMatch(/prefixguard_prefix_breaks_total\{[^}]*expected="false"[^}]*\} [1-9]/);
+    const breaks = "prefixguard_prefix_breaks_total";
+    const expectedBreak = { section: "workspace-rules", expected: "true" };
+    const metrics = await scrapeMetricsUntil(metricsPort, [{ name: breaks, labels: expectedBreak }]);
+    expect(counterTotal(metrics, breaks, expectedBreak)).toBe(1);
+    expect(counterTotal(metrics, breaks, { expected: "false" })).toBe(0);
 
     // Pinned now: a minute later the same rules are simply retained.
     clock += MINUTE;

@@ -1,14 +1,14 @@
-import { eventually, uniqueName } from "@prefix-guard/bus/testing";
+import { uniqueName } from "@prefix-guard/bus/testing";
 import { callUnary } from "@prefix-guard/grpc";
-import { BuildRequestRequest, WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import {
-  type RawProviderUsage,
+import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
+import type {
+  RawProviderUsage,
   RecordUsageRequest,
-  type RecordUsageResponse,
+  RecordUsageResponse,
 } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest, runPrefixctl, userTextMessage } from "./support";
+import { mainSessionRequest, prefixctlJsonUntil, runPrefixctl, sessionTurn, type TurnBuild } from "./support";
 
 const prefixctl = (argv: string[]) => runPrefixctl(argv);
 
@@ -76,60 +76,43 @@ describe("prefixctl advise", () => {
 
   it("prices every session built in a workspace with --workspace, each on its own calls", async () => {
     const workspace = `/srv/ws/${uniqueName("advise-ws")}`;
-    const monitor = stack.monitor;
-    if (monitor === undefined) throw new Error("the stack runs no cache-monitor");
     const deadline = { deadlineMs: 10_000 };
     const sessions = [uniqueName("ws-a"), uniqueName("ws-b")];
+    // No workspace in the request: the build's workspace is the session's own.
+    const build: TurnBuild = {
+      sections: [{ key: "persona", text: "persona" }],
+      tools: [],
+      wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
+      model: "claude-sonnet-4-5",
+      workspace: "",
+      embed: false,
+      locale: "",
+    };
     for (const id of sessions) {
       await callUnary(stack.sessions, stack.sessions.createSession, mainSessionRequest(id, workspace), deadline);
       for (let call = 0; call < 3; call++) {
-        const saved = await callUnary(
-          stack.sessions,
-          stack.sessions.saveMessage,
-          userTextMessage(id, `q${call}`),
-          deadline,
-        );
-        const assembly = stack.assembly();
-        // No workspace in the request: the build's workspace is the session's own.
-        const built = await callUnary(
-          assembly,
-          assembly.buildRequest,
-          BuildRequestRequest.fromPartial({
-            sessionId: id,
-            minSeq: saved.seq,
-            sections: [{ key: "persona", text: "persona" }],
-            wireFormat: WireFormat.WIRE_FORMAT_ANTHROPIC_MESSAGES,
+        await sessionTurn(stack, {
+          sessionId: id,
+          text: `q${call}`,
+          build,
+          usage: {
             model: "claude-sonnet-4-5",
-          }),
-          deadline,
-        );
-        await callUnary<RecordUsageRequest, RecordUsageResponse>(
-          monitor,
-          monitor.recordUsage,
-          RecordUsageRequest.fromPartial({
-            sessionId: id,
-            usage: {
-              requestId: built.requestId,
-              model: "claude-sonnet-4-5",
-              promptTokens: 100_000,
-              cachedTokens: 0,
-              completionTokens: 500,
-              cacheCreationTokens: 100_000,
-              provider: "anthropic",
-              calledAtMs: T0 + call * 20 * MINUTE,
-            },
-          }),
-          deadline,
-        );
+            promptTokens: 100_000,
+            cachedTokens: 0,
+            completionTokens: 500,
+            cacheCreationTokens: 100_000,
+            provider: "anthropic",
+            calledAtMs: T0 + call * 20 * MINUTE,
+          },
+        });
       }
     }
     const address = stack.addresses["cache-monitor"];
-    const advice = await eventually(async () => {
-      const result = await prefixctl(["advise", "--workspace", workspace, "--json", "--cache-monitor", address]);
-      return result.code === 0
-        ? (JSON.parse(result.stdout) as { calls: number; sessions: number; recommended: string })
-        : undefined;
-    });
+    const advice = await prefixctlJsonUntil(
+      ["advise", "--workspace", workspace, "--cache-monitor", address],
+      (json: { calls: number; sessions: number; recommended: string }) => (json.calls >= 6 ? json : undefined),
+      { what: `advice on the 6 calls of workspace ${workspace}` },
+    );
     expect(advice).toMatchObject({ calls: 6, sessions: 2, recommended: "1h" });
     const text = await prefixctl(["advise", "--workspace", workspace, "--cache-monitor", address]);
     expect(text.stdout).toContain(`Retention advice for workspace ${workspace} (2 sessions): 6 recorded calls`);
