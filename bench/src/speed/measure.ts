@@ -87,12 +87,7 @@ export interface PacedResult {
   readonly cpu: Record<string, number>;
 }
 
-/**
- * Writes at `rate` per second (unpaced when rate is 0) from `writers` callers for `durationMs`.
- * Every `probeEvery`-th write goes to a probe session; a poller reads the probes' projected seq every
- * `pollMs` and records, per probe write, the time from its answer to its being applied.
- */
-export async function pacedWrites(options: {
+export interface PacedOptions {
   readonly rate: number;
   readonly writers: number;
   readonly durationMs: number;
@@ -106,7 +101,14 @@ export async function pacedWrites(options: {
   readonly drainMs: number;
   /** Called as soon as the writers stop, before the drain (e.g. to read how far the projection got). */
   readonly onWritesDone?: () => Promise<void>;
-}): Promise<PacedResult> {
+}
+
+/**
+ * Writes at `rate` per second (unpaced when rate is 0) from `writers` callers for `durationMs`.
+ * Every `probeEvery`-th write goes to a probe session; a poller reads the probes' projected seq every
+ * `pollMs` and records, per probe write, the time from its answer to its being applied.
+ */
+export async function pacedWrites(options: PacedOptions): Promise<PacedResult> {
   const pending = new Map<string, { seq: number; answeredAt: number }[]>();
   const lags: { at: number; lag: number }[] = [];
   let errors = 0;
@@ -186,5 +188,57 @@ export async function pacedWrites(options: {
     lagLastQuarterP99: quantiles(lags.slice(-quarter).map((l) => l.lag)).p99,
     unappliedProbesAtEnd: unapplied,
     cpu: cpuShares,
+  };
+}
+
+export interface EndToEndResult extends PacedResult {
+  readonly appliedPerSecondDuringWrites: number;
+  readonly backlogAtEndOfWrites: number;
+  readonly endToEndPerSecond: number;
+  /** Events applied from the first write until every answered one was applied (or the drain gave up). */
+  readonly eventsApplied: number;
+  readonly endToEndSeconds: number;
+  /** % of one core per process over those endToEndSeconds: what the applied events cost. */
+  readonly endToEndCpu: Record<string, number>;
+}
+
+/**
+ * Unpaced writers (`pacedWrites` at rate 0), then the wait until every answered write is applied.
+ * `totalApplied` counts the events applied so far over all sessions (a sum of projected seqs).
+ */
+export async function unpacedEndToEnd(
+  options: Omit<PacedOptions, "rate" | "onWritesDone">,
+  totalApplied: () => Promise<number>,
+): Promise<EndToEndResult> {
+  const startSum = await totalApplied();
+  const cpu = cpuWindow(options.pids);
+  const started = performance.now();
+  let appliedAtEnd = startSum;
+  let writesSeconds = 0;
+  const saturation = await pacedWrites({
+    ...options,
+    rate: 0,
+    onWritesDone: async () => {
+      writesSeconds = (performance.now() - started) / 1000;
+      appliedAtEnd = await totalApplied();
+    },
+  });
+  const fullyApplied = startSum + saturation.answered;
+  const deadline = Date.now() + options.drainMs;
+  let applied = await totalApplied();
+  while (applied < fullyApplied && Date.now() < deadline) {
+    await sleep(50);
+    applied = await totalApplied();
+  }
+  const endToEndSeconds = (performance.now() - started) / 1000;
+  const endToEndCpu = cpu();
+  return {
+    ...saturation,
+    appliedPerSecondDuringWrites: Number(((appliedAtEnd - startSum) / writesSeconds).toFixed(1)),
+    backlogAtEndOfWrites: saturation.answered - (appliedAtEnd - startSum),
+    endToEndPerSecond: Number(((applied - startSum) / endToEndSeconds).toFixed(1)),
+    eventsApplied: applied - startSum,
+    endToEndSeconds: Number(endToEndSeconds.toFixed(2)),
+    endToEndCpu,
   };
 }

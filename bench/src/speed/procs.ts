@@ -31,7 +31,7 @@ export function killStale(repo: string): void {
       // gone already
     }
     // A recycled pid belongs to someone else: only kill what still looks like our node process.
-    const ours = ["services/", "floor-server", "bench/src/gateway/"].some((script) => cmdline.includes(script));
+    const ours = ["services/", "bench/src/speed/", "bench/src/gateway/"].some((script) => cmdline.includes(script));
     if (cmdline.includes("--import") && ours) {
       progress(`killing stale ${file.replace(/\.pid$/, "")} (pid ${pid})`);
       try {

@@ -1,5 +1,5 @@
 // speed.md (pasted into README) and build-stages.json from one run's results.
-import { fmt, markdownTable } from "./report";
+import { fmt, markdownTable, type PipelineVsFloor, passFail, SHARED_PROCESSES } from "./report";
 import { BASELINE_COMMIT, type SpeedResults, type TreeResult } from "./speed";
 
 /**
@@ -135,12 +135,32 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
       `${fmt(r.rtt.p50, 2)} / ${fmt(r.rtt.p99, 2)}`,
       `${fmt(r.p50xRtt, 2)}× / ${fmt(r.p99xRtt, 2)}×`,
       fmt(r.throughput.perSecond, 0),
+      fmt(r.bare.perSecond, 0),
+      `${fmt(r.overBare.ratio * 100, 0)}% ${passFail(r.overBare.pass)}`,
       cpuCell(r.throughput.cpu),
     ]);
   }
-  out.push("**Resolve (retained) vs a bare gRPC round trip** (p50 / p99 ms; goal p99 ≤ 2× RTT, ≥ 3,000 Resolve/s)", "");
+  const resolveGoal = results.after.resolve.overBare.goal;
   out.push(
-    markdownTable(["tree", "Resolve", "bare RTT", "÷ RTT", "Resolve/s at c=32", "CPU (% of one core)"], resolveRows),
+    `**Resolve (retained) vs a bare gRPC round trip** (p50 / p99 ms; goal p99 ≤ 2× RTT, ≥ 3,000 Resolve/s, Resolve/s ≥ ${fmt(resolveGoal * 100, 0)}% of bare gRPC calls/s of the same server shape, both at c=32)`,
+    "",
+  );
+  out.push(
+    markdownTable(
+      [
+        "tree",
+        "Resolve",
+        "bare RTT",
+        "÷ RTT",
+        "Resolve/s at c=32",
+        "bare calls/s at c=32",
+        "Resolve/s ÷ bare calls/s",
+        "CPU (% of one core)",
+      ],
+      resolveRows,
+    ),
+    "",
+    "Bare calls: Ping, a unary @grpc/grpc-js method answering an empty message, on the floor server's own process, measured right after Resolve/s.",
     "",
   );
 
@@ -216,6 +236,7 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
       "",
     );
   }
+  if (results.pipelineVsFloor && p) out.push(...pipelineFloorSection(results.pipelineVsFloor, results, p.writers), "");
   const m = after.memory;
   if (m) {
     out.push(
@@ -232,4 +253,57 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
     out.push(markdownTable(["stage", "mean ms"], stageRows), "");
   }
   return out.join("\n");
+}
+
+function processList(names: readonly string[]): string {
+  return names.join(" + ");
+}
+
+/** The pipeline's CPU per event next to its floor's, and the ratio judged against the goal. */
+export function pipelineFloorSection(comparison: PipelineVsFloor, results: SpeedResults, writers: number): string[] {
+  const { pipeline, floor, ratio } = comparison;
+  const pipelineRun = results.after.pipeline?.saturation;
+  const floorRun = results.pipelineFloor;
+  const side = (label: string, cost: typeof pipeline, cpu: Readonly<Record<string, number>> | undefined) => [
+    label,
+    processList(cost.processes),
+    fmt(cost.events, 0),
+    fmt(cost.eventsPerSecond, 0),
+    fmt(cost.cpuMsPerEvent.own, 3),
+    fmt(cost.cpuMsPerEvent.shared, 3),
+    fmt(cost.cpuMsPerEvent.total, 3),
+    cpu ? cpuCell(cpu) : "–",
+  ];
+  return [
+    `**Event pipeline against its floor: CPU per event** (${writers} unpaced writers over ${floorRun.sessions} sessions each, from the first write until every answered one was applied; CPU ms per event; goal: total ≤ ${fmt(comparison.goal, 0)}× the floor's)`,
+    "",
+    markdownTable(
+      [
+        "side",
+        "own processes",
+        "events applied",
+        "events/s end to end",
+        "own CPU ms/event",
+        `${processList(SHARED_PROCESSES)} CPU ms/event`,
+        "total CPU ms/event",
+        "CPU over the window (% of one core)",
+      ],
+      [
+        side("pipeline", pipeline, pipelineRun?.endToEndCpu),
+        side("floor", floor, floorRun.endToEndCpu),
+        [
+          "pipeline ÷ floor",
+          "",
+          "",
+          `${fmt(pipeline.eventsPerSecond / floor.eventsPerSecond, 2)}×`,
+          `${fmt(ratio.own, 2)}×`,
+          `${fmt(ratio.shared, 2)}×`,
+          `**${fmt(ratio.total, 2)}×** ${passFail(comparison.pass)}`,
+          "",
+        ],
+      ],
+    ),
+    "",
+    "The floor (bench/src/speed/pipeline-floor.ts): SaveMessage on a bare @grpc/grpc-js server that writes each message as a MessageSaved event of the real one's size with group commit (one INSERT per group of concurrent calls, answered after its commit) and produces it with libs/bus's Kafka producer; a bare consumer with libs/bus's consumer settings that decodes each record and upserts one row per session. Same writers, sessions, texts and duration as the pipeline's unpaced phase.",
+  ];
 }

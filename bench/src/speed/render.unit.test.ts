@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ThroughputResult } from "./measure";
+import type { EndToEndResult, ThroughputResult } from "./measure";
 import { buildStages, renderMarkdown } from "./render";
-import type { SpeedResults, TreeResult } from "./speed";
+import { pipelineVsFloor } from "./report";
+import type { PipelineResult, SpeedResults, TreeResult } from "./speed";
 
 const q = (p50: number) => ({ n: 10, p50, p99: p50 * 2, mean: p50 * 1.1 });
 const tp = (concurrency: number, perSecond: number): ThroughputResult => ({
@@ -33,10 +34,68 @@ function tree(commit: string, serverMs: number, stages?: TreeResult["stages"]): 
       extraP50InRtt: 10,
       extraP99InRtt: 10,
     },
-    resolve: { retained: q(1), rtt: q(0.5), p50xRtt: 2, p99xRtt: 2, throughput: tp(32, 900) },
+    resolve: {
+      retained: q(1),
+      rtt: q(0.5),
+      p50xRtt: 2,
+      p99xRtt: 2,
+      throughput: tp(32, 900),
+      bare: tp(32, 1_500),
+      overBare: { ratio: 0.6, goal: 0.7, pass: false },
+    },
     ...(stages ? { stages } : {}),
   };
 }
+
+const endToEnd = (perSecond: number, cpu: Record<string, number>): EndToEndResult => ({
+  offeredPerSecond: 0,
+  answeredPerSecond: perSecond,
+  answered: perSecond * 4,
+  seconds: 4,
+  errors: 0,
+  lag: q(50),
+  lagFirstQuarterP99: 100,
+  lagLastQuarterP99: 100,
+  unappliedProbesAtEnd: 0,
+  cpu,
+  appliedPerSecondDuringWrites: perSecond,
+  backlogAtEndOfWrites: 0,
+  endToEndPerSecond: perSecond,
+  eventsApplied: perSecond * 4,
+  endToEndSeconds: 4,
+  endToEndCpu: cpu,
+});
+const services = ["session-events", "rules-snapshot", "prompt-assembly"];
+// 600 events/s: 100% of one core is 1000/600 = 1.667 ms per event. The floor: 0.5 ms at 2,000/s.
+const pipeline: PipelineResult = {
+  sessions: 1000,
+  writers: 32,
+  processes: services,
+  saturation: endToEnd(600, {
+    "session-events": 40,
+    "rules-snapshot": 15,
+    "prompt-assembly": 35,
+    mariadbd: 40,
+    kafka: 20,
+    bench: 30,
+  }),
+  at1000: endToEnd(580, {}),
+  atClaimed: undefined,
+  claimedPerSecond: 1000,
+};
+const floorRun = {
+  ...endToEnd(2_000, {
+    "pipeline-floor-server": 40,
+    "pipeline-floor-consumer": 20,
+    mariadbd: 30,
+    kafka: 10,
+    bench: 50,
+  }),
+  sessions: 1000,
+  writers: 32,
+  topic: "bench.pipeline-floor.1",
+};
+const floorProcesses = ["pipeline-floor-server", "pipeline-floor-consumer"];
 
 const results = (before: TreeResult | undefined): SpeedResults => ({
   quick: true,
@@ -50,8 +109,13 @@ const results = (before: TreeResult | undefined): SpeedResults => ({
     drainMs: 15_000,
   },
   before,
-  after: tree("abcdef1234", 11, { load_view: { meanMs: 3, count: 40 }, record: { meanMs: 2, count: 40 } }),
+  after: {
+    ...tree("abcdef1234", 11, { load_view: { meanMs: 3, count: 40 }, record: { meanMs: 2, count: 40 } }),
+    pipeline,
+  },
   floorThroughput: tp(32, 600),
+  pipelineFloor: floorRun,
+  pipelineVsFloor: pipelineVsFloor(pipeline.saturation, services, floorRun, floorProcesses),
 });
 
 describe("speed report rendering", () => {
@@ -61,6 +125,25 @@ describe("speed report rendering", () => {
     expect(md).toContain("| after 500 turns |");
     expect(md).toContain("| floor | 32 | 600.0 |");
     expect(md).toContain("| load_view | 3.000 |");
+  });
+
+  it("judges Resolve/s against bare gRPC calls/s of the same server shape", () => {
+    const md = renderMarkdown(results(undefined), "2026-01-01T00:00:00.000Z");
+    expect(md).toContain("Resolve/s ≥ 70% of bare gRPC calls/s");
+    expect(md).toContain("| after | 1.00 / 2.00 | 0.50 / 1.00 | 2.00× / 2.00× | 900 | 1500 | 60% **FAIL** |");
+  });
+
+  it("puts the pipeline's CPU per event next to its floor's, judged against the goal", () => {
+    const md = renderMarkdown(results(undefined), "2026-01-01T00:00:00.000Z");
+    expect(md).toContain("goal: total ≤ 2× the floor's");
+    // Services 90% and mariadbd + kafka 60% of a core at 600/s; the floor 60% and 40% at 2,000/s.
+    expect(md).toContain(
+      "| pipeline | session-events + rules-snapshot + prompt-assembly | 2400 | 600 | 1.500 | 1.000 | 2.500 |",
+    );
+    expect(md).toContain(
+      "| floor | pipeline-floor-server + pipeline-floor-consumer | 8000 | 2000 | 0.300 | 0.200 | 0.500 |",
+    );
+    expect(md).toContain("| pipeline ÷ floor |  |  | 0.30× | 5.00× | 5.00× | **5.00×** **FAIL** |");
   });
 
   it("renders without a before tree and records how each stage figure was obtained", () => {

@@ -106,6 +106,112 @@ export function ratio(value: number, floor: number): number {
   return floor > 0 ? value / floor : Number.NaN;
 }
 
+/** The goals these comparisons are judged by (the speed goals of the event pipeline and of Resolve). */
+export const GOALS = {
+  /** CPU per event of the whole pipeline (its processes + mariadbd + kafka) ÷ the floor's, at most. */
+  pipelineCpuPerEventOverFloor: 2,
+  /** Resolve/s of one rules-snapshot at c=32 ÷ bare gRPC calls/s at c=32, at least. */
+  resolvePerSecondOverBare: 0.7,
+} as const;
+
+/** The processes every side shares: the database and the broker. */
+export const SHARED_PROCESSES = ["mariadbd", "kafka"] as const;
+
+/**
+ * CPU ms per event of the named processes: their summed share of one core over `seconds`, spread
+ * over `events`. NaN when one of them was not measured, rather than a cost that leaves it out.
+ */
+export function cpuMsPerEvent(
+  cpu: Readonly<Record<string, number>>,
+  names: readonly string[],
+  seconds: number,
+  events: number,
+): number {
+  if (events <= 0 || seconds <= 0) return Number.NaN;
+  let percent = 0;
+  for (const name of names) {
+    const share = cpu[name];
+    if (share === undefined) return Number.NaN;
+    percent += share;
+  }
+  return (percent * seconds * 10) / events;
+}
+
+/** One side's run: events applied end to end and the CPU of each process over that window. */
+export interface EndToEndCpu {
+  readonly endToEndPerSecond: number;
+  readonly eventsApplied: number;
+  readonly endToEndSeconds: number;
+  readonly endToEndCpu: Readonly<Record<string, number>>;
+}
+
+export interface CpuPerEventSplit {
+  /** The side's own processes: the services, or the floor's server and consumer. */
+  readonly own: number;
+  /** mariadbd + kafka. */
+  readonly shared: number;
+  readonly total: number;
+}
+
+export interface SideCost {
+  readonly processes: readonly string[];
+  readonly eventsPerSecond: number;
+  readonly events: number;
+  readonly cpuMsPerEvent: CpuPerEventSplit;
+}
+
+export interface PipelineVsFloor {
+  readonly pipeline: SideCost;
+  readonly floor: SideCost;
+  /** pipeline ÷ floor, column by column. */
+  readonly ratio: CpuPerEventSplit;
+  readonly goal: number;
+  /** ratio.total within the goal. */
+  readonly pass: boolean;
+}
+
+function sideCost(run: EndToEndCpu, processes: readonly string[]): SideCost {
+  const per = (names: readonly string[]) =>
+    cpuMsPerEvent(run.endToEndCpu, names, run.endToEndSeconds, run.eventsApplied);
+  return {
+    processes,
+    eventsPerSecond: run.endToEndPerSecond,
+    events: run.eventsApplied,
+    cpuMsPerEvent: {
+      own: per(processes),
+      shared: per(SHARED_PROCESSES),
+      total: per([...processes, ...SHARED_PROCESSES]),
+    },
+  };
+}
+
+/** The pipeline's CPU per event against its floor's, both measured end to end in the same run. */
+export function pipelineVsFloor(
+  pipeline: EndToEndCpu,
+  pipelineProcesses: readonly string[],
+  floor: EndToEndCpu,
+  floorProcesses: readonly string[],
+): PipelineVsFloor {
+  const p = sideCost(pipeline, pipelineProcesses);
+  const f = sideCost(floor, floorProcesses);
+  const total = ratio(p.cpuMsPerEvent.total, f.cpuMsPerEvent.total);
+  return {
+    pipeline: p,
+    floor: f,
+    ratio: {
+      own: ratio(p.cpuMsPerEvent.own, f.cpuMsPerEvent.own),
+      shared: ratio(p.cpuMsPerEvent.shared, f.cpuMsPerEvent.shared),
+      total,
+    },
+    goal: GOALS.pipelineCpuPerEventOverFloor,
+    pass: total <= GOALS.pipelineCpuPerEventOverFloor,
+  };
+}
+
+export function passFail(pass: boolean): string {
+  return pass ? "PASS" : "**FAIL**";
+}
+
 export function fmt(value: number | undefined, digits = 1): string {
   if (value === undefined || !Number.isFinite(value)) return "–";
   return value.toFixed(digits);

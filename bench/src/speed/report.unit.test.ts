@@ -1,12 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
   counterTotal,
+  cpuMsPerEvent,
   cpuPercent,
   cpuTicksFromStat,
   gaugeValue,
   histogramTotals,
   markdownTable,
   meanMsBetween,
+  pipelineVsFloor,
   quantiles,
   ratio,
   rssBytesFromStatus,
@@ -81,5 +83,47 @@ describe("speed report helpers", () => {
 
   it("writes a markdown table", () => {
     expect(markdownTable(["a", "b"], [["1", "2"]])).toBe("| a | b |\n| --- | --- |\n| 1 | 2 |");
+  });
+
+  it("spreads the named processes' CPU over the events applied, NaN when one was not measured", () => {
+    // 150% of one core for 2 s is 3,000 ms of CPU, over 1,000 events.
+    expect(cpuMsPerEvent({ a: 100, b: 50, c: 999 }, ["a", "b"], 2, 1_000)).toBe(3);
+    expect(cpuMsPerEvent({ a: 100 }, ["a", "kafka"], 2, 1_000)).toBeNaN();
+    expect(cpuMsPerEvent({ a: 100 }, ["a"], 2, 0)).toBeNaN();
+  });
+
+  it("compares the pipeline's CPU per event with its floor's and judges the total against 2×", () => {
+    const run = (perSecond: number, cpu: Record<string, number>) => ({
+      endToEndPerSecond: perSecond,
+      eventsApplied: perSecond * 10,
+      endToEndSeconds: 10,
+      endToEndCpu: cpu,
+    });
+    const floor = run(1_000, { server: 30, consumer: 20, mariadbd: 30, kafka: 20 });
+    // 1 ms per event for the floor (0.5 own, 0.5 shared); the pipeline 1.9 ms (1.2 own, 0.7 shared).
+    const within = pipelineVsFloor(run(1_000, { se: 70, pa: 50, mariadbd: 50, kafka: 20 }), ["se", "pa"], floor, [
+      "server",
+      "consumer",
+    ]);
+    expect(within.pipeline.cpuMsPerEvent).toEqual({ own: 1.2, shared: 0.7, total: 1.9 });
+    expect(within.floor.cpuMsPerEvent).toEqual({ own: 0.5, shared: 0.5, total: 1 });
+    expect(within.ratio.own).toBeCloseTo(2.4, 9);
+    expect(within.ratio.total).toBeCloseTo(1.9, 9);
+    expect(within.goal).toBe(2);
+    expect(within.pass).toBe(true);
+    // The same CPU for half the events: 3.8 ms per event, 3.8×.
+    const over = pipelineVsFloor(run(500, { se: 70, pa: 50, mariadbd: 50, kafka: 20 }), ["se", "pa"], floor, [
+      "server",
+      "consumer",
+    ]);
+    expect(over.ratio.total).toBeCloseTo(3.8, 9);
+    expect(over.pass).toBe(false);
+    // Kafka not measured on one side: no ratio, and no PASS.
+    const unmeasured = pipelineVsFloor(run(1_000, { se: 70, pa: 50, mariadbd: 50 }), ["se", "pa"], floor, [
+      "server",
+      "consumer",
+    ]);
+    expect(unmeasured.ratio.total).toBeNaN();
+    expect(unmeasured.pass).toBe(false);
   });
 });

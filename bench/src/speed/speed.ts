@@ -1,7 +1,8 @@
 // The speed bench (docs/decisions/build-request-speed.md): BuildRequest latency against a floor
-// measured in the same run, throughput of one prompt-assembly process, the turn flow, the event
-// pipeline, memory and the stage breakdown; for the tree at the baseline commit ("before") and the
-// working tree ("after").
+// measured in the same run, throughput of one prompt-assembly process, Resolve against bare gRPC
+// calls, the turn flow, the event pipeline, memory and the stage breakdown; for the tree at the
+// baseline commit ("before") and the working tree ("after"). Then the event pipeline's floor
+// (pipeline-floor.ts), whose CPU per event the after tree's pipeline is judged against.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,9 +11,34 @@ import { loadPromptAssemblyConfig } from "@prefix-guard/prompt-assembly";
 import { progress } from "../stats";
 import { turnTexts } from "./content";
 import { FloorClient } from "./floor";
-import { interleaved, type PacedResult, pacedWrites, type ThroughputResult, throughput } from "./measure";
+import {
+  type EndToEndResult,
+  interleaved,
+  type PacedResult,
+  pacedWrites,
+  type ThroughputResult,
+  throughput,
+  unpacedEndToEnd,
+} from "./measure";
+import {
+  FLOOR_PROCESSES,
+  measurePipelineFloor,
+  type PipelineFloorRun,
+  pipelineSessionIds,
+  pipelineWorkload,
+} from "./pipeline-floor-run";
 import { type BenchProcess, freePort, killStale, mariadbPid, rssBytes, sleep, startNode } from "./procs";
-import { gaugeValue, histogramTotals, meanMsBetween, type Quantiles, quantiles, ratio } from "./report";
+import {
+  GOALS,
+  gaugeValue,
+  histogramTotals,
+  meanMsBetween,
+  type PipelineVsFloor,
+  pipelineVsFloor,
+  type Quantiles,
+  quantiles,
+  ratio,
+} from "./report";
 import {
   build,
   buildRequest,
@@ -26,6 +52,7 @@ import {
   saveMessage,
   scrape,
   startStack,
+  sumProjected,
   waitProjected,
 } from "./stack";
 
@@ -107,13 +134,18 @@ export interface TreeResult {
   readonly serverMsPerBuild500: number;
   readonly throughput: ThroughputResult[];
   readonly turnFlow: TurnFlow;
-  /** Resolve of a retained snapshot against a bare gRPC round trip (goal p99 ≤ 2×), and Resolve/s. */
+  /**
+   * Resolve of a retained snapshot against a bare gRPC round trip (goal p99 ≤ 2×), and Resolve/s at
+   * c=32 against bare gRPC calls/s at c=32 (the floor server's Ping) measured right after it.
+   */
   readonly resolve: {
     readonly retained: Quantiles;
     readonly rtt: Quantiles;
     readonly p50xRtt: number;
     readonly p99xRtt: number;
     readonly throughput: ThroughputResult;
+    readonly bare: ThroughputResult;
+    readonly overBare: { readonly ratio: number; readonly goal: number; readonly pass: boolean };
   };
   readonly stages?: Record<string, { meanMs: number; count: number }>;
   readonly pipeline?: PipelineResult;
@@ -123,11 +155,9 @@ export interface TreeResult {
 export interface PipelineResult {
   readonly sessions: number;
   readonly writers: number;
-  readonly saturation: PacedResult & {
-    readonly appliedPerSecondDuringWrites: number;
-    readonly backlogAtEndOfWrites: number;
-    readonly endToEndPerSecond: number;
-  };
+  /** The services whose CPU is the pipeline's own (mariadbd and kafka are counted apart). */
+  readonly processes: readonly string[];
+  readonly saturation: EndToEndResult;
   readonly at1000: PacedResult;
   readonly atClaimed: PacedResult | undefined;
   readonly claimedPerSecond: number;
@@ -150,6 +180,10 @@ export interface SpeedResults {
   readonly before: TreeResult | undefined;
   readonly after: TreeResult;
   readonly floorThroughput: ThroughputResult;
+  /** The event pipeline's floor, driven like the pipeline's unpaced phase (pipeline-floor.ts). */
+  readonly pipelineFloor: PipelineFloorRun;
+  /** CPU per event of the after tree's pipeline against the floor's. */
+  readonly pipelineVsFloor: PipelineVsFloor | undefined;
 }
 
 export async function runSpeedBench(options: SpeedOptions): Promise<SpeedResults> {
@@ -194,7 +228,18 @@ export async function runSpeedBench(options: SpeedOptions): Promise<SpeedResults
       plan.throughputMs,
       { floor: floorProcess.pid, mariadbd: mariadbPid(), bench: process.pid },
     );
-    return { quick: options.quick, plan, before, after, floorThroughput };
+    const pipelineFloor = await measurePipelineFloor({
+      repo: options.repo,
+      kafkaBrokers: options.kafkaBrokers,
+      kafkaPid: options.kafkaPid(),
+      durationMs: plan.pipelineMs,
+      drainMs: plan.drainMs,
+    });
+    const pipeline = after.pipeline;
+    const vsFloor = pipeline
+      ? pipelineVsFloor(pipeline.saturation, pipeline.processes, pipelineFloor, FLOOR_PROCESSES)
+      : undefined;
+    return { quick: options.quick, plan, before, after, floorThroughput, pipelineFloor, pipelineVsFloor: vsFloor };
   } finally {
     floor.close();
     await floorProcess.stop();
@@ -301,17 +346,30 @@ async function runTree(context: TreeContext, tag: "before" | "after", tree: stri
     );
     const retained = resolveMeasured["resolve"] ?? quantiles([]);
     const resolveRtt = resolveMeasured["rtt"] ?? quantiles([]);
+    const resolvePerSecond = await throughput(
+      (i) => resolveRules(stack, resolveIds[i % resolveIds.length] ?? "", workspace, rulesPath),
+      32,
+      plan.throughputMs,
+      pids,
+    );
+    progress(`${tag}: bare gRPC calls/s at concurrency 32 (the floor server's Ping)`);
+    const bare = await throughput(() => floor.ping(), 32, plan.throughputMs, {
+      floor: context.floorProcess.pid,
+      bench: process.pid,
+    });
+    const overBare = round(ratio(resolvePerSecond.perSecond, bare.perSecond), 3);
     const resolve = {
       retained,
       rtt: resolveRtt,
       p50xRtt: round(ratio(retained.p50, resolveRtt.p50)),
       p99xRtt: round(ratio(retained.p99, resolveRtt.p99)),
-      throughput: await throughput(
-        (i) => resolveRules(stack, resolveIds[i % resolveIds.length] ?? "", workspace, rulesPath),
-        32,
-        plan.throughputMs,
-        pids,
-      ),
+      throughput: resolvePerSecond,
+      bare,
+      overBare: {
+        ratio: overBare,
+        goal: GOALS.resolvePerSecondOverBare,
+        pass: overBare >= GOALS.resolvePerSecondOverBare,
+      },
     };
 
     const tpRequests = [...throughputSessions, ...latencySessions.filter((s) => s.turns === 500)].map((s) =>
@@ -404,15 +462,6 @@ async function measureTurnFlow(
   };
 }
 
-async function sumProjected(stack: Stack, prefix: string): Promise<number> {
-  const row = (await stack
-    .paDb("pa_session")
-    .where("session_id", "like", `${prefix}%`)
-    .sum({ total: "last_seq" })
-    .first()) as { total: number | string | null } | undefined;
-  return Number(row?.total ?? 0);
-}
-
 async function measurePipeline(
   stack: Stack,
   plan: Plan,
@@ -420,8 +469,8 @@ async function measurePipeline(
   workspace: string,
 ): Promise<{ result: PipelineResult; sessionIds: string[] }> {
   const prefix = "after-ev-";
-  const sessionIds = Array.from({ length: 1_000 }, (_, i) => `${prefix}${i}`);
-  progress("after: event pipeline, creating 1,000 sessions");
+  const sessionIds = pipelineSessionIds(prefix);
+  progress(`after: event pipeline, creating ${sessionIds.length} sessions`);
   const created = new Map<string, number>();
   let next = 0;
   await Promise.all(
@@ -434,66 +483,29 @@ async function measurePipeline(
     }),
   );
   await waitProjected(stack, created, 120_000);
-  const probeIds = sessionIds.slice(0, 20);
-  const write = (sessionId: string, k: number) => {
-    const { user, assistant } = turnTexts(77, k);
-    return saveMessage(stack, sessionId, k % 2 === 0, k % 2 === 0 ? user : assistant);
-  };
-  const projected = (ids: readonly string[]) => projectedSeqs(stack.paDb, ids);
-  const common = {
-    writers: 32,
-    durationMs: plan.pipelineMs,
+  const common = pipelineWorkload({
     sessionIds,
-    probeIds,
-    probeEvery: 10,
-    pollMs: 5,
-    write,
-    projected,
+    sessions: stack.sessions,
+    projected: (ids) => projectedSeqs(stack.paDb, ids),
     pids,
+    durationMs: plan.pipelineMs,
     drainMs: plan.drainMs,
-  };
+  });
+  const applied = () => sumProjected(stack.paDb, prefix);
   const drain = async () => {
     // Each phase starts from an empty backlog, so one phase's tail does not count in the next.
     const deadline = Date.now() + plan.drainMs;
     let last = -1;
     for (;;) {
-      const now = await sumProjected(stack, prefix);
+      const now = await applied();
       if (now === last || Date.now() > deadline) return;
       last = now;
       await sleep(1_000);
     }
   };
 
-  progress(`after: event pipeline (a) 32 unpaced writers for ${plan.pipelineMs} ms`);
-  const startSum = await sumProjected(stack, prefix);
-  const started = performance.now();
-  let appliedAtEnd = startSum;
-  let writesSeconds = 0;
-  const saturation = await pacedWrites({
-    ...common,
-    rate: 0,
-    onWritesDone: async () => {
-      writesSeconds = (performance.now() - started) / 1000;
-      appliedAtEnd = await sumProjected(stack, prefix);
-    },
-  });
-  const answered = saturation.answered;
-  // End to end: every answered event applied, timed from the first write.
-  const fullyApplied = startSum + answered;
-  const deadline = Date.now() + plan.drainMs;
-  let applied = await sumProjected(stack, prefix);
-  while (applied < fullyApplied && Date.now() < deadline) {
-    await sleep(50);
-    applied = await sumProjected(stack, prefix);
-  }
-  const endToEndSeconds = (performance.now() - started) / 1000;
-  const appliedPerSecondDuringWrites = round((appliedAtEnd - startSum) / writesSeconds, 1);
-  const saturationResult = {
-    ...saturation,
-    appliedPerSecondDuringWrites,
-    backlogAtEndOfWrites: answered - (appliedAtEnd - startSum),
-    endToEndPerSecond: round((applied - startSum) / endToEndSeconds, 1),
-  };
+  progress(`after: event pipeline (a) ${common.writers} unpaced writers for ${plan.pipelineMs} ms`);
+  const saturation = await unpacedEndToEnd(common, applied);
   await drain();
 
   progress(`after: event pipeline (b) 1,000 events/s offered for ${plan.pipelineMs} ms`);
@@ -502,7 +514,7 @@ async function measurePipeline(
 
   // The rate claimed is 90% of what the projection applied while saturated, in steps of 50/s. Below
   // 1,000/s it is measured too: there the 1,000/s phase shows a saturated pipeline, not a sustained one.
-  const claimedPerSecond = Math.floor((0.9 * appliedPerSecondDuringWrites) / 50) * 50;
+  const claimedPerSecond = Math.floor((0.9 * saturation.appliedPerSecondDuringWrites) / 50) * 50;
   let atClaimed: PacedResult | undefined;
   if (claimedPerSecond >= 50 && claimedPerSecond !== 1_000) {
     progress(`after: event pipeline (c) ${claimedPerSecond} events/s offered for ${plan.pipelineMs} ms`);
@@ -512,8 +524,9 @@ async function measurePipeline(
   return {
     result: {
       sessions: sessionIds.length,
-      writers: 32,
-      saturation: saturationResult,
+      writers: common.writers,
+      processes: Object.keys(stack.processes),
+      saturation,
       at1000,
       atClaimed,
       claimedPerSecond: atClaimed ? claimedPerSecond : 1_000,
@@ -543,7 +556,7 @@ async function measureMemory(
   );
   const rssAfterBytes = rssBytes(pid);
   const metrics = await scrape(stack.metricsUrl);
-  const totalSeq = await sumProjected(stack, "after-ev-");
+  const totalSeq = await sumProjected(stack.paDb, "after-ev-");
   return {
     sessions: sessionIds.length,
     meanMessagesPerSession: round(totalSeq / sessionIds.length, 1),

@@ -162,9 +162,19 @@ export async function createSession(stack: Stack, sessionId: string, workspace: 
 }
 
 export async function saveMessage(stack: Stack, sessionId: string, user: boolean, text: string): Promise<number> {
+  return saveMessageVia(stack.sessions, sessionId, user, text);
+}
+
+/** SaveMessage on any server of that method: session-events, or the pipeline floor. */
+export async function saveMessageVia(
+  sessions: SessionEventsClient,
+  sessionId: string,
+  user: boolean,
+  text: string,
+): Promise<number> {
   const saved = await callUnary(
-    stack.sessions,
-    stack.sessions.saveMessage,
+    sessions,
+    sessions.saveMessage,
     {
       sessionId,
       role: user ? Role.ROLE_USER : Role.ROLE_ASSISTANT,
@@ -210,16 +220,28 @@ export async function fillSessions(
   return lastSeq;
 }
 
-/** Projected seq per session, from prompt-assembly's pa_session. */
-export async function projectedSeqs(db: Database, sessionIds: readonly string[]): Promise<Map<string, number>> {
+/** Projected seq per session, from prompt-assembly's pa_session (or a table of the same two columns). */
+export async function projectedSeqs(
+  db: Database,
+  sessionIds: readonly string[],
+  table = "pa_session",
+): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (let i = 0; i < sessionIds.length; i += 500) {
-    const rows = (await db("pa_session")
+    const rows = (await db(table)
       .whereIn("session_id", sessionIds.slice(i, i + 500))
       .select("session_id", "last_seq")) as { session_id: string; last_seq: number | string }[];
     for (const row of rows) out.set(row.session_id, Number(row.last_seq));
   }
   return out;
+}
+
+/** Sum of the projected seqs of the sessions whose id starts with `prefix`: events applied to them. */
+export async function sumProjected(db: Database, prefix: string, table = "pa_session"): Promise<number> {
+  const row = (await db(table).where("session_id", "like", `${prefix}%`).sum({ total: "last_seq" }).first()) as
+    | { total: number | string | null }
+    | undefined;
+  return Number(row?.total ?? 0);
 }
 
 export async function waitProjected(stack: Stack, expected: ReadonlyMap<string, number>, timeoutMs: number) {
