@@ -8,9 +8,9 @@
 // - service-imports-service: a service talks to another over gRPC or events, never by importing it
 //   (by package name or by a relative path into services/<other>). Tests (*.test.ts and a service's
 //   test/) may import services, as bench/ and deploy/ do.
-// Known violations wait in import-graph-known.txt until they are removed: reported as "known (to be
-// removed)", not failed; an entry that no longer matches a violation fails, so the list only shrinks.
-//   node --import tsx deploy/scripts/import-graph.ts        exit 1 on any new violation or stale entry
+// Every violation fails: the list of known ones it began with (issue 30's eleven application-to-
+// adapters imports) was emptied and removed.
+//   node --import tsx deploy/scripts/import-graph.ts        exit 1 on any violation or cycle
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
@@ -18,7 +18,6 @@ import ts from "typescript";
 export const SCANNED_ROOTS = ["services", "libs"] as const;
 const SKIPPED_DIRECTORIES = new Set(["node_modules", "dist", "gen", ".run", ".data", ".cache"]);
 const SOURCE_CONDITIONS = ["@prefix-guard/source", "import", "default"];
-export const KNOWN_LIST = "deploy/scripts/import-graph-known.txt";
 
 export type ImportGraphRule = "application-imports-adapters" | "import-cycle" | "service-imports-service";
 
@@ -42,23 +41,11 @@ export interface ImportViolation {
   readonly message: string;
 }
 
-/** A line of the known list: this file's import of this specifier is a known violation. */
-export interface KnownViolation {
-  readonly file: string;
-  readonly specifier: string;
-  /** Line in the known list, for the stale-entry message. */
-  readonly listLine: number;
-}
-
 export interface ImportGraphReport {
   readonly files: number;
   readonly imports: number;
-  /** Violations not on the known list: each fails the check. */
+  /** Each fails the check. */
   readonly violations: readonly ImportViolation[];
-  /** Violations on the known list: reported, not failed. */
-  readonly known: readonly ImportViolation[];
-  /** Known-list entries that match no violation any more: each fails the check. */
-  readonly stale: readonly KnownViolation[];
   /**
    * One cycle per strongly connected group of files: "file:line" of each import along it, back to
    * the file it started from.
@@ -301,36 +288,12 @@ function shortestCycle(group: readonly string[], next: ReadonlyMap<string, Reado
   return [start, start];
 }
 
-/** The known list: `<file> <specifier>` per line; `#` starts a comment. */
-export function parseKnownList(text: string): KnownViolation[] {
-  return text.split("\n").flatMap((raw, index) => {
-    const line = raw.replace(/#.*/, "").trim();
-    if (line === "") return [];
-    const [file, specifier, ...rest] = line.split(/\s+/);
-    if (file === undefined || specifier === undefined || rest.length > 0) {
-      throw new Error(`${KNOWN_LIST}:${index + 1}: expected "<file> <import specifier>", got "${raw}"`);
-    }
-    return [{ file, specifier, listLine: index + 1 }];
-  });
-}
-
-export function checkImportGraph(
-  root: string,
-  knownList: readonly KnownViolation[] = [],
-  roots: readonly string[] = SCANNED_ROOTS,
-): ImportGraphReport {
+export function checkImportGraph(root: string, roots: readonly string[] = SCANNED_ROOTS): ImportGraphReport {
   const { files, edges } = scanImports(root, roots);
-  const all = edges.flatMap((edge) => importViolation(edge) ?? []);
-  const isKnown = (violation: ImportViolation) =>
-    knownList.some((entry) => entry.file === violation.file && entry.specifier === violation.specifier);
   return {
     files: files.length,
     imports: edges.length,
-    violations: all.filter((violation) => !isKnown(violation)),
-    known: all.filter(isKnown),
-    stale: knownList.filter(
-      (entry) => !all.some((violation) => violation.file === entry.file && violation.specifier === entry.specifier),
-    ),
+    violations: edges.flatMap((edge) => importViolation(edge) ?? []),
     cycles: findCycles(edges).map((cycle) =>
       cycle.map((file, i) => {
         const to = cycle[i + 1];
@@ -346,16 +309,11 @@ export function formatReport(report: ImportGraphReport): { text: string; failed:
   const lines = [
     ...report.violations.map((v) => `${v.file}:${v.line}: ${v.rule}: "${v.specifier}": ${v.message}`),
     ...report.cycles.map((cycle) => `${cycle[0]}: import-cycle: ${cycle.join(" -> ")}`),
-    ...report.stale.map(
-      (entry) =>
-        `${KNOWN_LIST}:${entry.listLine}: stale entry: ${entry.file} no longer imports "${entry.specifier}" against a rule; remove the line`,
-    ),
-    ...report.known.map((v) => `${v.file}:${v.line}: ${v.rule}: "${v.specifier}": known (to be removed)`),
   ];
-  const failed = report.violations.length + report.cycles.length + report.stale.length > 0;
+  const failed = report.violations.length + report.cycles.length > 0;
   lines.push(
     `import graph: ${report.files} files, ${report.imports} imports; ${report.violations.length} violations, ` +
-      `${report.cycles.length} cycles, ${report.known.length} known (to be removed), ${report.stale.length} stale known entries` +
+      `${report.cycles.length} cycles` +
       (failed ? ": FAILED" : ""),
   );
   return { text: `${lines.join("\n")}\n`, failed };
@@ -363,9 +321,7 @@ export function formatReport(report: ImportGraphReport): { text: string; failed:
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const root = resolve(import.meta.dirname, "../..");
-  const knownPath = join(root, KNOWN_LIST);
-  const known = existsSync(knownPath) ? parseKnownList(readFileSync(knownPath, "utf8")) : [];
-  const report = checkImportGraph(root, known);
+  const report = checkImportGraph(root);
   const { text, failed } = formatReport(report);
   (failed ? process.stderr : process.stdout).write(text);
   process.exitCode = failed ? 1 : 0;

@@ -1,12 +1,11 @@
 // The import-graph check (deploy/scripts/import-graph.ts) on small trees written to a temp dir: a
 // clean tree passes, and each rule (application/ importing adapters/, a cycle of type-only imports,
-// a service importing another by package name or by path) fails naming file, line and rule; the
-// known list turns a violation into "known (to be removed)" and fails once its violation is gone.
+// a service importing another by package name or by path) fails naming file, line and rule.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkImportGraph, formatReport, parseKnownList } from "../scripts/import-graph";
+import { checkImportGraph, formatReport } from "../scripts/import-graph";
 
 const packageJson = (name: string, exports: Record<string, string>) => JSON.stringify({ name, exports });
 
@@ -149,33 +148,5 @@ describe("import-graph check", () => {
       "services/alpha/src/service.ts:1 service-imports-service @prefix-guard/beta",
       "services/alpha/src/service.ts:2 service-imports-service ../../beta/src/index",
     ]);
-  });
-
-  it("reports a known violation without failing, and fails once the known list names one that is gone", () => {
-    const withViolation = tree({
-      ...CLEAN,
-      "services/alpha/src/application/extra.ts": 'import { rowStore } from "../adapters/mysql/row-store";\nrowStore;\n',
-    });
-    const known = parseKnownList(
-      "# why it is still there\nservices/alpha/src/application/extra.ts ../adapters/mysql/row-store  # goes with the port\n",
-    );
-    const tolerated = checkImportGraph(withViolation, known);
-    expect(tolerated.violations).toEqual([]);
-    expect(tolerated.known.map((v) => v.rule)).toEqual(["application-imports-adapters"]);
-    const output = formatReport(tolerated);
-    expect(output.failed).toBe(false);
-    expect(output.text).toContain("services/alpha/src/application/extra.ts:1: application-imports-adapters");
-    expect(output.text).toContain("known (to be removed)");
-
-    const removed = checkImportGraph(tree(CLEAN), known);
-    expect(removed.stale).toEqual([
-      { file: "services/alpha/src/application/extra.ts", specifier: "../adapters/mysql/row-store", listLine: 2 },
-    ]);
-    expect(formatReport(removed)).toMatchObject({ failed: true, text: expect.stringContaining("stale entry") });
-  });
-
-  it("refuses a known-list line that is not <file> <specifier>", () => {
-    expect(() => parseKnownList("services/a.ts\n")).toThrow(/:1: expected "<file> <import specifier>"/);
-    expect(() => parseKnownList("a.ts b c\n")).toThrow(/expected/);
   });
 });
