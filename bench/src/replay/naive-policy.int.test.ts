@@ -19,7 +19,8 @@ import {
   type TestStore,
 } from "@prefix-guard/prompt-assembly/testing";
 import type { BuildRequestResponse } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
+import { SessionKind } from "@prefix-guard/proto/common/v1/common";
+import { Decision, type ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AssemblyPolicy, portsFor, readRulesRawNow, renderNaiveRulesSection } from "./naive-policy";
 
@@ -170,6 +171,38 @@ describe("PromptBuilder policy naive (benchmark baseline) on MariaDB", () => {
     expect(next.prefix?.cause).toBe(
       "current-date follows today's date 2026-10-12→2026-10-13 (not anchored to the session's first user message)",
     );
+  });
+
+  it("explains rules that appear on disk mid-session as a reread, in the baseline's own words", async () => {
+    const pa = service("naive");
+    pa.rules.disk = "";
+    const sessionId = `naive-${++sessionCounter}`;
+    await pa.events.createSession(sessionId, { atMs: pa.clock.ms });
+    const first = await pa.events.saveMessage(sessionId, { atMs: pa.clock.ms, role: "user", content: "跑一下压测" });
+    const before = await pa.build(sessionId, first.seq);
+    expect(sectionHash(before, "workspace-rules")).toBeUndefined();
+    pa.rules.disk = RULES_V1;
+    const second = await pa.events.saveMessage(sessionId, { atMs: pa.clock.ms + 1_000, role: "user", content: "继续" });
+    const after = await pa.build(sessionId, second.seq);
+    expect(after.prefix).toMatchObject({ changed: true, changedSections: ["workspace-rules"] });
+    expect(after.prefix?.cause).toBe(
+      "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)",
+    );
+  });
+
+  it("gives an embedded session no rules section, never reading AGENTS.md for it, as the product does", async () => {
+    const pa = service("naive");
+    const sessionId = `naive-${++sessionCounter}`;
+    await pa.events.createSession(sessionId, { atMs: pa.clock.ms, kind: SessionKind.SESSION_KIND_EMBED });
+    const first = await pa.events.saveMessage(sessionId, {
+      atMs: pa.clock.ms,
+      role: "user",
+      content: "这个页面讲什么",
+    });
+    const build = await pa.build(sessionId, first.seq);
+    expect(build.rulesDecision).toBe(Decision.DECISION_SKIPPED_EMBED);
+    expect(sectionHash(build, "workspace-rules")).toBeUndefined();
+    expect(pa.reads).toEqual([]);
   });
 
   it("stabilised on the same replay: anchored date, frozen rules, a monitor that survives the restart", async () => {

@@ -20,7 +20,6 @@ import {
   prefixEvents,
   prefixOutboxEntries,
   type RulesLookup,
-  SKIPPED_EMBED,
   type WorkspaceRulesSource,
 } from "@prefix-guard/prompt-assembly";
 import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
@@ -65,26 +64,43 @@ export async function readRulesRawNow(source: ResolveRequest["source"]): Promise
   }
 }
 
+/**
+ * The baseline's rules decision: no Resolve, AGENTS.md read from the workspace on every build. Its
+ * name goes into the PrefixEvents' rulesDecision; the sentences explain the section it gave.
+ */
+export const REREAD = {
+  name: "REREAD",
+  sentences: {
+    added: "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)",
+    changed:
+      "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's",
+  },
+} as const;
+
 export function rereadRulesSource(
   read: (source: ResolveRequest["source"]) => Promise<string> = readRulesRawNow,
 ): WorkspaceRulesSource {
   return {
     async resolve(lookup) {
-      if (lookup.embed) return SKIPPED_EMBED;
       return {
         sectionText: renderNaiveRulesSection(await read(lookup.source), lookup.locale),
         decision: Decision.DECISION_UNSPECIFIED,
-        causeName: "REREAD",
+        causeName: REREAD.name,
+        changeSentences: REREAD.sentences,
         refreshReason: "",
       };
     },
   };
 }
 
+/** Today's date in the system prompt, so a new day moves it, and no <date-change> notices. */
 export const FOLLOW_TODAY: DateAnchoring = {
   anchorDate: (_messages, todayLocalDate) => todayLocalDate,
-  announceDayChanges: false,
-  dateSource: "today",
+  dayChangeNotices: (window) => ({ messages: window, noticeDates: [] }),
+  explainDateChange: (before, now) => {
+    const moved = before !== null && before !== now ? ` ${before}→${now}` : "";
+    return `current-date follows today's date${moved} (not anchored to the session's first user message)`;
+  },
 };
 
 export function forgetfulPrefixMemory(db: Database, now: () => number): PrefixMemory {

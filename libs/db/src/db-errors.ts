@@ -4,6 +4,7 @@ interface DriverError {
   code?: string;
   errno?: number;
   message?: string;
+  cause?: unknown;
 }
 
 function asDriverError(error: unknown): DriverError {
@@ -78,15 +79,16 @@ export function isLockFailure(error: unknown): boolean {
 
 /**
  * Reruns a transaction that InnoDB chose as a deadlock victim (or whose lock wait timed out): the
- * transaction was rolled back whole, so running it again is safe and usually succeeds at once.
+ * transaction was rolled back whole, so running it again is safe and usually succeeds at once. The
+ * driver's error may arrive as it is or as the cause of translateDbError's typed one.
  */
 export async function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (error) {
-      const errno = asDriverError(error).errno ?? asDriverError((error as { cause?: unknown }).cause).errno;
-      if (errno === undefined || !deadlockErrnos.has(errno) || attempt >= attempts) throw error;
+      const lockFailure = isLockFailure(error) || isLockFailure(asDriverError(error).cause);
+      if (!lockFailure || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.floor(Math.random() * 10)));
     }
   }

@@ -14,13 +14,7 @@ export {
   prefixEvents,
   prefixOutboxEntries,
 } from "./application/build-request/prefix-memory";
-export {
-  decisionName,
-  type ResolvedRules,
-  type RulesLookup,
-  SKIPPED_EMBED,
-  type WorkspaceRulesSource,
-} from "./application/build-request/rules";
+export type { ResolvedRules, RulesLookup, WorkspaceRulesSource } from "./application/build-request/rules";
 export { loadPromptAssemblyConfig, type PromptAssemblyConfig, promptAssemblyConfigSchema } from "./config";
 export {
   type AssemblyPortOverrides,

@@ -3,17 +3,16 @@
 //
 // Order of the system prompt: the harness sections as given, `current-date` inserted at
 // `currentDatePosition` (5th by default, seed 000 §1.1), `workspace-rules` last (seed 001 §1.2).
-// History: buildHistoryWindow → previousUserDateBefore → applyDateChangeNotices → attachSummary
-// (see date-anchor.ts for why in that order).
+// History: buildHistoryWindow → previousUserDateBefore → the day-change notices (the product's:
+// applyDateChangeNotices) → attachSummary (see date-anchor.ts for why in that order).
 
 import {
-  applyDateChangeNotices,
   CURRENT_DATE_SECTION_KEY,
   firstUserSeq,
   previousUserDateBefore,
   renderCurrentDateSection,
 } from "./date-anchor";
-import { attachSummary, buildHistoryWindow, type HistoryWindow } from "./history-window";
+import { attachSummary, buildHistoryWindow, type HistoryWindow, type WindowMessage } from "./history-window";
 import type { ChatRequest, Locale, SessionView, SystemSection, ToolDefinition } from "./model";
 import { WORKSPACE_RULES_SECTION_KEY } from "./prefix-monitor";
 import type { ProviderCacheOptions } from "./provider-cache";
@@ -37,9 +36,20 @@ export interface AssemblyInput {
   /** The workspace-rules section as resolved for this build; "" means no section. */
   readonly rulesSectionText: string;
   readonly anchorDate: string;
-  /** Whether a day change is announced with a <date-change> notice (the product) or not (a baseline). */
-  readonly announceDayChanges: boolean;
+  /** The notices of the days the window's user messages cross (the product: applyDateChangeNotices). */
+  readonly dayChangeNotices: DayChangeNotices;
 }
+
+/**
+ * The window with a notice prepended to each user message that crosses into a new day, and the
+ * dates announced. `previousUserDate` is the last user message's date before the window (null: none).
+ */
+export type DayChangeNotices = (
+  window: readonly WindowMessage[],
+  anchorDate: string,
+  previousUserDate: string | null,
+  locale: Locale,
+) => { readonly messages: readonly WindowMessage[]; readonly noticeDates: readonly string[] };
 
 export interface AssembledRequest {
   readonly chatRequest: ChatRequest;
@@ -66,14 +76,12 @@ export function assembleChatRequest(view: SessionView, input: AssemblyInput): As
     system.push({ key: WORKSPACE_RULES_SECTION_KEY, text: input.rulesSectionText });
 
   const window = buildHistoryWindow(view, { contextWindow: input.contextWindow, locale: input.locale });
-  const notices = input.announceDayChanges
-    ? applyDateChangeNotices(
-        window.messages,
-        input.anchorDate,
-        previousUserDateBefore(view.messages, firstUserSeq(window.messages)),
-        input.locale,
-      )
-    : { messages: window.messages, noticeDates: [] };
+  const notices = input.dayChangeNotices(
+    window.messages,
+    input.anchorDate,
+    previousUserDateBefore(view.messages, firstUserSeq(window.messages)),
+    input.locale,
+  );
   const messages = attachSummary(notices.messages, window.summaryText, input.locale);
   return {
     chatRequest: {

@@ -13,8 +13,14 @@ const CURRENT_DATE_SECTION_KEY = "current-date";
 export interface CauseHints {
   readonly compactionGenerationBefore: number | null;
   readonly compactionGenerationNow: number;
-  /** Decision of the rules-snapshot resolve for this build. */
-  readonly rulesDecision: RulesDecisionName;
+  /**
+   * The decision behind this build's rules section, by name: one of rules-snapshot's Resolve
+   * decisions (RulesDecisionName, explained here), or one a rules source made itself, which then
+   * explains itself in `rulesChange`.
+   */
+  readonly rulesDecision: string;
+  /** A rules source's own sentences for a decision rules-snapshot does not make. */
+  readonly rulesChange?: RulesChangeSentences;
   /** The operator's reason on REPINNED_OPERATOR_REFRESH. */
   readonly rulesRefreshReason?: string;
   /** Why the cache was cold on REPINNED_COLD_CACHE: the idle gap and the retention it outlived. */
@@ -24,12 +30,20 @@ export interface CauseHints {
   readonly anchorDateBefore: string | null;
   readonly anchorDateNow: string;
   /**
-   * Where the current-date section's date comes from. "today" is the benchmark's naive baseline
-   * (seed 000's "before"), where a moved date is the design, not a deleted first message.
-   * Absent means "first_user_message", the product.
+   * How a date anchoring that does not follow the first user message explains a changed
+   * current-date section; absent, a moved anchor means the first user message was deleted.
    */
-  readonly dateSource?: "first_user_message" | "today";
+  readonly explainDateChange?: DateChangeExplanation;
 }
+
+/** How a rules source explains its section first appearing, or changing, between two builds. */
+export interface RulesChangeSentences {
+  readonly added: string;
+  readonly changed: string;
+}
+
+/** Why the current-date section changed, given the previous build's anchor date (null: none known) and this one's. */
+export type DateChangeExplanation = (anchorDateBefore: string | null, anchorDateNow: string) => string;
 
 export type ToolsChangeKind = "none" | "order_only" | "definitions";
 
@@ -54,10 +68,7 @@ export interface PrefixComparison {
   readonly expected: boolean;
 }
 
-/**
- * rules-snapshot's Resolve decisions by name (the proto enum without its DECISION_ prefix, as the
- * events carry them), plus REREAD: the naive baseline's, with no Resolve at all.
- */
+/** rules-snapshot's Resolve decisions by name (the proto enum without its DECISION_ prefix, as the events carry them). */
 export type RulesDecisionName =
   | "UNSPECIFIED"
   | "PINNED"
@@ -70,13 +81,7 @@ export type RulesDecisionName =
   | "DEGRADED_RAW"
   | "SKIPPED_EMBED"
   | "REPINNED_OPERATOR_REFRESH"
-  | "REPINNED_COLD_CACHE"
-  | "REREAD";
-
-export const DECISION_PINNED: RulesDecisionName = "PINNED";
-export const DECISION_RETAINED: RulesDecisionName = "RETAINED";
-/** Naive baseline only: no Resolve, AGENTS.md read from the workspace on every build. */
-export const DECISION_REREAD: RulesDecisionName = "REREAD";
+  | "REPINNED_COLD_CACHE";
 
 /** A build compared with nothing: the session's first, or one that is never a turn's prefix. */
 export function uncomparedPrefix(cause: string, firstBuild: boolean): PrefixComparison {
@@ -229,9 +234,8 @@ function firstDivergence(previous: readonly string[], current: readonly string[]
 
 function explainSection(key: string, kind: SectionChangeKind, hints: CauseHints): string {
   if (key === WORKSPACE_RULES_SECTION_KEY) return explainWorkspaceRules(kind, hints);
-  if (key === CURRENT_DATE_SECTION_KEY && kind === "changed" && hints.dateSource === "today") {
-    const moved = anchorMoved(hints) ? ` ${hints.anchorDateBefore ?? ""}→${hints.anchorDateNow}` : "";
-    return `current-date follows today's date${moved} (not anchored to the session's first user message)`;
+  if (key === CURRENT_DATE_SECTION_KEY && kind === "changed" && hints.explainDateChange !== undefined) {
+    return hints.explainDateChange(hints.anchorDateBefore, hints.anchorDateNow);
   }
   if (key === CURRENT_DATE_SECTION_KEY && kind === "changed" && anchorMoved(hints)) {
     return `current-date anchor moved ${hints.anchorDateBefore ?? ""}→${hints.anchorDateNow} (first user message deleted)`;
@@ -269,10 +273,6 @@ const WORKSPACE_RULES_CHANGE: Record<RulesDecisionName, RulesChangeExplanation> 
   REPINNED_WORKSPACE_MISMATCH: () =>
     "new workspace-rules snapshot pinned for another workspace (the snapshot held was of a different workspace)",
   DEGRADED_RAW: () => "workspace-rules degraded to raw text (snapshot store unavailable)",
-  REREAD: (kind) =>
-    kind === "added"
-      ? "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)"
-      : "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's",
   RETAINED: unexpectedChange,
   RETAINED_DISK_CHANGED: unexpectedChange,
   RETAINED_DISK_EMPTY: unexpectedChange,
@@ -283,7 +283,15 @@ const WORKSPACE_RULES_CHANGE: Record<RulesDecisionName, RulesChangeExplanation> 
 
 function explainWorkspaceRules(kind: SectionChangeKind, hints: CauseHints): string {
   if (kind === "removed") return `workspace-rules section removed (rulesDecision=${hints.rulesDecision})`;
-  return WORKSPACE_RULES_CHANGE[hints.rulesDecision](kind, hints);
+  if (hints.rulesChange !== undefined) return hints.rulesChange[kind];
+  const explain = isResolveDecision(hints.rulesDecision)
+    ? WORKSPACE_RULES_CHANGE[hints.rulesDecision]
+    : unexpectedChange;
+  return explain(kind, hints);
+}
+
+function isResolveDecision(name: string): name is RulesDecisionName {
+  return Object.hasOwn(WORKSPACE_RULES_CHANGE, name);
 }
 
 function explainHistory(index: number, hints: CauseHints): string {

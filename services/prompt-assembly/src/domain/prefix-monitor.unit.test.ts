@@ -212,8 +212,14 @@ describe("comparePrefix", () => {
     expect(comparison.firstChangedMessageIndex).toBe(0);
   });
 
-  it("blames the naive baseline's reread and today's date, not a deleted message or a snapshot", () => {
-    const naive: CauseHints = { ...steady, rulesDecision: "REREAD", dateSource: "today", anchorDateNow: "2026-10-13" };
+  it("explains a decision rules-snapshot does not make, and a date it did not anchor, in their sources' words", () => {
+    const ownWords: CauseHints = {
+      ...steady,
+      rulesDecision: "FROM_DISK",
+      rulesChange: { added: "rules appeared on disk", changed: "rules edited on disk" },
+      explainDateChange: (before, now) => `current-date set by the clock ${before ?? "none"}→${now}`,
+      anchorDateNow: "2026-10-13",
+    };
     const comparison = comparePrefix(
       fingerprint(),
       fingerprint({
@@ -221,17 +227,24 @@ describe("comparePrefix", () => {
           section.key === "workspace-rules" ? { key: "workspace-rules", text: "rules v2" } : section,
         ),
       }),
-      naive,
+      ownWords,
     );
     expect(comparison.changedSections).toEqual(["current-date", "workspace-rules"]);
     expect(comparison.cause.split("; ")).toEqual([
-      "current-date follows today's date 2026-10-12→2026-10-13 (not anchored to the session's first user message)",
-      "workspace-rules changed: AGENTS.md reread from the workspace on this build (no per-session snapshot) differs from the previous build's",
+      "current-date set by the clock 2026-10-12→2026-10-13",
+      "rules edited on disk",
     ]);
-    const added = comparePrefix(fingerprint({ system: sections.slice(0, 3) }), fingerprint(), naive);
-    expect(added.cause).toBe(
-      "workspace-rules appeared: AGENTS.md reread from the workspace on this build (no per-session snapshot)",
-    );
+    expect(comparison.expected).toBe(false);
+    const added = comparePrefix(fingerprint({ system: sections.slice(0, 3) }), fingerprint(), ownWords);
+    expect(added.cause).toBe("rules appeared on disk");
+    const removed = comparePrefix(fingerprint(), fingerprint({ system: sections.slice(0, 3) }), ownWords);
+    expect(removed.cause).toBe("workspace-rules section removed (rulesDecision=FROM_DISK)");
+    // A name rules-snapshot does not know, without sentences of its own, is named as it came.
+    const unexplained = comparePrefix(fingerprint(), fingerprint({ system: replaceSection("workspace-rules", "v2") }), {
+      ...steady,
+      rulesDecision: "FROM_DISK",
+    });
+    expect(unexplained.cause).toBe("workspace-rules changed (rulesDecision=FROM_DISK)");
   });
 
   it("calls reordered tools order_only and edited tools definitions", () => {

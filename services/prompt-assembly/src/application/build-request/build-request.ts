@@ -54,7 +54,7 @@ import { wireFormatPlugin } from "../../domain/wire-formats/registry";
 import { serializeUtf8 } from "../../domain/wire-formats/wire-format";
 import { type DateAnchoring, localDateIn } from "./dates";
 import type { PrefixMemory, PrefixRecord, RecordedBuild } from "./prefix-memory";
-import { RememberedSectionTexts, type ResolvedRules, type WorkspaceRulesSource } from "./rules";
+import { RememberedSectionTexts, type ResolvedRules, SKIPPED_EMBED, type WorkspaceRulesSource } from "./rules";
 import type { SessionViews } from "./session-views";
 
 /** The part of a logger the builder uses (pino's Logger satisfies it). */
@@ -368,7 +368,7 @@ export class PromptBuilder {
         currentDatePosition: CURRENT_DATE_POSITION,
         rulesSectionText,
         anchorDate,
-        announceDayChanges: deps.dates.announceDayChanges,
+        dayChangeNotices: deps.dates.dayChangeNotices,
       }),
     );
     return { view, locale, anchorDate, assembled };
@@ -423,7 +423,8 @@ export class PromptBuilder {
       dateNotices: prepared.assembled.noticeDates,
       estimatedTokens: serialized.estimatedTokens,
       model: input.model,
-      ...(deps.dates.dateSource === undefined ? {} : { dateSource: deps.dates.dateSource }),
+      ...(prepared.rules.changeSentences === undefined ? {} : { rulesChange: prepared.rules.changeSentences }),
+      ...(deps.dates.explainDateChange === undefined ? {} : { explainDateChange: deps.dates.explainDateChange }),
     };
   }
 
@@ -463,11 +464,15 @@ export class PromptBuilder {
     // Asked at the same time as the view; Resolve waits for it only when REPIN_WHEN_COLD is on.
     const coldCache = this.coldCacheOf(input);
     const resolveFor = (view: Parameters<typeof lookup>[0]) =>
-      timed("resolve_rules", observe, () =>
-        coldCache === null
-          ? deps.rules.resolve({ ...lookup(view), cacheCold: false })
-          : coldCache.then((cold) => deps.rules.resolve({ ...lookup(view), cacheCold: cold !== null })),
-      );
+      timed("resolve_rules", observe, () => {
+        const { embed, ...asked } = lookup(view);
+        // Embedded page agents never get the section (seed 001 §4.3); asking would only add a
+        // dependency that can fail the build for nothing.
+        if (embed) return Promise.resolve(SKIPPED_EMBED);
+        return coldCache === null
+          ? deps.rules.resolve({ ...asked, cacheCold: false })
+          : coldCache.then((cold) => deps.rules.resolve({ ...asked, cacheCold: cold !== null }));
+      });
     // Resolve pins rules into the session: it goes out early only for a session this caller may see,
     // and otherwise only after the view has shown the session exists and is the caller's.
     const held = deps.views.peek(input.sessionId);

@@ -26,10 +26,10 @@ import { parseStoredFingerprint, storedFingerprintJson } from "../../domain/fing
 import type { ChatRequest } from "../../domain/model";
 import { costAfterBreak } from "../../domain/prefix-cost";
 import {
-  type CauseHints,
   comparePrefix,
+  type DateChangeExplanation,
   type PrefixComparison,
-  type RulesDecisionName,
+  type RulesChangeSentences,
   uncomparedPrefix,
 } from "../../domain/prefix-monitor";
 import type { FingerprintStore, PrefixRow, StoredPrefixHead } from "../ports";
@@ -43,8 +43,10 @@ export interface PrefixRecord {
   readonly fingerprint: PrefixFingerprint;
   readonly chatRequest: ChatRequest;
   readonly generation: number;
-  /** CauseHints name of the rules decision ("PINNED", "RETAINED", "REREAD" ...). */
-  readonly rulesDecision: RulesDecisionName;
+  /** The rules decision by name: a Resolve decision ("PINNED", "RETAINED" ...) or a rules source's own. */
+  readonly rulesDecision: string;
+  /** A rules source's own explanation of its decision (ResolvedRules.changeSentences). */
+  readonly rulesChange?: RulesChangeSentences;
   /** The operator's reason when the rules were re-pinned after a refresh. */
   readonly rulesRefreshReason?: string;
   /** The gap that made the session's cache cold, when this build found it so (REPIN_WHEN_COLD). */
@@ -59,8 +61,8 @@ export interface PrefixRecord {
   readonly dateNotices: readonly string[];
   readonly estimatedTokens: number;
   readonly model: string;
-  /** Where the current-date section's date comes from; absent is the product (first user message). */
-  readonly dateSource?: CauseHints["dateSource"];
+  /** The date anchoring's own explanation of a changed current-date (DateAnchoring.explainDateChange). */
+  readonly explainDateChange?: DateChangeExplanation;
 }
 
 /** The port: the product's durable memory, or a benchmark baseline's. */
@@ -112,13 +114,14 @@ export function comparePrefixRecord(previous: PreviousPrefix | null, record: Pre
     compactionGenerationBefore: previous?.generation ?? null,
     compactionGenerationNow: record.generation,
     rulesDecision: record.rulesDecision,
+    ...(record.rulesChange === undefined ? {} : { rulesChange: record.rulesChange }),
     ...(record.rulesRefreshReason === undefined ? {} : { rulesRefreshReason: record.rulesRefreshReason }),
     ...(record.coldCache === undefined ? {} : { coldCache: record.coldCache }),
     droppedTurnsBefore: previous?.droppedTurns ?? null,
     droppedTurnsNow: record.droppedTurns,
     anchorDateBefore: previous?.anchorDate ?? null,
     anchorDateNow: record.anchorDate,
-    ...(record.dateSource === undefined ? {} : { dateSource: record.dateSource }),
+    ...(record.explainDateChange === undefined ? {} : { explainDateChange: record.explainDateChange }),
   });
 }
 

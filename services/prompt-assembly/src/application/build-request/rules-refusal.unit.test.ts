@@ -29,7 +29,6 @@ const lookup = {
   workspace: "/srv/ws",
   source: { $case: "file" as const, value: { path: "/etc/passwd" } },
   generation: 0,
-  embed: false,
   locale: "en" as const,
   cacheCold: false,
 };

@@ -1,6 +1,6 @@
 // The "resolve rules" stage: the workspace-rules section of this build. The product asks
-// rules-snapshot, which freezes the section per session (seed 001); a benchmark baseline can read
-// the file on every build through the same port.
+// rules-snapshot, which freezes the section per session (seed 001); another source of the section
+// plugs in through the same port, naming and explaining its own decisions.
 
 import { isPrefixGuardError, UnavailableError, ValidationError } from "@prefix-guard/errors";
 import { LruMap } from "@prefix-guard/lru";
@@ -10,7 +10,7 @@ import {
   type ResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import type { Locale } from "../../domain/model";
-import type { RulesDecisionName } from "../../domain/prefix-monitor";
+import type { RulesChangeSentences, RulesDecisionName } from "../../domain/prefix-monitor";
 
 export interface RulesLookup {
   readonly sessionId: string;
@@ -18,7 +18,6 @@ export interface RulesLookup {
   readonly source: ResolveRequest["source"];
   /** The session's compaction generation: a snapshot pinned under an older one is stale. */
   readonly generation: number;
-  readonly embed: boolean;
   readonly locale: Locale;
   /** The session's provider cache is cold (REPIN_WHEN_COLD): a held-back disk change may be re-pinned now. */
   readonly cacheCold: boolean;
@@ -29,13 +28,15 @@ export interface ResolvedRules {
   readonly sectionText: string;
   /** What the response reports. */
   readonly decision: Decision;
-  /** How the prefix explanation names the decision ("PINNED", "RETAINED", "REREAD" ...). */
-  readonly causeName: RulesDecisionName;
+  /** How the prefix explanation and the events name the decision: a Resolve decision ("PINNED", "RETAINED" ...) or the source's own. */
+  readonly causeName: string;
+  /** The source's own explanation of a decision rules-snapshot does not make (absent for Resolve's, explained by the monitor). */
+  readonly changeSentences?: RulesChangeSentences;
   /** The operator's reason when the snapshot was re-pinned after a refresh; "" otherwise. */
   readonly refreshReason: string;
 }
 
-/** The port. */
+/** The port. Never asked for an embedded session, which gets no section (seed 001 §4.3). */
 export interface WorkspaceRulesSource {
   resolve(lookup: RulesLookup): Promise<ResolvedRules>;
 }
@@ -86,10 +87,11 @@ const DECISION_NAMES: Record<Decision, RulesDecisionName> = {
 };
 
 /** "PINNED" for DECISION_PINNED: the form the events and CauseHints use. */
-export function decisionName(decision: Decision): RulesDecisionName {
+function decisionName(decision: Decision): RulesDecisionName {
   return DECISION_NAMES[decision];
 }
 
+/** What an embedded session's build gets instead of asking the source (seed 001 §4.3). */
 export const SKIPPED_EMBED: ResolvedRules = {
   sectionText: "",
   decision: Decision.DECISION_SKIPPED_EMBED,
@@ -114,9 +116,6 @@ export function snapshotRulesSource(
 ): WorkspaceRulesSource {
   return {
     async resolve(lookup) {
-      // Embedded page agents never get the section (seed 001 §4.3); asking would only add a
-      // dependency that can fail the build for nothing.
-      if (lookup.embed) return SKIPPED_EMBED;
       let response: ResolveResponse;
       try {
         response = await resolver.resolve(
