@@ -80,7 +80,6 @@ const DECLARED_WITHOUT_IMPORT: Readonly<Record<string, Readonly<Record<string, s
   "libs/runtime": { knex: "a runtime external its bundle loads (deploy/build)" },
   "libs/prefixctl": { tsx: "bin/prefixctl.mjs runs the sources through it in a development checkout" },
   "services/cache-monitor": { tsx: "the start script" },
-  "services/gateway": { tsx: "the start script" },
   "services/prompt-assembly": {
     tsx: "the start script",
     "@grpc/grpc-js": "a runtime external of its bundle: the deployed package must hold it",

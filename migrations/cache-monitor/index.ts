@@ -1,4 +1,4 @@
-import { outboxMessageTable } from "@prefix-guard/bus";
+import { outboxMessageLeaseSlot, outboxMessageTable } from "@prefix-guard/bus";
 import type { Migration } from "@prefix-guard/db";
 
 // Dialect-neutral (MariaDB and SQLite): instants are UTC ms in BIGINT columns, costs are DOUBLE in
@@ -404,4 +404,5 @@ export const cacheMonitorMigrations: Migration[] = [
   observationOwnership,
   observationPrefixChanged,
   gatewayObservations,
+  outboxMessageLeaseSlot,
 ];

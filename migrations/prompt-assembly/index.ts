@@ -1,6 +1,6 @@
 // Relative because migrations/package.json does not (yet) depend on @prefix-guard/bus; switch to
 // `import { outboxMessageTable } from "@prefix-guard/bus"` once it does. Same module either way.
-import { outboxMessageTable } from "@prefix-guard/bus";
+import { outboxMessageLeaseSlot, outboxMessageTable } from "@prefix-guard/bus";
 import { consumerPositionTable, type Migration } from "@prefix-guard/db";
 
 // Dialect-neutral (MariaDB and SQLite): instants are UTC ms in BIGINT columns, booleans are plain
@@ -166,4 +166,5 @@ export const promptAssemblyMigrations: Migration[] = [
   sessionWorkspaceAndLocale,
   sessionOwnership,
   tombstonesWithoutSummary,
+  outboxMessageLeaseSlot,
 ];

@@ -1,3 +1,4 @@
+import { assignLeaseSlots } from "@prefix-guard/bus";
 import type { Migration } from "@prefix-guard/db";
 import type { Knex } from "knex";
 
@@ -190,6 +191,28 @@ const sessionLastEventAt: Migration = {
   },
 };
 
+/**
+ * The relay lease slot of each event (docs/decisions/relay-leases.md): the slot of its session id,
+ * stored at append so a relay split over leases reads its own sessions' rows by index, and SQLite and
+ * MySQL agree on it. Unpublished events get theirs here; published ones keep 0 (never read again).
+ */
+const sessionEventLeaseSlot: Migration = {
+  name: "0007_session_event_lease_slot",
+  async up(db) {
+    await db.schema.alterTable("session_event", (t) => {
+      t.smallint("lease_slot").notNullable().defaultTo(0);
+      t.index(["published_at_ms", "lease_slot", "session_id", "seq"], "session_event_unpublished_by_slot");
+    });
+    await assignLeaseSlots(db, "session_event", "session_id");
+  },
+  async down(db) {
+    await db.schema.alterTable("session_event", (t) => {
+      t.dropIndex(["published_at_ms", "lease_slot", "session_id", "seq"], "session_event_unpublished_by_slot");
+      t.dropColumn("lease_slot");
+    });
+  },
+};
+
 export const sessionEventsMigrations: Migration[] = [
   sessionEventTable,
   sessionProjectionTables,
@@ -197,4 +220,5 @@ export const sessionEventsMigrations: Migration[] = [
   sessionScope,
   sessionDataKey,
   sessionLastEventAt,
+  sessionEventLeaseSlot,
 ];

@@ -123,7 +123,7 @@ describe("the capacity model", () => {
     expect(WRITE_PATHS.every((path) => path.code.length > 0 && path.commits >= 0 && path.every >= 1)).toBe(true);
   });
 
-  it("reaches a limit at capacity ÷ per-agent use, and the relay's does not move with replicas", () => {
+  it("reaches a limit at capacity ÷ per-agent use, and the relay's moves with its leases, not with replicas", () => {
     const limits = limitsOf(figures, TURN_LOOP, TODAY);
     const relay = limits.find((limit) => limit.name.startsWith("the session-events relay"));
     // 60% of a core ÷ 0.4 ms per event = 1,500 events/s; 2 events per 20 s per agent = 0.1/s: 15,000 agents.
@@ -131,8 +131,11 @@ describe("the capacity model", () => {
     expect(relay?.bindsAtAgents).toBeCloseTo(15_000);
     const moreReplicas = limitsOf(figures, TURN_LOOP, { ...TODAY, minReplicas: 50 });
     expect(moreReplicas.find((limit) => limit.name === relay?.name)?.bindsAtAgents).toBeCloseTo(15_000);
-    const twoRelays = limitsOf(figures, TURN_LOOP, { ...TODAY, relaysPerService: 2 });
-    expect(twoRelays.find((limit) => limit.name === relay?.name)?.bindsAtAgents).toBeCloseTo(30_000);
+    const twoLeases = limitsOf(figures, TURN_LOOP, { ...TODAY, relayLeases: 2 });
+    expect(twoLeases.find((limit) => limit.name === relay?.name)?.bindsAtAgents).toBeCloseTo(30_000);
+    // Publishers needed at a size: its records over one lease's ceiling (100,000 agents: 10,000 events/s).
+    const needed = sizeResult(100_000, figures, TURN_LOOP, TODAY).relays.find((r) => r.limit.name === relay?.name);
+    expect(needed?.leasesNeeded).toBe(7);
   });
 
   it("names the limit reached at the fewest agents among those a size exceeds, and none below them all", () => {

@@ -6,6 +6,7 @@
 // counted from. The model is linear in the number of agents: every use is a per-agent figure times
 // the agents, and every limit binds at capacity ÷ per-agent use.
 
+import { RELAY_LEASE_SLOTS } from "@prefix-guard/bus";
 import { type BenchFigures, MEASURED_PROCESSES, type MeasuredProcess, type MeasuredRate } from "./figures";
 import { fmtFixed, fmtInt } from "./format";
 
@@ -43,8 +44,12 @@ export interface Deployment {
   readonly minReplicas: number;
   /** Partitions of every main topic: libs/runtime/src/topics.ts defaultTopicSpecs, deploy/k8s/kafka-topics.yaml. */
   readonly topicPartitions: number;
-  /** Publishers per service: one, the holder of the service's GET_LOCK (libs/bus/src/outbox.ts mysqlRelayLock). */
-  readonly relaysPerService: number;
+  /**
+   * RELAY_LEASES: the leases a service's relay is split over, each published by one replica at a time
+   * (docs/decisions/relay-leases.md), so at most this many publishers per service. deploy/k8s keeps
+   * the default, 1.
+   */
+  readonly relayLeases: number;
   /** deploy/k8s/kafka-topics.yaml `replicas`: every produced byte is written on this many brokers. */
   readonly kafkaReplicationFactor: number;
   /**
@@ -66,7 +71,7 @@ export const TODAY: Deployment = {
   cpuTarget: 0.6,
   minReplicas: 2,
   topicPartitions: 6,
-  relaysPerService: 1,
+  relayLeases: 1,
   kafkaReplicationFactor: 3,
   primaryWriteIops: 16_000,
   primaryCores: 32,
@@ -307,7 +312,10 @@ export function turnCost(figures: BenchFigures, workload: Workload): TurnCost {
   return { cpuMs, msPerBuild, msPerEvent, rowWrites, commits, commitsByDatabase, records };
 }
 
-/** The limits that bind first at scale: one relay per service, a single MariaDB primary, the partition count. */
+/** The most leases a relay can be split over: the slots rows are stored with (libs/bus/src/lease-slots.ts). */
+export const MAX_RELAY_LEASES = RELAY_LEASE_SLOTS;
+
+/** The limits that bind first at scale: a relay's leases, a single MariaDB primary, the partition count. */
 export type LimitFamily = "relay" | "MariaDB primary" | "partition count";
 
 export interface Limit {
@@ -324,10 +332,10 @@ export interface Limit {
 }
 
 /**
- * One relay's records per second: the share of one core a replica is sized to, over the CPU one
- * event costs session-events. The bench does not time the relay loop alone, so the relay is charged
+ * One relay lease's records per second: the share of one core a replica is sized to, over the CPU one
+ * event costs session-events. The bench does not time the relay loop alone, so a lease is charged
  * session-events' whole cost per event (SaveMessage and relay together): its own share is smaller,
- * but the lock holder also serves its part of the SaveMessages.
+ * but its holder also serves its part of the SaveMessages. Leases held by different replicas add up.
  */
 export function relayCeilingPerSecond(figures: BenchFigures, deployment: Deployment): number {
   return (deployment.cpuTarget * 1000) / cpuMsPerOperation(figures.events, "session-events");
@@ -340,7 +348,8 @@ function agentRate(perTurn: number, workload: Workload): number {
 export function limitsOf(figures: BenchFigures, workload: Workload, deployment: Deployment): Limit[] {
   const cost = turnCost(figures, workload);
   const limit = (l: Omit<Limit, "bindsAtAgents">): Limit => ({ ...l, bindsAtAgents: l.capacity / l.perAgent });
-  const relayCeiling = relayCeilingPerSecond(figures, deployment) * deployment.relaysPerService;
+  const relayCeiling = relayCeilingPerSecond(figures, deployment) * deployment.relayLeases;
+  const leases = `${deployment.relayLeases} lease${deployment.relayLeases === 1 ? "" : "s"} (RELAY_LEASES)`;
   const relays = TOPICS.map(({ topic, producer }) =>
     limit({
       family: "relay",
@@ -348,7 +357,7 @@ export function limitsOf(figures: BenchFigures, workload: Workload, deployment: 
       capacity: relayCeiling,
       unit: "records/s",
       perAgent: agentRate(cost.records[topic], workload),
-      basis: `${deployment.relaysPerService} relay × ${fmtFixed(deployment.cpuTarget * 100, 0)}% of a core ÷ session-events' ${fmtFixed(cost.msPerEvent["session-events"], 3)} ms per event`,
+      basis: `${leases} × ${fmtFixed(deployment.cpuTarget * 100, 0)}% of a core ÷ session-events' ${fmtFixed(cost.msPerEvent["session-events"], 3)} ms per event`,
     }),
   );
   const mariadb = [

@@ -7,6 +7,7 @@ import {
   type CapacityModel,
   type Limit,
   type LimitFamily,
+  MAX_RELAY_LEASES,
   NO_WRITE_PATHS,
   RECORD_BYTES,
   type SizeResult,
@@ -119,14 +120,33 @@ function summary(model: CapacityModel): string {
 
 ${table(columns, rows)}
 
-**One relay per service is the first limit.** Each service's outbox relay runs in the one process holding
-the service's \`GET_LOCK\` (libs/bus/src/outbox.ts), so it publishes every event of that service however many
-replicas there are. At the ${pct(model.deployment.cpuTarget)} CPU target it carries about ${fmtInt(model.relayCeilingPerSecond)} records/s
-(${relay.basis}). session-events writes ${model.workload.messagesPerTurn} events a turn, so its relay is full at
-**${fmtInt(relay.bindsAtAgents)} agents**, whatever its replica count; the bench has shown one relay carrying
-${fmtFixed(shown, 1)} events/s end to end (32 unpaced writers, every process on 2 cores). Next come one MariaDB
-primary's synced writes (${fmtInt(firstOfFamily(model.limits, "MariaDB primary").bindsAtAgents)} agents, counted without group commit)
-and the ${model.deployment.topicPartitions} partitions of session.events.v1 (${fmtInt(firstOfFamily(model.limits, "partition count").bindsAtAgents)} agents).`;
+${relayParagraph(model, relay)} The bench has shown one relay carrying ${fmtFixed(shown, 1)} events/s end to end (32 unpaced
+writers, every process on 2 cores). Next come one MariaDB primary's synced writes
+(${fmtInt(firstOfFamily(model.limits, "MariaDB primary").bindsAtAgents)} agents, counted without group commit) and the ${model.deployment.topicPartitions} partitions of session.events.v1
+(${fmtInt(firstOfFamily(model.limits, "partition count").bindsAtAgents)} agents).`;
+}
+
+/** The relay's limit: a setting (RELAY_LEASES), first at its default when it is the first limit. */
+function relayParagraph(model: CapacityModel, relay: Limit): string {
+  const { deployment } = model;
+  const leases = deployment.relayLeases;
+  const first = model.limits.every((limit) => limit.bindsAtAgents >= relay.bindsAtAgents);
+  const perLease = relay.bindsAtAgents / leases;
+  const lead =
+    leases === 1
+      ? `**${first ? "At the default `RELAY_LEASES` of 1, one relay per service is the first limit" : "One relay per service (the default `RELAY_LEASES` of 1)"}.**`
+      : `**${leases} relay leases per service${first ? " are the first limit" : ""}.**`;
+  const single =
+    leases === 1
+      ? ", and with one, a single process publishes every event\nof the service however many replicas there are"
+      : "";
+  return `${lead} Each service's outbox relay is split over
+\`RELAY_LEASES\` leases by a hash of the session id (docs/decisions/relay-leases.md), each published by
+one replica at a time${single}. At the ${pct(deployment.cpuTarget)} CPU target a lease carries about
+${fmtInt(model.relayCeilingPerSecond)} records/s (${relay.basis}). session-events writes ${model.workload.messagesPerTurn} events a
+turn, so its relay is full at **${fmtInt(relay.bindsAtAgents)} agents**, whatever its replica count. More leases on as many
+replicas publish side by side: N leases carry N times as much, and the most (${MAX_RELAY_LEASES}) carry session-events'
+events up to ${fmtInt(perLease * MAX_RELAY_LEASES)} agents.`;
 }
 
 function turnSection(model: CapacityModel): string {
@@ -359,9 +379,7 @@ function deploymentSection(model: CapacityModel): string {
   const largest = model.sizes.at(-1);
   if (largest === undefined) return "";
   const relays = largest.relays
-    .map(
-      (relay) => `${relay.limit.name}: ${fmtInt(relay.recordsPerSecond)} records/s, ${relay.leasesNeeded} publishers`,
-    )
+    .map((relay) => `${relay.limit.name}: ${fmtInt(relay.recordsPerSecond)} records/s, ${relay.leasesNeeded} leases`)
     .join("; ");
   const primaries = Object.entries(largest.primariesByDatabase)
     .map(
@@ -370,6 +388,7 @@ function deploymentSection(model: CapacityModel): string {
     )
     .join(", ");
   const assembly = largest.services.find((s) => s.name === "prompt-assembly");
+  const sessionEventsReplicas = largest.services.find((s) => s.name === "session-events")?.replicas ?? null;
   return `## What the deployment changes there
 
 At ${agentsLabel(largest.agents)}:
@@ -380,8 +399,8 @@ At ${agentsLabel(largest.agents)}:
   topic, but a key's partition moves with the count, so a session's events would be split across two
   partitions while the consumers drain the old ones: add them with the writers stopped and the topic drained,
   or create the topics with enough from the start. The HPAs' \`maxReplicas\` go up with them.
-- **More publishers.** The relays need ${relays}. No deployment setting gives that: one \`GET_LOCK\` name
-  per service admits one publisher (below).
+- **More publishers.** The relays need ${relays}: \`RELAY_LEASES\` at least that
+  (at most ${MAX_RELAY_LEASES}) on each service, and at least as many replicas of it${sessionEventsReplicas === null ? "" : ` (session-events runs ${sessionEventsReplicas} for its CPU\n  here)`}; today it is ${deployment.relayLeases}.
 - **Sharding by session id.** Every write of a turn concerns one session, so each service's database splits by
   session id (the group commits that combine sessions split per shard, below). With each service's database on its own primary
   and sharded so that each shard stays under ${fmtInt(deployment.primaryWriteIops)} fsyncs/s: ${primaries}, counted without group
@@ -396,14 +415,14 @@ At ${agentsLabel(largest.agents)}:
 function codeSection(): string {
   return `## What the code would have to change
 
-- **The relay's lock.** \`mysqlRelayLock\` (libs/bus/src/outbox.ts) takes one \`GET_LOCK\` per service, named by
-  \`serverLockName\` (libs/db/src/server-lock-name.ts), and the holder reads every unpublished row in
-  (session_id, seq) order (session-event-outbox.ts). More publishers need the rows divided, e.g. by a hash of
-  the session id onto N leases, each publishing its sessions in seq order.
+- **The relay's slots.** Each row is stored with one of ${MAX_RELAY_LEASES} lease slots (a hash of its key,
+  libs/bus/src/lease-slots.ts), and a lease is a set of slots (relay-locks.ts), so a service has at most
+  ${MAX_RELAY_LEASES} publishers. More needs more slots, which moves the slot of every key: the relays would have to be
+  drained of unpublished rows while the count changes.
 - **Server-wide GET_LOCK names.** Lock names are per server, which is why the database name is part of them. A
-  sharded deployment has one lock namespace per shard: a relay per shard, and migrations (libs/db/src/migrations.ts,
-  under \`GET_LOCK\` too) run once per shard. A distributed store may not offer
-  \`GET_LOCK\` with these semantics at all; the relay and the migration runner would then take a lease row
+  sharded deployment has one lock namespace per shard: a relay (its slot and member locks) per shard, and
+  migrations (libs/db/src/migrations.ts, under \`GET_LOCK\` too) run once per shard. A distributed store may not
+  offer \`GET_LOCK\` with these semantics at all; the relay and the migration runner would then take lease rows
   (an owner and an expiry, claimed with a conditional UPDATE) instead.
 - **Multi-statement transactions.** SaveMessage's group commit locks the rows of every session in the group in
   one transaction (message-append.ts), as do the fingerprint record (fingerprint-store.ts) and prompt-assembly's
@@ -412,7 +431,7 @@ function codeSection(): string {
   result between statements in a user variable (\`@pg_prefix_row_written\`, fingerprint-store.ts
   \`writeIfUnchanged\`); a sharding proxy that routes statement by statement may refuse both, which turns them
   back into separate round trips.
-- **Cross-session reads.** The relay's ordered scan of unpublished rows and cache-monitor's per-workspace and
+- **Cross-session reads.** Each relay lease's ordered scan of its slots' unpublished rows and cache-monitor's per-workspace and
   per-owner answers (\`prefixctl advise --workspace\`) read across sessions: per shard, then merged.`;
 }
 
@@ -424,8 +443,9 @@ function assumptionsSection(model: CapacityModel): string {
   process on cores of its own spends less per operation (fewer context switches), so the cores above err high.
 - Builds are measured with views held in memory and a retained rules snapshot. The ReadEvents a build makes when
   its \`min_seq\` is ahead of the projection (the turn flow's extra call) is not in the per-build figure.
-- The relay is charged session-events' whole CPU per event (\`relayCeilingPerSecond\`, model.ts): the bench does not
-  time the relay loop alone. prompt-assembly's and cache-monitor's relays are charged the same per record.
+- A relay lease is charged session-events' whole CPU per event (\`relayCeilingPerSecond\`, model.ts): the bench does
+  not time the relay loop alone. prompt-assembly's and cache-monitor's leases are charged the same per record, and
+  leases held by different replicas add up.
 - Commits are counted with every group and batch of one; fsyncs are ${deployment.fsyncsPerCommit} a commit, without group commit. Both are
   upper bounds. Page writes (flushing, doublewrite) are not counted.
 - One primary: ${fmtInt(deployment.primaryWriteIops)} write IOPS (\`TODAY.primaryWriteIops\`, AWS gp3's most) and ${deployment.primaryCores} cores (\`TODAY.primaryCores\`).

@@ -8,15 +8,18 @@
 // - the survivor of each consumer group owns every partition (kafkajs admin), and how long that took;
 // - consumer lag returns under a bound (sampled through the whole load);
 // - every body served equals a single-replica build of the same (session, seq) state;
-// - one relay publishes at a time (publishers of a partition never interleave, the survivor's first
-//   message is later than the dead holder's last) and the relay fails over to the survivor.
+// - the relays run split over RELAY_LEASES leases (4 unless SCALE_RELAY_LEASES says): both replicas
+//   publish while both are up, every row reaches Kafka, each session's first deliveries are in write
+//   order, one relay at a time publishes a session (its publishers never interleave: the dead
+//   holder's run, then the survivor's, which starts after the kill), and the dead replica's leases
+//   move to the survivor.
 import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { credentials, type ServiceError, status } from "@grpc/grpc-js";
 import { createKafkaBus, RELAY_PUBLISHER_HEADER } from "@prefix-guard/bus";
-import { eventually, type KafkaProbe, openKafkaProbe } from "@prefix-guard/bus/testing";
+import { eventually, type KafkaProbe, openKafkaProbe, type ReadBackMessage } from "@prefix-guard/bus/testing";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
@@ -39,6 +42,7 @@ const LANES = 16;
 const KILL_AT = 0.4; // share of the two-replica load written when one replica of each service dies
 const LAG_BOUND = Number(process.env.SCALE_LAG_BOUND ?? "1000");
 const PARTITIONS = 6;
+const RELAY_LEASES = Number(process.env.SCALE_RELAY_LEASES ?? "4");
 const broker = privateKafka(Number(process.env.SCALE_KAFKA_PORT ?? "29392"), ".run/kafka-scale-out");
 const basePort = randomPortBlock(12_000, 400, 16);
 
@@ -68,6 +72,7 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
   const dbs = {} as Record<ServiceName, TestDatabase>;
   const replicas = {} as Record<ServiceName, [ServiceProcess, ServiceProcess]>;
   const metricsPorts: [number, number] = [basePort + 8, basePort + 9];
+  const sessionEventsMetricsPorts: [number, number] = [basePort + 10, basePort + 11];
   let probe: KafkaProbe;
   let workspace: string;
   const runId = Date.now().toString(36);
@@ -103,11 +108,14 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
           // Each prompt-assembly replica calls the replica of its own index (what a Service would pick).
           SESSION_EVENTS_ADDRESS: `127.0.0.1:${basePort + r}`,
           RULES_SNAPSHOT_ADDRESS: `127.0.0.1:${basePort + 2 + r}`,
+          RELAY_LEASES: String(RELAY_LEASES),
           ...(name === "prompt-assembly" ? { METRICS_PORT: String(metricsPorts[r]) } : {}),
+          ...(name === "session-events" ? { METRICS_PORT: String(sessionEventsMetricsPorts[r]) } : {}),
         });
       replicas[name] = [make(0), make(1)];
     });
-    // Replica 0 of each first: it takes the relay locks, so the kill below hits the holders.
+    // Replica 0 of each first: it takes the relay leases (all of them until replica 1 joins), so the
+    // kill below hits a holder.
     await Promise.all(services.map((name) => replicas[name][0].start()));
     for (const name of ["rules-snapshot", "prompt-assembly", "cache-monitor"] as const)
       await installApplyAudit(dbs[name].db, name);
@@ -233,6 +241,19 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
       },
       { what: "two members per group, each owning partitions", timeoutMs: 60_000, intervalMs: 250 },
     );
+    // Both replicas of each relaying service hold leases before the load (with one lease, replica 0).
+    const relayMetrics = { "session-events": sessionEventsMetricsPorts, "prompt-assembly": metricsPorts };
+    await eventually(
+      async () => {
+        for (const ports of Object.values(relayMetrics)) {
+          const held = await Promise.all(ports.map((port) => metricValue(port, "prefixguard_relay_leases_held")));
+          const total = held.reduce((sum, n) => sum + n, 0);
+          if (total !== RELAY_LEASES || (RELAY_LEASES > 1 && held.includes(0))) return false;
+        }
+        return true;
+      },
+      { what: `${RELAY_LEASES} relay leases split between the replicas`, timeoutMs: 30_000, intervalMs: 250 },
+    );
     const se = replicas["session-events"];
     const pa = replicas["prompt-assembly"];
     // Each lane prefers one replica and moves to the other when its write fails.
@@ -264,14 +285,16 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
     let killedAt = 0;
     let buildsServedBeforeKill: number[] = [];
     const rebalance: Record<string, number> = {};
+    const leasesMoved: Record<string, number> = {};
     let killing: Promise<void> | undefined;
     const kill = async () => {
       buildsServedBeforeKill = await Promise.all(metricsPorts.map(buildsServed));
       killedAt = Date.now();
       dead.add(0);
       await Promise.all(services.map((name) => replicas[name][0].kill("SIGKILL")));
-      await Promise.all(
-        groups.map(async ({ group, topic }) => {
+      // Side by side: the groups rebalance, and the dead replica's relay leases move to the survivor.
+      await Promise.all([
+        ...groups.map(async ({ group, topic }) => {
           await eventually(
             async () => {
               const members = await probe.members(group);
@@ -281,7 +304,18 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
           );
           rebalance[group] = Date.now() - killedAt;
         }),
-      );
+        ...Object.entries(relayMetrics).map(async ([service, ports]) => {
+          await eventually(
+            async () => (await metricValue(ports[1], "prefixguard_relay_leases_held")) === RELAY_LEASES,
+            {
+              what: `${service}'s survivor to hold all ${RELAY_LEASES} relay leases`,
+              timeoutMs: 60_000,
+              intervalMs: 100,
+            },
+          );
+          leasesMoved[service] = Date.now() - killedAt;
+        }),
+      ]);
     };
     const started = Date.now();
     const { load, seconds } = await runLoad(
@@ -327,7 +361,7 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
     }
 
     await assertExactlyOnce();
-    await assertOneRelayAtATime(holders, survivors, killedAt);
+    await assertRelayLeases(holders, survivors, killedAt);
 
     const lagOf = (samples: ReadonlyArray<{ lag: number }>) => samples.map((sample) => sample.lag);
     const allLag = lagOf([...lagSamples.values()].flat());
@@ -336,6 +370,8 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
       `builds served before the kill: replica 0 ${buildsServedBeforeKill[0]}, replica 1 ${buildsServedBeforeKill[1]}; build attempts ${describeCounts(buildStatuses)}; write attempts ${load.describeStatuses()}`,
       `rebalance after SIGKILL (until the survivor owns all ${PARTITIONS} partitions): ${Object.entries(rebalance)
         .map(([g, ms]) => `${g} ${(ms / 1000).toFixed(1)} s`)
+        .join(", ")}; relay leases (${RELAY_LEASES}) all held by the survivor after ${Object.entries(leasesMoved)
+        .map(([service, ms]) => `${service} ${(ms / 1000).toFixed(1)} s`)
         .join(", ")}`,
       `consumer lag (messages, sampled every 250 ms over ${groups.length} groups): p50 ${percentile(allLag, 50)}, p99 ${percentile(allLag, 99)}, max ${Math.max(...allLag)}; ${[
         ...lagSamples,
@@ -385,6 +421,15 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
       await reference.stop();
     }
   }, 240_000);
+
+  /** The sum of a metric's series on one process's /metrics. */
+  async function metricValue(port: number, name: string): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return text
+      .split("\n")
+      .filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+      .reduce((n, line) => n + Number(line.split(" ").at(-1)), 0);
+  }
 
   async function buildsServed(port: number): Promise<number> {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -446,7 +491,14 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
     );
   }
 
-  async function assertOneRelayAtATime(
+  /**
+   * What the relays published, read back from Kafka, against the rows they had to publish: every row
+   * there (duplicates counted, never required), each key's first deliveries in write order, and each
+   * key published by one relay at a time: the holder's run, the survivor's, or the holder's then the
+   * survivor's from after the kill (its lease moved). With several leases both replicas published
+   * while both were up.
+   */
+  async function assertRelayLeases(
     holders: { sessionEvents: string; assembly: string },
     survivors: { sessionEvents: string; assembly: string },
     killedAt: number,
@@ -458,6 +510,8 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
         table: "session_event",
         holder: holders.sessionEvents,
         survivor: survivors.sessionEvents,
+        // A session's events in write order: its seq.
+        writeOrder: async () => (m: ReadBackMessage) => Number(m.headers["pg-seq"]),
       },
       {
         topic: "prompt.prefix.v1",
@@ -465,34 +519,70 @@ describe("scale-out: two replicas of every service on Kafka, one of each SIGKILL
         table: "outbox_message",
         holder: holders.assembly,
         survivor: survivors.assembly,
+        // An outbox row's id, found by the event id it carries.
+        writeOrder: async () => {
+          const rows = (await dbs["prompt-assembly"].db("outbox_message").select("id", "headers_json")) as Array<{
+            id: number;
+            headers_json: string;
+          }>;
+          const ids = new Map(rows.map((row) => [JSON.parse(row.headers_json).ce_id as string, Number(row.id)]));
+          return (m: ReadBackMessage) => ids.get(m.headers.ce_id ?? "") ?? Number.NaN;
+        },
       },
     ];
-    for (const { topic, db, table, holder, survivor } of checks) {
+    for (const { topic, db, table, holder, survivor, writeOrder } of checks) {
       await eventually(
         async () => Number((await dbs[db].db(table).whereNull("published_at_ms").count({ n: "*" }).first())?.n) === 0,
         { what: `${table} relayed`, timeoutMs: 60_000 },
       );
-      const rows = Number((await dbs[db].db(table).count({ n: "*" }).first())?.n);
+      const ofTopic = table === "outbox_message" ? dbs[db].db(table).where({ topic }) : dbs[db].db(table);
+      const rows = Number((await ofTopic.count({ n: "*" }).first())?.n);
       const messages = await probe.readAll(topic, rows);
-      const byPublisher = new Map<string, number[]>();
-      const runs = new Map<number, string[]>();
-      for (const m of messages.sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset))) {
-        const publisher = m.headers[RELAY_PUBLISHER_HEADER] ?? "(none)";
-        byPublisher.set(publisher, [...(byPublisher.get(publisher) ?? []), m.timestampMs]);
-        const seen = runs.get(m.partition) ?? [];
-        if (seen.at(-1) !== publisher) seen.push(publisher);
-        runs.set(m.partition, seen);
+      const orderOf = await writeOrder();
+      const byKey = new Map<string, ReadBackMessage[]>();
+      for (const m of messages.sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset)))
+        byKey.set(m.key, [...(byKey.get(m.key) ?? []), m]);
+      const problems: string[] = [];
+      let distinct = 0;
+      let moved = 0;
+      const failovers: number[] = [];
+      for (const [key, list] of byKey) {
+        const firsts: number[] = [];
+        for (const m of list) {
+          const order = orderOf(m);
+          if (!firsts.includes(order)) firsts.push(order);
+        }
+        distinct += firsts.length;
+        if (firsts.some((order, i) => Number.isNaN(order) || (i > 0 && order <= (firsts[i - 1] ?? 0))))
+          problems.push(`${key}: first deliveries out of write order: ${firsts.join(",")}`);
+        const publishers = list.map((m) => m.headers[RELAY_PUBLISHER_HEADER] ?? "(none)");
+        const runs = publishers.filter((publisher, i) => i === 0 || publishers[i - 1] !== publisher);
+        const runsText = JSON.stringify(runs);
+        if (![[holder], [survivor], [holder, survivor]].some((allowed) => JSON.stringify(allowed) === runsText))
+          problems.push(`${key}: publishers ${runs.join(" → ")}`);
+        if (runs.length === 2) {
+          moved += 1;
+          const holderLast = Math.max(...list.filter((_, i) => publishers[i] === holder).map((m) => m.timestampMs));
+          const survivorFirst = Math.min(
+            ...list.filter((_, i) => publishers[i] === survivor).map((m) => m.timestampMs),
+          );
+          if (survivorFirst < holderLast || survivorFirst < killedAt)
+            problems.push(
+              `${key}: the survivor published at ${survivorFirst}, the holder last at ${holderLast}, killed at ${killedAt}`,
+            );
+          failovers.push(survivorFirst - killedAt);
+        }
       }
-      // Only the two replicas published; within a partition the holder's run, then the survivor's.
-      expect([...byPublisher.keys()].sort()).toEqual([holder, survivor].sort());
-      for (const sequence of runs.values()) expect([[holder], [survivor], [holder, survivor]]).toContainEqual(sequence);
-      // The survivor took over only after the holder died: its first message is later than the holder's last.
-      const holderLast = Math.max(...(byPublisher.get(holder) ?? []));
-      const survivorFirst = Math.min(...(byPublisher.get(survivor) ?? []));
-      expect(survivorFirst).toBeGreaterThanOrEqual(holderLast);
-      expect(survivorFirst).toBeGreaterThanOrEqual(killedAt);
+      expect(problems).toEqual([]);
+      expect(distinct).toBe(rows);
+      const published = (publisher: string, before = Number.POSITIVE_INFINITY) =>
+        messages.filter((m) => m.headers[RELAY_PUBLISHER_HEADER] === publisher && m.timestampMs < before).length;
+      expect(published(holder)).toBeGreaterThan(0);
+      expect(published(survivor)).toBeGreaterThan(0);
+      // Several leases: the survivor published its own share before the kill too.
+      if (RELAY_LEASES > 1) expect(published(survivor, killedAt)).toBeGreaterThan(0);
       figures.push(
-        `${topic}: ${messages.length} messages for ${rows} rows (${messages.length - rows} republished); holder published ${byPublisher.get(holder)?.length}, survivor ${byPublisher.get(survivor)?.length}, failover after ${((survivorFirst - killedAt) / 1000).toFixed(1)} s`,
+        `${topic}: ${messages.length} messages for ${rows} rows (${messages.length - rows} republished) over ${RELAY_LEASES} relay leases; holder published ${published(holder)}, survivor ${published(survivor)} (${published(survivor, killedAt)} before the kill); ${byKey.size} keys each in write order, ${moved} moved to the survivor${failovers.length > 0 ? `, its first message ${(Math.min(...failovers) / 1000).toFixed(1)}-${(Math.max(...failovers) / 1000).toFixed(1)} s after the kill` : ""}`,
       );
     }
   }

@@ -10,21 +10,37 @@ export type { EventConsumerOptions } from "./event-consumer";
 export { PoisonMessageError, runEventConsumer, traceHeaders } from "./event-consumer";
 export type { KafkaBusOptions } from "./kafka-bus";
 export { createKafkaBus } from "./kafka-bus";
-export type { OutboxEntry, OutboxRelayOptions, OutboxRow, OutboxSource, RelayLock } from "./outbox";
 export {
+  assertRelayLeaseCount,
+  fairLeaseShare,
+  RELAY_LEASE_SLOTS,
+  relayLeaseSlot,
+  slotsOfLease,
+} from "./lease-slots";
+export type { OutboxEntry, OutboxRelayOptions, OutboxRow, OutboxSource } from "./outbox";
+export {
+  assignLeaseSlots,
   DEFAULT_OUTBOX_PURGE_INTERVAL_MS,
   DEFAULT_OUTBOX_RETENTION_MS,
   enqueueOutboxMessage,
   enqueueOutboxMessages,
-  mysqlRelayLock,
   OutboxRelay,
   outboxInsert,
   outboxInsertsWhere,
+  outboxMessageLeaseSlot,
   outboxMessageTable,
-  processRelayLock,
   RELAY_PUBLISHER_HEADER,
-  relayLockFor,
   tableOutboxSource,
 } from "./outbox";
 export { partitionForKey } from "./partition";
 export type { IncomingMessage, MessageBus, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from "./port";
+export type { MysqlRelayLeasesOptions, RelayLeases, RelayLock } from "./relay-locks";
+export {
+  MAX_RELAY_MEMBERS,
+  mysqlRelayLeases,
+  mysqlRelayLock,
+  processRelayLeases,
+  processRelayLock,
+  relayLeasesFor,
+  relayLockFor,
+} from "./relay-locks";

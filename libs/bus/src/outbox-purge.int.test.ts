@@ -13,11 +13,12 @@ import {
   enqueueOutboxMessages,
   OutboxRelay,
   type OutboxSource,
+  outboxMessageLeaseSlot,
   outboxMessageTable,
-  processRelayLock,
   tableOutboxSource,
 } from "./outbox";
 import type { MessageBus } from "./port";
+import { processRelayLock } from "./relay-locks";
 import { eventually } from "./testing";
 
 const HOUR_MS = 3600 * 1000;
@@ -62,7 +63,7 @@ describe.each(STORES)("outbox purge on $name", ({ open }) => {
 
   beforeAll(async () => {
     ({ db, close } = await open());
-    await runMigrations(db, [outboxMessageTable]);
+    await runMigrations(db, [outboxMessageTable, outboxMessageLeaseSlot]);
   });
   afterAll(async () => close());
   beforeEach(async () => {

@@ -1,15 +1,27 @@
 import { silentLogger } from "@prefix-guard/logging";
 import { describe, expect, it } from "vitest";
-import { OutboxRelay, type OutboxRow, type OutboxSource, processRelayLock, RELAY_PUBLISHER_HEADER } from "./outbox";
+import { relayLeaseSlot, slotsOfLease } from "./lease-slots";
+import { OutboxRelay, type OutboxRow, type OutboxSource, RELAY_PUBLISHER_HEADER } from "./outbox";
 import type { MessageBus, OutgoingMessage } from "./port";
+import { processRelayLeases, processRelayLock } from "./relay-locks";
 
-function memorySource(rows: OutboxRow[], failMarkOnce: boolean): OutboxSource & { published: Set<number> } {
+function memorySource(
+  rows: OutboxRow[],
+  failMarkOnce: boolean,
+): OutboxSource & { published: Set<number>; fetchedSlots: Array<readonly number[] | undefined> } {
   const published = new Set<number>();
+  const fetchedSlots: Array<readonly number[] | undefined> = [];
   let failNext = failMarkOnce;
   return {
     name: "memory",
     published,
-    fetchUnpublished: async (limit) => rows.filter((r) => !published.has(r.id)).slice(0, limit),
+    fetchedSlots,
+    fetchUnpublished: async (limit, slots) => {
+      fetchedSlots.push(slots);
+      return rows
+        .filter((r) => !published.has(r.id) && (slots === undefined || slots.includes(relayLeaseSlot(r.message.key))))
+        .slice(0, limit);
+    },
     markPublished: async (ids) => {
       if (failNext) {
         failNext = false;
@@ -75,6 +87,54 @@ describe("OutboxRelay", () => {
     await relay.stop();
     expect(failures.left).toBe(0);
     expect(sent.map((s) => s.message.value[0])).toEqual([1, 2, 3]);
+  });
+
+  it("split over leases, runs a loop per lease reading only its slots, and keeps every key's order", async () => {
+    const sent: Array<{ topic: string; message: OutgoingMessage }> = [];
+    const keys = Array.from({ length: 40 }, (_, i) => `session-${i}`);
+    // Rows of 40 keys interleaved: key k's n-th row has value n.
+    const interleaved: OutboxRow[] = Array.from({ length: 400 }, (_, id) => ({
+      id,
+      topic: "t",
+      message: { key: keys[id % 40] ?? "", value: new Uint8Array([Math.floor(id / 40)]) },
+    }));
+    const source = memorySource(interleaved, false);
+    const leases = processRelayLeases(4);
+    const relay = new OutboxRelay({
+      source,
+      bus: memoryBus(sent, { left: 0 }),
+      leases,
+      logger: silentLogger(),
+      batchSize: 7,
+      idleDelayMs: 1,
+    });
+    relay.start();
+    for (let i = 0; i < 400 && source.published.size < interleaved.length; i++)
+      await new Promise((r) => setTimeout(r, 5));
+    expect(relay.leasesHeld()).toBe(4);
+    await relay.stop();
+    expect(source.published.size).toBe(interleaved.length);
+    expect(sent).toHaveLength(interleaved.length);
+    for (const key of keys)
+      expect(sent.filter((s) => s.message.key === key).map((s) => s.message.value[0])).toEqual([
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+      ]);
+    // Every fetch asked for one lease's slots, and each lease's were asked for.
+    const leaseSlots = [0, 1, 2, 3].map((lease) => String(slotsOfLease(lease, 4)));
+    expect(new Set(source.fetchedSlots.map(String))).toEqual(new Set(leaseSlots));
+    expect(relay.leasesHeld()).toBe(0);
+  });
+
+  it("with one lease reads the whole source, as the single-lock relay does", async () => {
+    const source = memorySource(rows, false);
+    const relay = new OutboxRelay({
+      source,
+      bus: memoryBus([], { left: 0 }),
+      leases: processRelayLeases(1),
+      logger: silentLogger(),
+    });
+    expect(await relay.drainOnce()).toBe(3);
+    expect(source.fetchedSlots).toEqual([undefined]);
   });
 
   it("names its publisher on every message, keeping the row's own headers", async () => {

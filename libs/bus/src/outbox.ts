@@ -1,8 +1,10 @@
 import { hostname } from "node:os";
-import { type Migration, type Sql, type Statement, serverLockName, valueRows } from "@prefix-guard/db";
+import { type Migration, type Sql, type Statement, valueRows } from "@prefix-guard/db";
 import type { Logger } from "@prefix-guard/logging";
 import type { Knex } from "knex";
+import { RELAY_LEASE_SLOTS, relayLeaseSlot, slotsOfLease } from "./lease-slots";
 import { type MessageBus, type OutgoingMessage, sleep } from "./port";
+import type { RelayLeases, RelayLock } from "./relay-locks";
 
 /** One row waiting to be published. `id` identifies it for markPublished. */
 export interface OutboxRow {
@@ -14,8 +16,11 @@ export interface OutboxRow {
 /** Where a relay reads from: session-events' own event table, or the generic outbox table. */
 export interface OutboxSource {
   readonly name: string;
-  /** Unpublished rows, per key in write order. */
-  fetchUnpublished(limit: number): Promise<OutboxRow[]>;
+  /**
+   * Unpublished rows, per key in write order; with `slots`, only rows stored with one of those lease
+   * slots (lease-slots.ts), which hold every row of their keys. Without, every row.
+   */
+  fetchUnpublished(limit: number, slots?: readonly number[]): Promise<OutboxRow[]>;
   markPublished(ids: readonly number[], nowMs: number): Promise<void>;
   countUnpublished(): Promise<number>;
   /**
@@ -47,6 +52,50 @@ export const outboxMessageTable: Migration = {
   },
 };
 
+/**
+ * The relay lease slot of every outbox row (docs/decisions/relay-leases.md), stored at insert so
+ * SQLite and MySQL agree on it without hashing in SQL. Unpublished rows get theirs here; published
+ * ones keep 0, as no relay reads them again. Every service with the table lists it last.
+ */
+export const outboxMessageLeaseSlot: Migration = {
+  name: "0000_outbox_message_lease_slot",
+  async up(db) {
+    await db.schema.alterTable("outbox_message", (t) => {
+      t.smallint("lease_slot").notNullable().defaultTo(0);
+      t.index(["published_at_ms", "lease_slot", "id"], "outbox_unpublished_by_slot");
+    });
+    await assignLeaseSlots(db, "outbox_message", "message_key");
+  },
+  async down(db) {
+    await db.schema.alterTable("outbox_message", (t) => {
+      t.dropIndex(["published_at_ms", "lease_slot", "id"], "outbox_unpublished_by_slot");
+      t.dropColumn("lease_slot");
+    });
+  },
+};
+
+/**
+ * Stamps the unpublished rows of `table` with the lease slot of their `keyColumn`: what a migration
+ * adding a lease_slot column runs, since rows written before it carry the default. Few rows (the
+ * relay's backlog), so one UPDATE per slot.
+ */
+export async function assignLeaseSlots(db: Knex, table: string, keyColumn: string): Promise<void> {
+  const pending = (await db(table).whereNull("published_at_ms").select("id", keyColumn)) as Array<
+    Record<string, unknown>
+  >;
+  const idsBySlot = new Map<number, number[]>();
+  for (const row of pending) {
+    const slot = relayLeaseSlot(String(row[keyColumn]));
+    if (slot === 0) continue;
+    idsBySlot.set(slot, [...(idsBySlot.get(slot) ?? []), Number(row.id)]);
+  }
+  for (const [slot, ids] of idsBySlot)
+    for (let start = 0; start < ids.length; start += 500)
+      await db(table)
+        .whereIn("id", ids.slice(start, start + 500))
+        .update({ lease_slot: slot });
+}
+
 export interface OutboxEntry {
   readonly topic: string;
   readonly key: string;
@@ -60,10 +109,26 @@ export async function enqueueOutboxMessage(trx: Knex | Knex.Transaction, entry: 
   await enqueueOutboxMessages(trx, [entry]);
 }
 
-const OUTBOX_COLUMNS = ["topic", "message_key", "payload", "headers_json", "created_at_ms", "published_at_ms"] as const;
+const OUTBOX_COLUMNS = [
+  "topic",
+  "message_key",
+  "payload",
+  "headers_json",
+  "created_at_ms",
+  "published_at_ms",
+  "lease_slot",
+] as const;
 
 function outboxValues(entry: OutboxEntry): unknown[] {
-  return [entry.topic, entry.key, Buffer.from(entry.value), JSON.stringify(entry.headers ?? {}), entry.nowMs, null];
+  return [
+    entry.topic,
+    entry.key,
+    Buffer.from(entry.value),
+    JSON.stringify(entry.headers ?? {}),
+    entry.nowMs,
+    null,
+    relayLeaseSlot(entry.key),
+  ];
 }
 
 /** The INSERT of enqueueOutboxMessages, for a caller that sends it with other statements (Sql.batch). */
@@ -113,10 +178,15 @@ export async function enqueueOutboxMessages(
 export function tableOutboxSource(db: Knex): OutboxSource {
   return {
     name: "outbox_message",
-    async fetchUnpublished(limit) {
+    async fetchUnpublished(limit, slots) {
       // Ordered by id: writers of one key are serialised by their own row locks, so ids of one key
-      // are in commit order even when ids of different keys commit out of order.
-      const rows = await db("outbox_message").whereNull("published_at_ms").orderBy("id", "asc").limit(limit);
+      // are in commit order even when ids of different keys commit out of order. A lease's rows go
+      // slot by slot (its index's order): a key's rows are all in one slot.
+      const query = db("outbox_message").whereNull("published_at_ms");
+      const rows = await (slots === undefined || slots.length >= RELAY_LEASE_SLOTS
+        ? query.orderBy("id", "asc")
+        : query.whereIn("lease_slot", [...slots]).orderBy([{ column: "lease_slot" }, { column: "id" }])
+      ).limit(limit);
       return rows.map((r) => ({
         id: Number(r.id),
         topic: String(r.topic),
@@ -157,76 +227,9 @@ export function tableOutboxSource(db: Knex): OutboxSource {
   };
 }
 
-/** Exactly one active relay per source across instances. */
-export interface RelayLock {
-  /** True when this instance holds (or just acquired) the lock. */
-  tryAcquire(): Promise<boolean>;
-  release(): Promise<void>;
-}
-
-/**
- * MySQL GET_LOCK on a connection held for the relay's life: if the process dies, the server frees the
- * lock with the connection, and another instance takes over on its next attempt.
- */
-export function mysqlRelayLock(db: Knex, lockName: string): RelayLock {
-  let connection: unknown;
-  return {
-    async tryAcquire() {
-      try {
-        if (connection !== undefined) {
-          const [rows] = (await db
-            .raw("SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS mine", [lockName])
-            .connection(connection)) as [Array<{ mine: number | null }>];
-          if (rows[0]?.mine === 1) return true;
-          await db.client.releaseConnection(connection);
-          connection = undefined;
-        }
-        connection = await db.client.acquireConnection();
-        const [rows] = (await db.raw("SELECT GET_LOCK(?, 0) AS got", [lockName]).connection(connection)) as [
-          Array<{ got: number | null }>,
-        ];
-        if (rows[0]?.got === 1) return true;
-        await db.client.releaseConnection(connection);
-        connection = undefined;
-        return false;
-      } catch {
-        if (connection !== undefined)
-          await Promise.resolve(db.client.releaseConnection(connection)).catch(() => undefined);
-        connection = undefined;
-        return false;
-      }
-    },
-    async release() {
-      if (connection === undefined) return;
-      try {
-        await db.raw("SELECT RELEASE_LOCK(?)", [lockName]).connection(connection);
-      } finally {
-        await db.client.releaseConnection(connection);
-        connection = undefined;
-      }
-    },
-  };
-}
-
-/** SQLite is single-process: the process is the only relay. */
-export function processRelayLock(): RelayLock {
-  return { tryAcquire: async () => true, release: async () => undefined };
-}
-
-/**
- * GET_LOCK names are server-wide: the database name is part of the lock, so two deployments (or a
- * test and a benchmark) sharing one MariaDB server never hold each other's relays.
- */
-export function relayLockFor(db: Knex, lockName: string): RelayLock {
-  if (db.client.config.client !== "mysql2") return processRelayLock();
-  const database = String((db.client.config.connection as { database?: string } | undefined)?.database ?? "");
-  return mysqlRelayLock(db, serverLockName(lockName, database));
-}
-
-export interface OutboxRelayOptions {
+interface OutboxRelayCommonOptions {
   readonly source: OutboxSource;
   readonly bus: MessageBus;
-  readonly lock: RelayLock;
   readonly logger: Logger;
   readonly now?: () => number;
   readonly batchSize?: number;
@@ -249,25 +252,47 @@ export interface OutboxRelayOptions {
   readonly onPurged?: (count: number) => void;
 }
 
+/**
+ * One lock for the whole source (every row, one publisher at a time), or the source split over
+ * leases (relay-locks.ts RelayLeases), each publishing its own slots under its own lock.
+ */
+export type OutboxRelayOptions = OutboxRelayCommonOptions &
+  (
+    | { readonly lock: RelayLock; readonly leases?: undefined }
+    | { readonly leases: RelayLeases; readonly lock?: undefined }
+  );
+
 export const DEFAULT_OUTBOX_RETENTION_MS = 24 * 3600 * 1000;
 export const DEFAULT_OUTBOX_PURGE_INTERVAL_MS = 60_000;
 
 /**
- * The header naming the relay process that published a message. With one lock holder at a time, the
- * publishers of one partition form runs (A… then B…) and never interleave; a reader can check that,
- * and an operator can tell which replica was publishing when.
+ * The header naming the relay process that published a message. With one lock holder per lease at a
+ * time, the publishers of one key form runs (A… then B…) and never interleave (of one partition too
+ * when there is one lease); a reader can check that, and an operator can tell which replica was
+ * publishing when.
  */
 export const RELAY_PUBLISHER_HEADER = "pg-relay";
+
+/** One relay loop: a lease's lock and the slots it publishes (undefined: every row). */
+interface RelayLane {
+  readonly lease: number;
+  readonly lock: RelayLock;
+  readonly slots: readonly number[] | undefined;
+  /** Whether its lock was held at the last try. */
+  held: boolean;
+  wakeUp: (() => void) | undefined;
+}
 
 /**
  * Publishes unpublished rows in order and then marks them. A crash between the two republishes the
  * batch (consumers are idempotent): duplicates are possible, losses are not. While the broker is down
- * the rows wait in the table and writers are unaffected.
+ * the rows wait in the table and writers are unaffected. Split over leases, it runs one loop per
+ * lease, each publishing while it holds that lease's lock.
  */
 export class OutboxRelay {
   private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private loops: Promise<void>[] = [];
+  private readonly lanes: readonly RelayLane[];
   private readonly now: () => number;
   private readonly publisherId: string;
   private lastPurgeAtMs = Number.NEGATIVE_INFINITY;
@@ -275,12 +300,38 @@ export class OutboxRelay {
   constructor(private readonly options: OutboxRelayOptions) {
     this.now = options.now ?? Date.now;
     this.publisherId = options.publisherId ?? `${hostname()}/${process.pid}`;
+    const { leases } = options;
+    this.lanes =
+      leases === undefined
+        ? [{ lease: 0, lock: options.lock, slots: undefined, held: false, wakeUp: undefined }]
+        : Array.from({ length: leases.count }, (_, lease) => ({
+            lease,
+            lock: leases.lock(lease),
+            // One lease takes every slot: it reads the table as an unsplit relay does.
+            slots: leases.count === 1 ? undefined : slotsOfLease(lease, leases.count),
+            held: false,
+            wakeUp: undefined,
+          }));
   }
 
-  /** Publishes what is pending now; returns how many rows were published. Throws if the bus fails. */
+  /** Leases this process holds now (with a single lock, 1 or 0 as last tried). */
+  leasesHeld(): number {
+    return this.options.leases?.held() ?? (this.lanes[0]?.held === true ? 1 : 0);
+  }
+
+  /**
+   * Publishes what is pending now, every lease's rows, whoever holds the locks; returns how many rows
+   * were published. Throws if the bus fails.
+   */
   async drainOnce(): Promise<number> {
+    let published = 0;
+    for (const lane of this.lanes) published += await this.drainLane(lane);
+    return published;
+  }
+
+  private async drainLane(lane: RelayLane): Promise<number> {
     const { source, bus } = this.options;
-    const rows = await source.fetchUnpublished(this.options.batchSize ?? 500);
+    const rows = await source.fetchUnpublished(this.options.batchSize ?? 500, lane.slots);
     if (rows.length === 0) return 0;
     // One publish per topic, rows kept in fetched order: per-key order is preserved.
     const byTopic = new Map<string, OutboxRow[]>();
@@ -329,49 +380,56 @@ export class OutboxRelay {
     return purged;
   }
 
-  /** Nudges an idle relay, e.g. right after a write commits, so delivery latency is not the poll interval. */
+  /**
+   * Nudges the idle loops of the leases held, e.g. right after a write commits, so delivery latency is
+   * not the poll interval. A lease held elsewhere is not retried for it: its holder polls.
+   */
   notify(): void {
-    this.wakeUp?.();
+    for (const lane of this.lanes) if (lane.held) lane.wakeUp?.();
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loop = this.run();
+    this.loops = this.lanes.map((lane) => this.run(lane));
   }
 
-  private pause(ms: number): Promise<void> {
+  private pause(lane: RelayLane, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
-      const self = this;
       function done() {
         clearTimeout(timer);
-        self.wakeUp = undefined;
+        lane.wakeUp = undefined;
         resolve();
       }
-      this.wakeUp = done;
+      lane.wakeUp = done;
     });
   }
 
-  private async run(): Promise<void> {
-    const { lock, logger, source } = this.options;
+  private async run(lane: RelayLane): Promise<void> {
+    const { logger, source } = this.options;
     let failures = 0;
     while (this.running) {
       try {
-        if (!(await lock.tryAcquire())) {
-          await this.pause(this.options.errorDelayMs ?? 1_000);
+        lane.held = await lane.lock.tryAcquire();
+        if (!lane.held) {
+          await this.pause(lane, this.options.errorDelayMs ?? 1_000);
           continue;
         }
-        const published = await this.drainOnce();
+        const published = await this.drainLane(lane);
         failures = 0;
-        // Only the lock holder purges: one deleter per table, as one publisher.
-        await this.purgeIfDue().catch((error: unknown) =>
-          logger.warn({ err: error, source: source.name }, "outbox purge failed; retried at the next interval"),
-        );
-        if (published === 0) await this.pause(this.options.idleDelayMs ?? 100);
+        // Only lease 0's holder purges: one deleter per table, whatever the lease count.
+        if (lane.lease === 0)
+          await this.purgeIfDue().catch((error: unknown) =>
+            logger.warn({ err: error, source: source.name }, "outbox purge failed; retried at the next interval"),
+          );
+        if (published === 0) await this.pause(lane, this.options.idleDelayMs ?? 100);
       } catch (error) {
         failures += 1;
-        logger.warn({ err: error, source: source.name, failures }, "outbox relay could not publish; rows stay pending");
+        logger.warn(
+          { err: error, source: source.name, lease: lane.lease, failures },
+          "outbox relay could not publish; rows stay pending",
+        );
         await sleep(Math.min((this.options.errorDelayMs ?? 500) * failures, 5_000));
       }
     }
@@ -379,8 +437,12 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     this.running = false;
-    this.wakeUp?.();
-    await this.loop;
-    await this.options.lock.release().catch(() => undefined);
+    for (const lane of this.lanes) lane.wakeUp?.();
+    await Promise.all(this.loops);
+    for (const lane of this.lanes) {
+      await lane.lock.release().catch(() => undefined);
+      lane.held = false;
+    }
+    await this.options.leases?.close().catch(() => undefined);
   }
 }

@@ -1,3 +1,4 @@
+import { RELAY_LEASE_SLOTS } from "@prefix-guard/bus";
 import { booleanFlag, brokerList, port, positiveMs, transportKind, z } from "@prefix-guard/config";
 
 /**
@@ -44,6 +45,13 @@ export const commonConfigShape = {
     .int()
     .min(60_000)
     .default(24 * 3_600_000),
+  /**
+   * Leases the service's outbox relay is split over (docs/decisions/relay-leases.md): each publishes
+   * the sessions (message keys) of its slots, held by one replica at a time, and the replicas split
+   * the leases, so more replicas publish more. 1 = one replica publishes everything. At most 64 (the
+   * slots rows are stored with); it may change between deployments.
+   */
+  RELAY_LEASES: z.coerce.number().int().min(1).max(RELAY_LEASE_SLOTS).default(1),
   /** Partitions of a topic one consumer applies at the same time (each in its own transactions). */
   CONSUMER_PARTITIONS_CONCURRENTLY: z.coerce.number().int().min(1).max(64).default(3),
   /**

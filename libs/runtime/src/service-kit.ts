@@ -32,6 +32,8 @@ export interface ServiceKitConfig extends SecurityConfig {
   readonly CONSUMER_PARTITIONS_CONCURRENTLY: number;
   /** Published outbox rows older than this are deleted by the relay; absent = its default (24 h). */
   readonly OUTBOX_RETENTION_MS?: number | undefined;
+  /** Leases the outbox relay is split over; absent = 1. */
+  readonly RELAY_LEASES?: number | undefined;
   readonly DATABASE_MIGRATIONS?: "apply" | "verify" | undefined;
   readonly DATABASE_MIGRATIONS_WAIT_MS?: number | undefined;
 }
@@ -85,8 +87,8 @@ export class ServiceKit {
   }
 
   /**
-   * The outbox relay of this service, started; one process at a time publishes (the DB lock).
-   * Counted in the shared prefixguard_relay_events_published_total and
+   * The outbox relay of this service, started, split over RELAY_LEASES leases; each is published by
+   * one process at a time (DB locks), and replicas split them. Counted in the shared prefixguard_relay_events_published_total and
    * prefixguard_relay_backlog_events (rows written but not yet published: the relay's lag).
    */
   startRelay(options: { source: OutboxSource; batchSize?: number }): OutboxRelay {
@@ -100,6 +102,7 @@ export class ServiceKit {
       now: this.options.now,
       retentionMs: this.config.OUTBOX_RETENTION_MS,
       batchSize: options.batchSize,
+      leases: this.config.RELAY_LEASES,
     });
     this.onStop(() => relay.stop());
     return relay;

@@ -52,6 +52,7 @@ export function startObservationPipeline(
     timeoutMs: settings.GATEWAY_OUTBOX_TIMEOUT_MS,
     maxQueued: settings.GATEWAY_OUTBOX_QUEUE,
     retentionMs: settings.OUTBOX_RETENTION_MS,
+    relayLeases: settings.RELAY_LEASES,
   });
   const observer = new ObservationPublisher({
     memory: new SessionMemory(settings.GATEWAY_SESSION_MEMORY_BYTES),

@@ -13,6 +13,7 @@ export type ObservationSettings = Pick<
   | "GATEWAY_OUTBOX_TIMEOUT_MS"
   | "GATEWAY_OUTBOX_QUEUE"
   | "OUTBOX_RETENTION_MS"
+  | "RELAY_LEASES"
   | "GATEWAY_SESSION_MEMORY_BYTES"
 >;
 
@@ -24,6 +25,7 @@ export function observationSettingsOf(config: GatewayConfig): ObservationSetting
     GATEWAY_OUTBOX_TIMEOUT_MS: config.GATEWAY_OUTBOX_TIMEOUT_MS,
     GATEWAY_OUTBOX_QUEUE: config.GATEWAY_OUTBOX_QUEUE,
     OUTBOX_RETENTION_MS: config.OUTBOX_RETENTION_MS,
+    RELAY_LEASES: config.RELAY_LEASES,
     GATEWAY_SESSION_MEMORY_BYTES: config.GATEWAY_SESSION_MEMORY_BYTES,
   };
 }

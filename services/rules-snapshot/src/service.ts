@@ -1,4 +1,4 @@
-import { type MessageBus, outboxMessageTable, tableOutboxSource } from "@prefix-guard/bus";
+import { type MessageBus, outboxMessageLeaseSlot, outboxMessageTable, tableOutboxSource } from "@prefix-guard/bus";
 import { decodeSessionEvent, newEventId, sha256Hex, Topics } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { rulesSnapshotMigrations } from "@prefix-guard/migrations/rules-snapshot";
@@ -21,7 +21,7 @@ export interface RunningRulesSnapshot {
 }
 
 /** The service's tables: its own migrations and the outbox its relay reads (also run by src/migrate.ts). */
-export const rulesSnapshotSchemaMigrations = [...rulesSnapshotMigrations, outboxMessageTable];
+export const rulesSnapshotSchemaMigrations = [...rulesSnapshotMigrations, outboxMessageTable, outboxMessageLeaseSlot];
 
 /** Composition root: DB, the snapshot service, its session.events.v1 consumer, the event relay, gRPC. */
 export async function startRulesSnapshot(

@@ -6,6 +6,14 @@ describe("session-events configuration", () => {
     expect(loadSessionEventsConfig({}).GRPC_PORT).toBe(50051);
   });
 
+  it("splits the relay over RELAY_LEASES leases, 1 unless set, 1..64", () => {
+    expect(loadSessionEventsConfig({}).RELAY_LEASES).toBe(1);
+    expect(loadSessionEventsConfig({ RELAY_LEASES: "4" }).RELAY_LEASES).toBe(4);
+    expect(loadSessionEventsConfig({ RELAY_LEASES: "64" }).RELAY_LEASES).toBe(64);
+    for (const refused of ["0", "65", "2.5", "four"])
+      expect(() => loadSessionEventsConfig({ RELAY_LEASES: refused })).toThrow(/RELAY_LEASES/);
+  });
+
   it.each([
     ["SAVE_GROUP_MAX", "16", /SAVE_GROUP_MAX was removed: SaveMessages appended per transaction is an internal/],
     ["RELAY_BATCH_SIZE", "100", /RELAY_BATCH_SIZE was removed: events per relay batch is an internal/],

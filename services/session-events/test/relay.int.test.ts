@@ -1,8 +1,17 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { createKafkaBus, type MessageBus, mysqlRelayLock, OutboxRelay, relayLockFor } from "@prefix-guard/bus";
+import {
+  createKafkaBus,
+  type MessageBus,
+  mysqlRelayLeases,
+  mysqlRelayLock,
+  OutboxRelay,
+  RELAY_PUBLISHER_HEADER,
+  relayLeaseSlot,
+  relayLockFor,
+} from "@prefix-guard/bus";
 import { eventually, testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
-import { runMigrations } from "@prefix-guard/db";
+import { createDatabase, runMigrations } from "@prefix-guard/db";
 import { createTestDatabase, type TestDatabase } from "@prefix-guard/db/testing";
 import { decodeSessionEvent } from "@prefix-guard/events";
 import { silentLogger } from "@prefix-guard/logging";
@@ -11,9 +20,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sessionEventOutboxSource } from "../src/adapters/mysql/session-event-outbox";
 import { commandsFor, writeSessions } from "./support";
 
-/** Collects what arrives on a topic: per session, the seqs in arrival order. */
+/** Collects what arrives on a topic: per session, the seqs and their publishers in arrival order. */
 async function collect(bus: MessageBus, topic: string) {
   const seqs = new Map<string, number[]>();
+  const publishers = new Map<string, string[]>();
   let total = 0;
   const sub = await bus.subscribe({
     topic,
@@ -22,10 +32,14 @@ async function collect(bus: MessageBus, topic: string) {
       const event = decodeSessionEvent(m.value);
       expect(m.key).toBe(event.sessionId);
       seqs.set(event.sessionId, [...(seqs.get(event.sessionId) ?? []), event.seq]);
+      publishers.set(event.sessionId, [
+        ...(publishers.get(event.sessionId) ?? []),
+        m.headers[RELAY_PUBLISHER_HEADER] ?? "(none)",
+      ]);
       total += 1;
     },
   });
-  return { seqs, total: () => total, stop: () => sub.stop() };
+  return { seqs, publishers, total: () => total, stop: () => sub.stop() };
 }
 
 function unpublished(db: TestDatabase["db"]): Promise<number> {
@@ -67,6 +81,57 @@ describe("session-events relay on real MariaDB and Kafka", () => {
     await seen.stop();
     for (const id of ids) expect(seen.seqs.get(id)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
     expect(await unpublished(database.db)).toBe(0);
+  });
+
+  it("splits the event store over 4 leases between two relays: each session from one of them, in seq order", async () => {
+    const topic = uniqueName("se-leases");
+    await bus.ensureTopics([{ topic, partitions: 6 }]);
+    const purpose = uniqueName("leases");
+    // Two replicas: each its own connections, lock connection included.
+    const replicas = [createDatabase(database.url), createDatabase(database.url)];
+    const relays = replicas.map(
+      (db, replica) =>
+        new OutboxRelay({
+          source: sessionEventOutboxSource(db, topic),
+          bus,
+          leases: mysqlRelayLeases(db, purpose, database.name, 4, { membershipRefreshMs: 100 }),
+          logger: silentLogger(),
+          publisherId: `replica-${replica}`,
+          idleDelayMs: 20,
+          errorDelayMs: 100,
+        }),
+    );
+    const seen = await collect(bus, topic);
+    try {
+      for (const relay of relays) relay.start();
+      await eventually(() => relays.every((relay) => relay.leasesHeld() === 2), {
+        what: "2 leases each",
+        timeoutMs: 10_000,
+      });
+      const ids = await writeSessions(commandsFor(database.db), "leases", 60, 10);
+      await eventually(() => seen.total() >= 60 * 11, { what: "660 events", timeoutMs: 60_000 });
+      // Each event stored with its session's slot, so a lease's holder reads its own sessions by index.
+      const slots = (await database
+        .db("session_event")
+        .whereIn("session_id", ids)
+        .distinct("session_id", "lease_slot")) as Array<{
+        session_id: string;
+        lease_slot: number;
+      }>;
+      expect(slots).toHaveLength(ids.length);
+      for (const row of slots) expect(Number(row.lease_slot)).toBe(relayLeaseSlot(row.session_id));
+      for (const id of ids) {
+        expect(seen.seqs.get(id)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+        expect(new Set(seen.publishers.get(id)).size, id).toBe(1);
+      }
+      const publishedBy = new Set(ids.map((id) => seen.publishers.get(id)?.[0]));
+      expect([...publishedBy].sort()).toEqual(["replica-0", "replica-1"]);
+      expect(seen.total()).toBe(60 * 11);
+    } finally {
+      await Promise.all(relays.map((relay) => relay.stop()));
+      await seen.stop();
+      for (const db of replicas) await db.destroy();
+    }
   });
 
   it("loses nothing when the relay process is SIGKILLed mid-batch and restarted", async () => {

@@ -70,6 +70,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0004_session_scope",
         "0005_session_data_key",
         "0006_session_last_event_at",
+        "0007_session_event_lease_slot",
       ]);
       expect(await runMigrations(db, sessionEventsMigrations)).toEqual([]);
       commands = new SessionCommands(deps());

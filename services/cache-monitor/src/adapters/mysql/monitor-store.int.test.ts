@@ -142,6 +142,7 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
         "0013_cm_observation_ownership",
         "0014_cm_observation_prefix_changed",
         "0015_cm_gateway_observations",
+        "0000_outbox_message_lease_slot",
       ]);
       store = new MonitorStore(db);
     });

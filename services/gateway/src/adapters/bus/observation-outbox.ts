@@ -40,6 +40,8 @@ export interface ObservationOutboxOptions {
   readonly maxQueued: number;
   /** Published outbox rows are deleted after this; absent = the relay's default. */
   readonly retentionMs?: number | undefined;
+  /** Leases the relay is split over (RELAY_LEASES); absent = 1. */
+  readonly relayLeases?: number | undefined;
   /** First delay before opening the database again after a failure (doubled up to 30 s). */
   readonly reopenDelayMs?: number;
 }
@@ -212,6 +214,7 @@ export class ObservationOutbox implements ObservationSink {
         logger,
         now: this.options.now,
         retentionMs: this.options.retentionMs,
+        leases: this.options.relayLeases,
       });
       this.state = "open";
       logger.info({ database: describeDatabaseUrl(databaseUrl) }, "gateway observations publishing");

@@ -14,6 +14,7 @@
 // session whose key it lacks has the key read by the first round trip (with the session rows, under
 // their lock), and a session from before keys existed gets one created in the second.
 
+import { relayLeaseSlot } from "@prefix-guard/bus";
 import { forUpdate, type Statement, valueList, valueRows, withSql } from "@prefix-guard/db";
 import type { DataKey } from "@prefix-guard/events";
 import type { AppendKeys, AppendOutcome, MessageAppend } from "../../application/ports";
@@ -31,7 +32,7 @@ export interface PendingAppend<T> {
   readonly decide: (session: LockedSession | undefined, key: DataKey | undefined) => MessageAppend<T>;
 }
 
-const EVENT_COLUMNS = 8;
+const EVENT_COLUMNS = 9;
 const MESSAGE_COLUMNS = 11;
 const KEY_COLUMNS = 5;
 
@@ -135,7 +136,7 @@ export async function appendMessages<T>(
               },
             ]),
         {
-          sql: `INSERT INTO session_event (event_id, session_id, seq, type, payload, occurred_at_ms, traceparent, published_at_ms)
+          sql: `INSERT INTO session_event (event_id, session_id, seq, type, payload, occurred_at_ms, traceparent, published_at_ms, lease_slot)
                 VALUES ${valueRows(appends.length, EVENT_COLUMNS)}`,
           values: appends.flatMap(({ sessionId, event }) => [
             event.eventId,
@@ -146,6 +147,7 @@ export async function appendMessages<T>(
             event.occurredAtMs,
             event.traceparent,
             null,
+            relayLeaseSlot(sessionId),
           ]),
         },
         {

@@ -1,4 +1,4 @@
-import type { OutboxSource } from "@prefix-guard/bus";
+import { type OutboxSource, RELAY_LEASE_SLOTS } from "@prefix-guard/bus";
 import { cloudEventHeaders, Topics } from "@prefix-guard/events";
 import type { Knex } from "knex";
 
@@ -6,14 +6,21 @@ import type { Knex } from "knex";
  * The event table is the outbox: rows with published_at_ms NULL, read in (session_id, seq) order.
  * Writers of one session are serialised by the session row lock, so a session's rows become visible
  * in seq order; ordering by the auto-increment id instead could skip a row that committed late.
+ * Each row carries its session's relay lease slot (lease_slot, written at append), so a relay split
+ * over leases publishes each session from one lease holder.
  */
 export function sessionEventOutboxSource(db: Knex, topic: string = Topics.sessionEvents): OutboxSource {
   return {
     name: "session_event",
-    async fetchUnpublished(limit) {
-      const rows = await db("session_event")
-        .whereNull("published_at_ms")
-        .orderBy([{ column: "session_id" }, { column: "seq" }])
+    async fetchUnpublished(limit, slots) {
+      // A lease's sessions go slot by slot (its index's order): a session's rows are all in one slot.
+      const query = db("session_event").whereNull("published_at_ms");
+      const rows = await (slots === undefined || slots.length >= RELAY_LEASE_SLOTS
+        ? query.orderBy([{ column: "session_id" }, { column: "seq" }])
+        : query
+            .whereIn("lease_slot", [...slots])
+            .orderBy([{ column: "lease_slot" }, { column: "session_id" }, { column: "seq" }])
+      )
         .limit(limit)
         .select("id", "event_id", "session_id", "seq", "type", "payload", "occurred_at_ms", "traceparent");
       return rows.map((row) => ({

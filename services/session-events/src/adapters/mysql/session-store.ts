@@ -4,6 +4,7 @@
 // a column name.
 
 import type { SessionOwnership } from "@prefix-guard/access";
+import { relayLeaseSlot } from "@prefix-guard/bus";
 import { dialectOf, lockForUpdate, valueList, withSql } from "@prefix-guard/db";
 import { type DataKey, decodeSessionEvent } from "@prefix-guard/events";
 import type { ContentPart } from "@prefix-guard/proto/common/v1/common";
@@ -158,6 +159,7 @@ export class SessionTransaction implements SessionTransactionPort {
       occurred_at_ms: event.occurredAtMs,
       traceparent: event.traceparent,
       published_at_ms: null,
+      lease_slot: relayLeaseSlot(sessionId),
     });
   }
 
