@@ -46,7 +46,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServiceDatabase, settledDatabaseState } from "./db-state";
 import { type PrincipalsFixture, type TestPrincipal, testToken, writePrincipalsFile } from "./principals-fixture";
 import { type Stack, startStack } from "./stack";
-import { type EmbeddedSystem, mainSessionRequest, repoRoot, startEmbeddedSystem } from "./support";
+import {
+  claudeTestUsage,
+  type EmbeddedSystem,
+  mainSessionRequest,
+  priceBuild,
+  repoRoot,
+  startEmbeddedSystem,
+  type TurnClients,
+} from "./support";
 
 // ---------------------------------------------------------------------------------------------
 // The tools (kcat, mariadb-dump): installed by deploy/scripts/erasure-tools.sh when missing.
@@ -335,10 +343,11 @@ const as = (who: Who): UnaryCallOptions =>
     ? { deadlineMs: CALL_DEADLINE_MS }
     : { deadlineMs: CALL_DEADLINE_MS, metadata: bearerMetadata(tokens[who]) };
 
-/** The clients a family needs; the Kafka stack and the embedded system both provide them. */
-interface System {
-  readonly sessions: SessionEventsClient;
-  assembly(): PromptAssemblyClient;
+/**
+ * The clients a family needs (a turn's, with its cache-monitor); the Kafka stack and the embedded
+ * system both provide them.
+ */
+interface System extends TurnClients {
   readonly monitor: CacheMonitorClient;
   readonly owner: Who;
 }
@@ -374,7 +383,6 @@ async function writeFamily(
   run: string,
   family: Family,
   clockMs: () => number,
-  waitForFingerprints: (sessionId: string, requestId: string) => Promise<unknown>,
 ): Promise<{ ids: Record<string, string>; lastSeq: Record<string, number> }> {
   const ids: Record<string, string> = {};
   const lastSeq: Record<string, number> = {};
@@ -388,28 +396,8 @@ async function writeFamily(
       buildRequestOf(sessionId, lastSeq[label] ?? 0),
       who,
     );
-    await waitForFingerprints(sessionId, built.requestId);
-    await callUnary(
-      system.monitor,
-      system.monitor.recordUsage,
-      {
-        sessionId,
-        usage: {
-          requestId: built.requestId,
-          model: "claude-test",
-          promptTokens: 12_000,
-          cachedTokens: 0,
-          completionTokens: 200,
-          cacheCreationTokens: 0,
-          provider: "anthropic",
-          calledAtMs: clockMs(),
-        },
-        idempotencyKey: "",
-        providerResponseId: "",
-        unbuilt: false,
-      },
-      who,
-    );
+    // Priced once cache-monitor holds the build's fingerprints, so its rows of the session are all there.
+    await priceBuild(system, sessionId, built.requestId, claudeTestUsage(0, clockMs()), { call: who });
   };
 
   const writeMessages = async (label: Label) => {
@@ -652,17 +640,8 @@ describe("erasure reaches every copy (real Kafka and MariaDB)", () => {
     }
     keys = createDataKeyClient({ sessionEvents: stack.addresses["session-events"], bearerToken: tokens.subscriber });
     const s = stack;
-    const monitor = system().monitor;
-    const fingerprints = (sessionId: string, requestId: string) =>
-      eventually(
-        async () => {
-          const trace = await callUnary(monitor, monitor.traceSession, { sessionId, limit: 0 }, as("owner"));
-          return trace.builds.some((b) => b.requestId === requestId && b.sectionHashes.length > 0);
-        },
-        { what: `fingerprints of ${requestId} at cache-monitor`, timeoutMs: 30_000 },
-      );
     const write = async (family: Family) => {
-      const written = await writeFamily(system(), run, family, () => clock, fingerprints);
+      const written = await writeFamily(system(), run, family, () => clock);
       Object.assign(ids, written.ids);
       Object.assign(lastSeq, written.lastSeq);
     };
@@ -947,16 +926,8 @@ describe("erasure in make run's embedded mode (SQLite files)", () => {
     };
     const c = clients;
     const system: System = { sessions: c.sessions, assembly: () => c.assembly, monitor: c.monitor, owner: "local" };
-    const fingerprints = (sessionId: string, requestId: string) =>
-      eventually(
-        async () => {
-          const trace = await callUnary(c.monitor, c.monitor.traceSession, { sessionId, limit: 0 }, as("local"));
-          return trace.builds.some((b) => b.requestId === requestId);
-        },
-        { what: `fingerprints of ${requestId} at cache-monitor`, timeoutMs: 30_000 },
-      );
     for (const family of ["D", "L"] as const) {
-      Object.assign(ids, (await writeFamily(system, run, family, Date.now, fingerprints)).ids);
+      Object.assign(ids, (await writeFamily(system, run, family, Date.now)).ids);
     }
   }, 300_000);
 

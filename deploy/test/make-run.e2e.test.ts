@@ -1,8 +1,7 @@
-import { createServer } from "node:net";
 import { FakeProvider } from "@prefix-guard/gateway/testing";
 import { checkHealth } from "@prefix-guard/grpc";
 import { describe, expect, it } from "vitest";
-import { startEmbeddedSystem } from "./support";
+import { counterTotal, freePort, scrapeMetricsUntil, startEmbeddedSystem } from "./support";
 
 describe("make run (embedded: SQLite + in-process transport)", () => {
   it("serves grpc.health.v1 SERVING for every service and stops on SIGINT within 5 s with exit code 0", async () => {
@@ -24,16 +23,19 @@ describe("make run (embedded: SQLite + in-process transport)", () => {
 
 describe("make run's one /metrics", () => {
   it("serves every service's series on one port, each family once, told apart by the service label", async () => {
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer();
-      probe.listen(0, "127.0.0.1", () => {
-        const address = probe.address();
-        probe.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
-      });
-    });
+    const port = await freePort();
     const system = await startEmbeddedSystem({ METRICS_PORT: String(port) });
     try {
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      // The gateway serves before its database opens, and starts its relay (and that relay's series)
+      // only once it has; every relay then takes its lease on its own. So the families are read once
+      // every service's relay holds its lease, and no late family can hide from the checks below.
+      const leases = "prefixguard_relay_leases_held";
+      const relayServices = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor", "gateway"];
+      const text = await scrapeMetricsUntil(
+        port,
+        relayServices.map((service) => ({ name: leases, labels: { service } })),
+      );
+      for (const service of relayServices) expect(counterTotal(text, leases, { service }), service).toBe(1);
       expect(text).toContain('prefixguard_relay_events_published_total{service="session-events"} 0');
       expect(text).toContain('prefixguard_checkpoints_due_total{service="prompt-assembly"} 0');
       expect(text).toContain('prefixguard_view_cache_sessions{service="prompt-assembly"} 0');

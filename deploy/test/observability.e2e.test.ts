@@ -11,7 +11,7 @@ import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/s
 import { startTelemetry } from "@prefix-guard/telemetry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./stack";
-import { mainSessionRequest, userTextMessage } from "./support";
+import { counterTotal, mainSessionRequest, scrapeMetricsUntil, userTextMessage } from "./support";
 
 const basePort = 39_100 + Math.floor(Math.random() * 800);
 
@@ -70,37 +70,101 @@ describe("observability of one harness turn", () => {
     });
     root.end();
     const inTrace = () => exporter.getFinishedSpans().filter((s: ReadableSpan) => s.spanContext().traceId === traceId);
-    await eventually(() => inTrace().filter((s) => s.name === "session.events.v1 process").length >= 4, {
-      what: "consumer spans of both services for both events",
+    // A server span ends after its answer is sent, and a consumer's once the relay published and it
+    // applied: the trace is complete only when every span the turn makes has ended.
+    const spans = await spansOfTurn(inTrace, {
+      "prefixguard.sessionevents.v1.SessionEvents/SaveMessage": 1,
+      "prefixguard.assembly.v1.PromptAssembly/BuildRequest": 1,
+      "prefixguard.rules.v1.RulesSnapshot/Resolve": 1,
+      // SessionCreated and MessageSaved, each applied by both consumer groups.
+      "session.events.v1 process (rules-snapshot)": 2,
+      "session.events.v1 process (prompt-assembly)": 2,
     });
-    const names = inTrace().map((s) => s.name);
-    expect(names).toContain("prefixguard.sessionevents.v1.SessionEvents/SaveMessage");
-    expect(names).toContain("prefixguard.assembly.v1.PromptAssembly/BuildRequest");
-    expect(names).toContain("prefixguard.rules.v1.RulesSnapshot/Resolve");
-    const build = inTrace().find((s) => s.name === "prefixguard.assembly.v1.PromptAssembly/BuildRequest");
-    const resolve = inTrace().find((s) => s.name === "prefixguard.rules.v1.RulesSnapshot/Resolve");
+    const build = spans.find((s) => s.name === "prefixguard.assembly.v1.PromptAssembly/BuildRequest");
+    const resolve = spans.find((s) => s.name === "prefixguard.rules.v1.RulesSnapshot/Resolve");
     expect(resolve?.parentSpanContext?.spanId).toBe(build?.spanContext().spanId);
     const groups = new Set(
-      inTrace()
+      spans
         .filter((s) => s.name === "session.events.v1 process")
         .map((s) => s.attributes["messaging.consumer.group.name"]),
     );
     expect(groups).toEqual(new Set(["rules-snapshot", "prompt-assembly"]));
   });
 
+  // The turn's two events (SessionCreated, MessageSaved) are published by the relay and applied by
+  // the consumers after the calls answered, and a call is counted once it completed: each scrape
+  // waits until its counters have counted the turn, then the turn is counted exactly.
   it("exposes Prometheus metrics per service", async () => {
-    const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const se = await scrape(basePort);
-    expect(se).toMatch(/prefixguard_relay_backlog_events\S* 0/);
-    expect(se).toMatch(/prefixguard_relay_events_published_total\S* [1-9]/);
-    expect(se).toMatch(
-      /prefixguard_grpc_server_handling_seconds_count\{(?=[^}]*grpc_method="SaveMessage")(?=[^}]*grpc_code="OK")(?=[^}]*grpc_service="prefixguard\.sessionevents\.v1\.SessionEvents")(?=[^}]*service="session-events")[^}]*\}/,
-    );
-    const rs = await scrape(basePort + 1);
-    expect(rs).toMatch(/prefixguard_rules_decisions_total\{[^}]*decision="PINNED"[^}]*\} 1/);
-    expect(rs).toMatch(/prefixguard_event_apply_delay_seconds_count\{[^}]*consumer="rules-snapshot"/);
-    const pa = await scrape(basePort + 2);
-    expect(pa).toMatch(/prefixguard_builds_total\{[^}]*wire_format="openai_chat"[^}]*\} 1/);
-    expect(pa).toMatch(/prefixguard_events_consumed_total\{[^}]*outcome="applied"/);
+    const published = "prefixguard_relay_events_published_total";
+    const handled = "prefixguard_grpc_server_handling_seconds_count";
+    const saveMessageOk = {
+      grpc_service: "prefixguard.sessionevents.v1.SessionEvents",
+      grpc_method: "SaveMessage",
+      grpc_code: "OK",
+      service: "session-events",
+    };
+    const se = await scrapeMetricsUntil(basePort, [
+      { name: published, atLeast: 2 },
+      { name: handled, labels: saveMessageOk },
+    ]);
+    expect(counterTotal(se, published)).toBe(2);
+    // The backlog is counted from the outbox at scrape time, and the relay counts after marking rows published.
+    expect(counterTotal(se, "prefixguard_relay_backlog_events")).toBe(0);
+    expect(counterTotal(se, handled, saveMessageOk)).toBe(1);
+
+    const decisions = "prefixguard_rules_decisions_total";
+    const applyDelays = "prefixguard_event_apply_delay_seconds_count";
+    const rulesConsumer = { consumer: "rules-snapshot" };
+    const rs = await scrapeMetricsUntil(basePort + 1, [
+      { name: decisions, labels: { decision: "PINNED" } },
+      { name: applyDelays, labels: rulesConsumer, atLeast: 2 },
+    ]);
+    expect(counterTotal(rs, decisions, { decision: "PINNED" })).toBe(1);
+    expect(counterTotal(rs, applyDelays, rulesConsumer)).toBe(2);
+
+    const builds = "prefixguard_builds_total";
+    const consumed = "prefixguard_events_consumed_total";
+    const assemblyApplied = { consumer: "prompt-assembly", outcome: "applied" };
+    const pa = await scrapeMetricsUntil(basePort + 2, [
+      { name: builds, labels: { wire_format: "openai_chat" } },
+      { name: consumed, labels: assemblyApplied, atLeast: 2 },
+    ]);
+    expect(counterTotal(pa, builds, { wire_format: "openai_chat" })).toBe(1);
+    expect(counterTotal(pa, consumed, assemblyApplied)).toBe(2);
   });
 });
+
+/**
+ * The spans of the trace once it holds at least `expected` of each name (a consumer's span named with
+ * its group in parentheses), and exactly that many then. The timeout error names the spans still
+ * short and every span the trace held.
+ */
+async function spansOfTurn(
+  inTrace: () => ReadableSpan[],
+  expected: Readonly<Record<string, number>>,
+): Promise<ReadableSpan[]> {
+  const nameOf = (span: ReadableSpan) => {
+    const group = span.attributes["messaging.consumer.group.name"];
+    return group === undefined ? span.name : `${span.name} (${String(group)})`;
+  };
+  const countsOf = (spans: readonly ReadableSpan[]) =>
+    Object.fromEntries(Object.keys(expected).map((name) => [name, spans.filter((s) => nameOf(s) === name).length]));
+  let spans: ReadableSpan[] = [];
+  const short = () => Object.entries(countsOf(spans)).filter(([name, count]) => count < (expected[name] ?? 0));
+  try {
+    await eventually(
+      () => {
+        spans = inTrace();
+        return short().length === 0;
+      },
+      { what: "the spans of the turn", timeoutMs: 15_000 },
+    );
+  } catch (error) {
+    const missing = short().map(([name, count]) => `${name} at ${count}, wanted ${expected[name]}`);
+    throw new Error(
+      `${(error as Error).message}: ${missing.join("; ")}; the trace held [${spans.map(nameOf).join(", ")}]`,
+    );
+  }
+  expect(countsOf(spans)).toEqual(expected);
+  return spans;
+}

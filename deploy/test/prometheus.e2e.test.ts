@@ -13,13 +13,7 @@ import { loadGatewayConfig, type RunningGateway, startGateway } from "@prefix-gu
 import { FakeProvider } from "@prefix-guard/gateway/testing";
 import { callUnary } from "@prefix-guard/grpc";
 import { silentLogger } from "@prefix-guard/logging";
-import {
-  type BuildRequestResponse,
-  type PromptAssemblyClient,
-  WireFormat,
-} from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
-import type { CacheMonitorClient } from "@prefix-guard/proto/monitor/v1/cache_monitor_service";
-import type { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import { WireFormat } from "@prefix-guard/proto/assembly/v1/prompt_assembly_service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   alertQueries,
@@ -30,15 +24,30 @@ import {
   withoutThreshold,
 } from "./observability-assets";
 import { type ServiceName, type Stack, startStack } from "./stack";
-import { type DebianTooling, freePort, installPrometheusTooling, mainSessionRequest, userTextMessage } from "./support";
+import {
+  type DebianTooling,
+  freePort,
+  installPrometheusTooling,
+  mainSessionRequest,
+  sectionsWithSkills,
+  sessionTurn,
+  type TurnBuild,
+  type TurnClients,
+} from "./support";
 
 const SERVICES: readonly ServiceName[] = ["session-events", "rules-snapshot", "prompt-assembly", "cache-monitor"];
 const deadline = { deadlineMs: 10_000 };
 
+/** One series of an instant query: its labels and [time, value]. */
+interface PromSeries {
+  readonly metric: Record<string, string>;
+  readonly value: readonly [number, string];
+}
+
 interface PromResult {
   readonly status: string;
   readonly error?: string;
-  readonly data?: { readonly result: readonly { readonly metric: Record<string, string> }[] };
+  readonly data?: { readonly result: readonly PromSeries[] };
 }
 
 describe("dashboard and alert expressions against a real Prometheus scraping the services", () => {
@@ -121,23 +130,47 @@ describe("dashboard and alert expressions against a real Prometheus scraping the
   const query = async (expr: string): Promise<PromResult> =>
     (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as PromResult;
 
+  /**
+   * The series of `expr` once `accept` takes them. Prometheus holds what the services counted only
+   * after its next scrape of each (every second, each target at its own offset), so a series a test
+   * asserts on is waited for; the timeout error names the expression and what it last returned.
+   */
+  const seriesUntil = async (
+    expr: string,
+    accept: (series: readonly PromSeries[]) => boolean,
+    options: { readonly what: string; readonly timeoutMs?: number },
+  ): Promise<readonly PromSeries[]> => {
+    let last: PromResult | undefined;
+    try {
+      return await eventually(
+        async () => {
+          last = await query(expr);
+          const series = last.data?.result ?? [];
+          return last.status === "success" && accept(series) ? series : undefined;
+        },
+        { what: options.what, timeoutMs: options.timeoutMs ?? 30_000, intervalMs: 250 },
+      );
+    } catch (error) {
+      throw new Error(
+        `${(error as Error).message}; ${expr} last returned ${JSON.stringify(last?.data?.result ?? last)}`,
+      );
+    }
+  };
+
   it("scrapes all five services, loads the alert rules, and finds a series for every dashboard and alert expression", async ({
     skip,
   }) => {
     tooling.skipUnlessReady(skip);
     if (stack === undefined || stack.monitor === undefined) throw new Error("stack did not start");
-    await driveTurnsAndACollapse(stack.sessions, stack.assembly(), stack.monitor);
+    await driveTurnsAndACollapse(stack);
     if (gateway === undefined) throw new Error("gateway did not start");
     await callThroughGateway(gateway);
 
-    const up = await eventually(
-      async () => {
-        const result = await query('up{job="prefix-guard"} == 1');
-        return result.data?.result.length === SERVICES.length + 1 ? result : undefined;
-      },
-      { what: "five targets up", timeoutMs: 20_000 },
-    );
-    expect(up.data?.result).toHaveLength(SERVICES.length + 1);
+    const up = await seriesUntil('up{job="prefix-guard"} == 1', (series) => series.length === SERVICES.length + 1, {
+      what: "five targets up",
+      timeoutMs: 20_000,
+    });
+    expect(up).toHaveLength(SERVICES.length + 1);
     const rules = (await (await fetch(`${promUrl}/api/v1/rules?type=alert`)).json()) as {
       data: { groups: { rules: { name: string; health: string }[] }[] };
     };
@@ -168,14 +201,28 @@ describe("dashboard and alert expressions against a real Prometheus scraping the
     });
     expect(missing).toEqual([]);
 
-    // The provoked collapse is counted by section and cause, never by session.
-    const collapses = await query("sum by (section, cause) (prefixguard_cache_collapses_total)");
-    expect(collapses.data?.result.length).toBeGreaterThan(0);
-    const breaks = await query('prefixguard_prefix_breaks_total{section="skills",expected="false"}');
-    expect(breaks.data?.result[0]?.metric).toMatchObject({ cause: "section_changed", service: "prompt-assembly" });
+    // The provoked collapse is counted once, by section and cause, never by session. Each series
+    // below is created by its first count, so once Prometheus has it, it holds the count.
+    const present = (series: readonly PromSeries[]) => series.length > 0;
+    const collapses = await seriesUntil("sum by (section, cause) (prefixguard_cache_collapses_total)", present, {
+      what: "the collapse by section and cause in Prometheus",
+    });
+    expect(collapses.map((s) => ({ ...s.metric, count: s.value[1] }))).toEqual([
+      { section: "skills", cause: "section_changed", count: "1" },
+    ]);
+    const breaks = await seriesUntil('prefixguard_prefix_breaks_total{section="skills",expected="false"}', present, {
+      what: "the skills break in Prometheus",
+    });
+    expect(breaks).toHaveLength(1);
+    expect(breaks[0]?.metric).toMatchObject({ cause: "section_changed", service: "prompt-assembly" });
+    expect(breaks[0]?.value[1]).toBe("1");
     // The skills rewrite is an avoidable break, counted under the session's workspace.
-    const byWorkspace = await query('prefixguard_workspace_prefix_breaks_total{expected="false"}');
-    expect(byWorkspace.data?.result[0]?.metric.workspace).toMatch(/pg-prom-ws-/);
+    const byWorkspace = await seriesUntil('prefixguard_workspace_prefix_breaks_total{expected="false"}', present, {
+      what: "the avoidable break by workspace in Prometheus",
+    });
+    expect(byWorkspace).toHaveLength(1);
+    expect(byWorkspace[0]?.metric.workspace).toMatch(/pg-prom-ws-/);
+    expect(byWorkspace[0]?.value[1]).toBe("1");
     const labels = (await (await fetch(`${promUrl}/api/v1/labels`)).json()) as { data: string[] };
     expect(labels.data.filter((l) => /session/.test(l))).toEqual([]);
   });
@@ -184,50 +231,35 @@ describe("dashboard and alert expressions against a real Prometheus scraping the
 /**
  * Five turns of one session with a warm cache, then a turn whose skills section the harness
  * rewrote: our prefix breaks (avoidably) and the provider reports no cached tokens, a collapse.
- * Then one call that is refused.
+ * Each turn is priced once cache-monitor's row of its build says whether the prefix changed, so the
+ * collapse is explained by the rewrite. Then one call that is refused.
  */
-async function driveTurnsAndACollapse(
-  sessions: SessionEventsClient,
-  assembly: PromptAssemblyClient,
-  monitor: CacheMonitorClient,
-): Promise<void> {
+async function driveTurnsAndACollapse(clients: TurnClients): Promise<void> {
   const sessionId = `prom-${Date.now()}`;
   const workspace = mkdtempSync(join(tmpdir(), "pg-prom-ws-"));
   writeFileSync(join(workspace, "AGENTS.md"), "# Rules\n- use pnpm\n");
+  const { sessions } = clients;
   await callUnary(sessions, sessions.createSession, mainSessionRequest(sessionId, workspace), deadline);
-  const build = (minSeq: number, skills: string): Promise<BuildRequestResponse> =>
-    callUnary(
-      assembly,
-      assembly.buildRequest,
-      {
-        sessionId,
-        minSeq,
-        sections: ["persona", "environment", "tool-guide", "skills"].map((key) => ({
-          key,
-          text: key === "skills" ? skills : `${key} text`,
-        })),
-        tools: [{ name: "shell", description: "run a command", inputSchemaJson: '{"type":"object"}' }],
-        wireFormat: WireFormat.WIRE_FORMAT_OPENAI_CHAT,
-        model: "gpt-4o-2024-08-06",
-        workspace,
-        rulesSource: { $case: "rulesFile", value: { path: join(workspace, "AGENTS.md") } },
-        embed: false,
-        locale: "en",
-      },
-      deadline,
-    );
+  const buildWith = (skills: string): TurnBuild => ({
+    sections: sectionsWithSkills(skills),
+    tools: [{ name: "shell", description: "run a command", inputSchemaJson: '{"type":"object"}' }],
+    wireFormat: WireFormat.WIRE_FORMAT_OPENAI_CHAT,
+    model: "gpt-4o-2024-08-06",
+    workspace,
+    rulesSource: { $case: "rulesFile", value: { path: join(workspace, "AGENTS.md") } },
+    embed: false,
+    locale: "en",
+  });
   for (let turn = 0; turn < 6; turn += 1) {
-    const saved = await callUnary(sessions, sessions.saveMessage, userTextMessage(sessionId, `turn ${turn}`), deadline);
     const collapseTurn = turn === 5;
-    const built = await build(saved.seq, collapseTurn ? "skills v2" : "skills v1");
     const promptTokens = 8_000 + turn * 200;
-    const answer = await callUnary(
-      monitor,
-      monitor.recordUsage,
+    const { priced } = await sessionTurn(
+      clients,
       {
         sessionId,
+        text: `turn ${turn}`,
+        build: buildWith(collapseTurn ? "skills v2" : "skills v1"),
         usage: {
-          requestId: built.requestId,
           model: "gpt-4o-2024-08-06",
           promptTokens,
           cachedTokens: turn === 0 || collapseTurn ? 0 : promptTokens - 300,
@@ -236,14 +268,11 @@ async function driveTurnsAndACollapse(
           provider: "openai",
           calledAtMs: Date.now(),
         },
-        // Built just before: the default key and no unbuilt.
-        idempotencyKey: "",
-        providerResponseId: "",
-        unbuilt: false,
+        prefixChanged: collapseTurn,
       },
       deadline,
     );
-    expect(answer.collapse !== undefined, `turn ${turn} collapse`).toBe(collapseTurn);
+    expect(priced.collapse !== undefined, `turn ${turn} collapse`).toBe(collapseTurn);
   }
   // One refused call, for the "RPC errors" panel: GetSession of a session that does not exist.
   await expect(
