@@ -2,25 +2,20 @@
 // three ports so the replay measures what the stabilisation buys against the same services.
 // - rules: AGENTS.md reread and injected on every build, no per-session snapshot (seed 001 §1.2);
 // - dates: today's date in the system prompt, no <date-change> notices (seed 000 §1.1);
-// - prefix memory: the comparison kept in a process-local LRU of 512 sessions, forgotten on
-//   restart (seed 001 §1.2 "重启即失忆"). What it does see it still publishes as PrefixEvents, so
-//   cache-monitor and `prefixctl collapses` can be judged on the naive run's data too.
+// - fingerprints: the last prefix of each session kept in a process-local LRU of 512 sessions,
+//   forgotten on restart (seed 001 §1.2 "重启即失忆"). What it does see it still publishes as
+//   PrefixEvents, so cache-monitor and `prefixctl collapses` can be judged on the naive run's data too.
 
 import { readFile } from "node:fs/promises";
 import { enqueueOutboxMessages } from "@prefix-guard/bus";
-import { type Database, translateDbError } from "@prefix-guard/db";
-import { newEventId } from "@prefix-guard/events";
-import {
-  type AssemblyPortOverrides,
-  compactionObservedEvent,
-  comparePrefixRecord,
-  type DateAnchoring,
-  type PrefixMemory,
-  type PreviousPrefix,
-  prefixEvents,
-  prefixOutboxEntries,
-  type RulesLookup,
-  type WorkspaceRulesSource,
+import type { Database } from "@prefix-guard/db";
+import type {
+  AssemblyPortOverrides,
+  DateAnchoring,
+  FingerprintStore,
+  PrefixRow,
+  RulesLookup,
+  WorkspaceRulesSource,
 } from "@prefix-guard/prompt-assembly";
 import type { ResolveRequest } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { Decision } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
@@ -103,39 +98,48 @@ export const FOLLOW_TODAY: DateAnchoring = {
   },
 };
 
-export function forgetfulPrefixMemory(db: Database, now: () => number): PrefixMemory {
-  const remembered = new Map<string, PreviousPrefix>();
+/**
+ * The seeds' process-local monitor as a fingerprint store: the last row of at most
+ * NAIVE_MONITOR_CAPACITY sessions (the least recently written go first), nothing kept in the
+ * database, so a restart forgets every session. Its PrefixEvents go to the outbox as the product's do.
+ */
+export function forgetfulFingerprintStore(db: Database): FingerprintStore {
+  const rows = new Map<string, PrefixRow & { recordedAtMs: number }>();
+  const remember = (row: PrefixRow, recordedAtMs: number) => {
+    rows.delete(row.sessionId);
+    rows.set(row.sessionId, { ...row, recordedAtMs });
+    const oldest = rows.keys().next();
+    if (rows.size > NAIVE_MONITOR_CAPACITY && oldest.done !== true) rows.delete(oldest.value);
+  };
   return {
-    async record(record) {
-      const previous = remembered.get(record.sessionId) ?? null;
-      const comparison = comparePrefixRecord(previous, record);
-      const nowMs = now();
-      const events = prefixEvents(record, comparison, previous?.fingerprint ?? null, nowMs, () => newEventId(nowMs));
-      try {
-        await enqueueOutboxMessages(db, prefixOutboxEntries(record.sessionId, events, {}, nowMs));
-      } catch (error) {
-        throw translateDbError(error, { session_id: record.sessionId });
-      }
-      remembered.delete(record.sessionId);
-      remembered.set(record.sessionId, {
-        fingerprint: record.fingerprint,
-        generation: record.generation,
-        droppedTurns: record.droppedTurns,
-        anchorDate: record.anchorDate,
-      });
-      const oldest = remembered.keys().next();
-      if (remembered.size > NAIVE_MONITOR_CAPACITY && oldest.done !== true) remembered.delete(oldest.value);
-      return comparison;
+    writesIfUnchanged: false,
+    async recordGroup(sessionIds, _unknownSessionIds, nowMs, decide) {
+      const heads = new Map(
+        sessionIds.flatMap((sessionId) => {
+          const row = rows.get(sessionId);
+          return row === undefined ? [] : [[sessionId, { ...row, hasFingerprint: true }] as const];
+        }),
+      );
+      const readFingerprints = async (ids: readonly string[]) =>
+        new Map(ids.flatMap((id) => (rows.has(id) ? [[id, rows.get(id)?.fingerprintJson ?? ""] as const] : [])));
+      const { write, result } = await decide(heads, readFingerprints);
+      await enqueueOutboxMessages(db, write.events);
+      for (const row of write.rows) remember(row, nowMs);
+      return result;
     },
-    async observeCompactionRequest(record) {
-      const nowMs = now();
-      const event = compactionObservedEvent(record, nowMs, () => newEventId(nowMs));
-      await enqueueOutboxMessages(db, prefixOutboxEntries(record.sessionId, [event], {}, nowMs));
+    async writeIfUnchanged() {
+      throw new Error("the forgetful store has no conditional writes (writesIfUnchanged is false)");
     },
     async forget(sessionIds) {
-      for (const sessionId of sessionIds) remembered.delete(sessionId);
+      for (const sessionId of sessionIds) rows.delete(sessionId);
     },
-    async close() {},
+    async publish(events) {
+      await enqueueOutboxMessages(db, events);
+    },
+    async lastBuild(sessionId) {
+      const row = rows.get(sessionId);
+      return row === undefined ? null : { recordedAtMs: row.recordedAtMs, fingerprintJson: row.fingerprintJson };
+    },
   };
 }
 
@@ -145,9 +149,9 @@ export function portsFor(
   read?: (source: ResolveRequest["source"]) => Promise<string>,
 ): AssemblyPortOverrides | undefined {
   if (policy === "stabilised") return undefined;
-  return ({ db, now }) => ({
+  return ({ db }) => ({
     rules: rereadRulesSource(read),
     dates: FOLLOW_TODAY,
-    prefixMemory: forgetfulPrefixMemory(db, now),
+    fingerprints: forgetfulFingerprintStore(db),
   });
 }

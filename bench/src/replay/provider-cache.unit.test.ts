@@ -1,4 +1,4 @@
-import { estimateTokens } from "@prefix-guard/prompt-assembly";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { describe, expect, it } from "vitest";
 import { commonPrefix, costYuan, ProviderCacheSimulator, providerSegments, tokensAfterBreak } from "./provider-cache";
 

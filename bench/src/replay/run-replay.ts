@@ -16,11 +16,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { canonicalJson } from "@prefix-guard/canonical-json";
+import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { createDatabase } from "@prefix-guard/db";
 import { type Stack, startStack } from "@prefix-guard/deploy/stack";
 import { callUnary } from "@prefix-guard/grpc";
 import { type collapsesToJson, run as runPrefixctl } from "@prefix-guard/prefixctl";
-import { canonicalJson, estimateTokens } from "@prefix-guard/prompt-assembly";
 import {
   type BuildRequestRequest,
   type BuildRequestResponse,

@@ -35,15 +35,10 @@ export const promptAssemblyConfigSchema = z.object({
     .int()
     .min(0)
     .default(32 * 1024 * 1024),
-  /**
-   * Memory for each session's last rules section text: a build assembles its body with it while
-   * Resolve is in flight and keeps the work only if Resolve answers the same text. 0 turns it off.
-   */
-  RULES_TEXT_CACHE_BYTES: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(16 * 1024 * 1024),
+  RULES_TEXT_CACHE_BYTES: removedSetting(
+    "RULES_TEXT_CACHE_BYTES",
+    "the memory for each session's last rules section text is an internal, fixed at 16 MiB (a miss only loses the overlap with Resolve)",
+  ),
   PREFIX_GROUP_MAX: removedSetting(
     "PREFIX_GROUP_MAX",
     "builds recorded per transaction is an internal, fixed at 256 (a larger group only delays the fingerprints of the builds that wait for it)",

@@ -32,6 +32,7 @@ describe("removed settings", () => {
     ["CURRENT_DATE_POSITION", "2", /CURRENT_DATE_POSITION was removed: the current-date section is always the 5th/],
     ["CANONICAL_TOOL_ORDER", "false", /CANONICAL_TOOL_ORDER was removed: tools are always sorted by name/],
     ["PREFIX_GROUP_MAX", "64", /PREFIX_GROUP_MAX was removed: builds recorded per transaction is an internal/],
+    ["RULES_TEXT_CACHE_BYTES", "0", /RULES_TEXT_CACHE_BYTES was removed: the memory for each session's last rules/],
     ["ANTHROPIC_CACHE_MINIMUMS", "claude=1024", /ANTHROPIC_CACHE_MINIMUMS was removed: minimumCacheableTokens/],
   ])("a removed setting that is still set stops start-up, naming it and why: %s", (name, value, message) => {
     expect(() => loadPromptAssemblyConfig({ [name]: value })).toThrow(message);

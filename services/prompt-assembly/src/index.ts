@@ -1,20 +1,10 @@
-// canonicalJson and estimateTokens are exported for the replay benchmark (bench/src/replay): its
-// cache simulator prices bodies with the service's own byte form and token estimate; the ports and
-// the prefix-event helpers let it wire the seeds' "before" as its baseline.
+// The service as a library: its start and config for the composition roots (deploy/embedded, the
+// test stack, the bench's service runs), and the ports through which those roots may replace the
+// three behaviours that differ from the seeds' "before".
 
-export { canonicalJson } from "@prefix-guard/canonical-json";
-export { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 export type { DateAnchoring } from "./application/build-request/dates";
-export {
-  compactionObservedEvent,
-  comparePrefixRecord,
-  type PrefixMemory,
-  type PrefixRecord,
-  type PreviousPrefix,
-  prefixEvents,
-  prefixOutboxEntries,
-} from "./application/build-request/prefix-memory";
 export type { ResolvedRules, RulesLookup, WorkspaceRulesSource } from "./application/build-request/rules";
+export type { FingerprintStore, PrefixGroupWrite, PrefixRow, StoredPrefixHead } from "./application/ports";
 export { loadPromptAssemblyConfig, type PromptAssemblyConfig, promptAssemblyConfigSchema } from "./config";
 export {
   type AssemblyPortOverrides,

@@ -29,17 +29,14 @@ import {
   type PromptBuilderOptions,
   type StageObserver,
 } from "../src/application/build-request/build-request";
-import { ANCHOR_TO_FIRST_USER_MESSAGE, type DateAnchoring } from "../src/application/build-request/dates";
-import { DurablePrefixMemory, type PrefixMemory } from "../src/application/build-request/prefix-memory";
-import {
-  type RulesResolver,
-  snapshotRulesSource,
-  type WorkspaceRulesSource,
-} from "../src/application/build-request/rules";
+import { ANCHOR_TO_FIRST_USER_MESSAGE } from "../src/application/build-request/dates";
+import { DurablePrefixMemory } from "../src/application/build-request/prefix-memory";
+import { type RulesResolver, snapshotRulesSource } from "../src/application/build-request/rules";
 import { SessionViews } from "../src/application/build-request/session-views";
 import { contentToProto } from "../src/application/content-mapping";
 import { type DataKeySource, SealedEventOpener, type SessionKeyState } from "../src/application/sealed-events";
 import { type SessionEventsReader, SessionProjection } from "../src/application/session-projection";
+import type { AssemblyPorts } from "../src/assembly-parts";
 import type { ContentPart } from "../src/domain/model";
 
 export const sha256 = sha256Hex;
@@ -441,7 +438,7 @@ export function assemblyCore(deps: {
   now: () => number;
   logger: BuilderLogger;
   options?: PromptBuilderOptions;
-  ports?: { rules?: WorkspaceRulesSource; prefixMemory?: PrefixMemory; dates?: DateAnchoring };
+  ports?: Partial<AssemblyPorts>;
   viewCacheBytes?: number;
   observeStage?: StageObserver;
   rulesTimeoutMs?: number;
@@ -457,16 +454,14 @@ export function assemblyCore(deps: {
     opener,
   });
   let eventCounter = 0;
-  const prefixMemory =
-    deps.ports?.prefixMemory ??
-    new DurablePrefixMemory({
-      store: new FingerprintStore(deps.db),
-      now: deps.now,
-      newEventId: () => `prefix-event-${++eventCounter}`,
-      traceHeaders: () => ({}),
-      cacheBytes: 16 * 1024 * 1024,
-      logger: deps.logger,
-    });
+  const prefixMemory = new DurablePrefixMemory({
+    store: deps.ports?.fingerprints ?? new FingerprintStore(deps.db),
+    now: deps.now,
+    newEventId: () => `prefix-event-${++eventCounter}`,
+    traceHeaders: () => ({}),
+    cacheBytes: 16 * 1024 * 1024,
+    logger: deps.logger,
+  });
   // As service.ts wires it: the projection tells the builder's prefix memory what to forget.
   const projection = new SessionProjection({
     store,

@@ -122,9 +122,13 @@ function withBodyJson<T extends object>(body: Buffer, fields: T): T & { bodyJson
   return response;
 }
 
+/**
+ * Memory for each session's last rules section text, the guess a build starts from. Sections are
+ * a few KiB, so 16 MiB holds thousands of sessions; a miss costs only the overlap with Resolve.
+ */
+const RULES_TEXT_CACHE_BYTES = 16 * 1024 * 1024;
+
 export interface PromptBuilderOptions {
-  /** Memory for each session's last rules section text, the guess a build starts from (0 turns guessing off). */
-  readonly rulesTextCacheBytes?: number;
   /** What each provider and model family accepts and how long its cache lives; absent = the built-in catalogue. */
   readonly catalogue?: ProviderCatalogue;
   /**
@@ -197,7 +201,7 @@ export class PromptBuilder {
     const options = deps.options ?? {};
     this.catalogue = options.catalogue ?? BUILTIN_PROVIDER_CATALOGUE;
     this.repinWhenCold = options.repinWhenCold ?? false;
-    this.sectionTexts = new RememberedSectionTexts(options.rulesTextCacheBytes ?? 16 * 1024 * 1024);
+    this.sectionTexts = new RememberedSectionTexts(RULES_TEXT_CACHE_BYTES);
     this.observe = deps.observeStage;
   }
 
