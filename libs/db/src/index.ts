@@ -13,6 +13,7 @@ export { createDatabase, describeDatabaseUrl, parseDatabaseUrl } from "./databas
 export { isLockFailure, isUniqueViolation, retryOnDeadlock, translateDbError, withDbTimeout } from "./db-errors";
 export type { Migration } from "./migrations";
 export { pendingMigrations, runMigrations } from "./migrations";
+export { type Executor, type OpaqueTransactions, opaqueTransactions } from "./opaque-transactions";
 export { MAX_SERVER_LOCK_NAME, serverLockName } from "./server-lock-name";
 export type { Sql, SqlDialect, Statement } from "./sql";
 export {

@@ -1,5 +1,5 @@
 // How rows decode into cache-monitor's stored shapes (application/ports.ts), shared by its three stores.
-import type { Knex } from "knex";
+import { type Executor, opaqueTransactions } from "@prefix-guard/db";
 import type {
   MonitorTransaction,
   StoredChange,
@@ -19,21 +19,9 @@ import {
  * A connection, an open transaction, or the application's handle of one: every method runs on
  * whichever it is given.
  */
-export type DbExecutor = Knex | Knex.Transaction | MonitorTransaction;
+export type DbExecutor = Executor<MonitorTransaction>;
 
-/** The application's handle of a transaction is the knex transaction itself, typed opaquely on the way out. */
-export function handleOf(trx: Knex.Transaction): MonitorTransaction {
-  return trx as Knex.Transaction & MonitorTransaction;
-}
-
-/** The knex transaction behind the application's handle of it. */
-export function transactionOf(tx: MonitorTransaction): Knex.Transaction {
-  return tx as Knex.Transaction & MonitorTransaction;
-}
-
-export function knexOf(executor: DbExecutor): Knex | Knex.Transaction {
-  return executor as Knex | Knex.Transaction;
-}
+export const { handleOf, transactionOf, knexOf } = opaqueTransactions<MonitorTransaction>();
 
 export type Row = Record<string, unknown>;
 

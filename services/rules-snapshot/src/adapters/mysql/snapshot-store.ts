@@ -1,4 +1,11 @@
-import { type ApplyOutcome, applyInSessionOrder, translateDbError, withSql } from "@prefix-guard/db";
+import {
+  type ApplyOutcome,
+  applyInSessionOrder,
+  type Executor,
+  opaqueTransactions,
+  translateDbError,
+  withSql,
+} from "@prefix-guard/db";
 import type { Knex } from "knex";
 import type { SnapshotStore as SnapshotStorePort, SnapshotTransaction } from "../../application/ports";
 import type { PinnedSnapshot, SnapshotRow } from "../../domain/model";
@@ -10,21 +17,11 @@ const REFRESH_TABLE = "session_rules_refresh";
  * A connection, an open transaction, or the application's handle of one: every method runs on
  * whichever it is given.
  */
-export type DbExecutor = Knex | Knex.Transaction | SnapshotTransaction;
+export type DbExecutor = Executor<SnapshotTransaction>;
 
-/** The application's handle of a transaction is the knex transaction itself, typed opaquely on the way out. */
-function handleOf(trx: Knex.Transaction): SnapshotTransaction {
-  return trx as Knex.Transaction & SnapshotTransaction;
-}
-
-/** The knex transaction behind the application's handle of it. */
-export function transactionOf(tx: SnapshotTransaction): Knex.Transaction {
-  return tx as Knex.Transaction & SnapshotTransaction;
-}
-
-function knexOf(executor: DbExecutor): Knex | Knex.Transaction {
-  return executor as Knex | Knex.Transaction;
-}
+const transactions = opaqueTransactions<SnapshotTransaction>();
+const { handleOf, knexOf } = transactions;
+export const { transactionOf } = transactions;
 
 interface SnapshotRecord {
   session_id: string;
