@@ -54,4 +54,13 @@ describe("session event envelope", () => {
     expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(newEventId(1_000)).not.toBe(a);
   });
+
+  it("puts the 48-bit milliseconds first and draws a fresh random tail for every id, across pool refills", () => {
+    const ms = 1_764_806_400_123;
+    const hex = ms.toString(16).padStart(12, "0");
+    const ids = Array.from({ length: 2_000 }, () => newEventId(ms));
+    for (const id of ids) expect(id.replace(/-/g, "").slice(0, 12)).toBe(hex);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(new Set(ids.map((id) => id.slice(-12))).size).toBe(ids.length);
+  });
 });

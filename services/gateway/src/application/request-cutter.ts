@@ -1,14 +1,16 @@
 // A forwarded request cut into cache order and named to its session, for the observation. Most of a
 // request's blocks were seen in an earlier one (the same session's previous turn, or a sibling
 // session of the same harness), so their facts come from a bounded cache keyed by their bytes
-// (domain/raw-cut.ts); only new blocks are parsed. A body the byte scan cannot walk is parsed
-// whole and cut the reference way, so what is observed never depends on the shortcut.
+// (domain/raw-cut.ts); only new blocks are parsed. The last body cut of each route and first block
+// is kept too, and a block found at the same place in it with the same bytes is not even hashed.
+// A body the byte scan cannot walk is parsed whole and cut the reference way, so what is observed
+// never depends on the shortcuts.
 
 import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { LruMap } from "@prefix-guard/lru";
 import { type CacheCut, cutCacheOrder } from "../domain/cache-order";
 import { isJsonRecord, type JsonRecord } from "../domain/json-record";
-import { type BlockFacts, cutRawBody } from "../domain/raw-cut";
+import { type BlockFacts, type CutBody, cutRawBody } from "../domain/raw-cut";
 import type { RouteName } from "../domain/routes";
 import { derivedKeyBlocks, derivedSession, type SessionIdentity, sessionIdentity } from "../domain/session-identity";
 
@@ -32,18 +34,35 @@ export interface RequestCutterLimits {
   readonly blockFacts: number;
   /** Distinct derived session keys remembered. */
   readonly derivedSessions: number;
+  /** Bytes of the bodies kept to compare the next ones with (0: none kept, every block hashed). */
+  readonly earlierBodyBytes: number;
 }
 
-/** ~250 bytes per entry (key, facts, map slot): 64k blocks ≈ 16 MiB; 16k derived keys ≈ 3 MiB. */
-export const DEFAULT_CUTTER_LIMITS: RequestCutterLimits = { blockFacts: 65_536, derivedSessions: 16_384 };
+/**
+ * ~250 bytes per entry (key, facts, map slot): 64k blocks ≈ 16 MiB; 16k derived keys ≈ 3 MiB. 16 MiB
+ * of bodies is about 190 agents' last 85 KiB request at once.
+ */
+export const DEFAULT_CUTTER_LIMITS: RequestCutterLimits = {
+  blockFacts: 65_536,
+  derivedSessions: 16_384,
+  earlierBodyBytes: 16 * 1024 * 1024,
+};
+
+/** What a kept body weighs: its bytes, and per block a span, a key and a facts reference. */
+function cutBodyWeight(body: CutBody): number {
+  return body.bytes.length + body.keys.length * 128;
+}
 
 export class RequestCutter {
   private readonly facts: LruMap<string, BlockFacts>;
   private readonly derived: LruMap<string, SessionIdentity>;
+  /** The last body cut per route and first block's key. */
+  private readonly bodies: LruMap<string, CutBody>;
 
   constructor(limits: RequestCutterLimits = DEFAULT_CUTTER_LIMITS) {
     this.facts = new LruMap({ maxEntries: limits.blockFacts });
     this.derived = new LruMap({ maxEntries: limits.derivedSessions });
+    this.bodies = new LruMap({ maxWeight: limits.earlierBodyBytes, weigh: cutBodyWeight });
   }
 
   /** Blocks whose facts are held (a gauge for /metrics and tests). */
@@ -54,8 +73,10 @@ export class RequestCutter {
   /** Never throws: what cannot be cut says why. */
   cut(route: RouteName, sessionHeader: string | null, bytes: Buffer): Cutting {
     try {
-      const raw = cutRawBody(route, bytes, this.facts);
+      const raw = cutRawBody(route, bytes, this.facts, (firstKey) => this.bodies.get(`${route}\u0000${firstKey}`));
       if (raw !== null) {
+        const firstKey = raw.blockKeys[0];
+        if (firstKey !== undefined) this.bodies.set(`${route}\u0000${firstKey}`, raw.body);
         const derived = () => {
           const key = derivedKeyBlocks(raw.cut.blocks)
             .map((index) => raw.blockKeys[index])

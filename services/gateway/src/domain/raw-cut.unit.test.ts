@@ -2,7 +2,7 @@ import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { LruMap } from "@prefix-guard/lru";
 import { describe, expect, it } from "vitest";
 import { cutCacheOrder } from "./cache-order";
-import { type BlockFacts, type BlockFactsCache, cutRawBody } from "./raw-cut";
+import { type BlockFacts, type BlockFactsCache, type CutBody, cutRawBody } from "./raw-cut";
 import { OBSERVED_ROUTES, type RouteName } from "./routes";
 import { derivedSession } from "./session-identity";
 
@@ -142,6 +142,65 @@ describe("cutRawBody", () => {
     }
     // The generator reached the forms it is meant to (not 400 empty bodies).
     expect(blocks).toBeGreaterThan(1000);
+  });
+
+  it("cuts every generated body as cutCacheOrder does when compared with the body before it, or with itself edited", () => {
+    const random = prng(2026_12_05);
+    let earlier: CutBody | undefined;
+    let compared = 0;
+    for (let round = 0; round < 400; round += 1) {
+      const route = ROUTES[round % ROUTES.length] as RouteName;
+      const first = serialize(body(route, random), random);
+      // The same body with one byte of a string changed: every offset stays, one block's bytes do not.
+      const edited = Buffer.from(first);
+      const at = edited.lastIndexOf(0x22, edited.length - 3);
+      if (at > 1 && edited[at - 1] !== 0x5c && edited[at - 1] !== 0x22) edited[at - 1] = 0x5a;
+      for (const bytes of [first, edited]) {
+        let reference: ReturnType<typeof cutCacheOrder>;
+        try {
+          reference = cutCacheOrder(route, JSON.parse(bytes.toString("utf8")));
+        } catch {
+          continue;
+        }
+        const raw = cutRawBody(route, bytes, newCache(), () => earlier);
+        expect(raw?.cut).toEqual(reference.cut);
+        expect(raw?.tokens).toEqual(reference.texts.map(estimateTokens));
+        expect(raw?.blockKeys).toEqual(cutRawBody(route, bytes, newCache())?.blockKeys);
+        if (raw !== null && raw.cut.blocks.length > 0) {
+          earlier = raw.body;
+          compared += 1;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(400);
+  });
+
+  it("neither hashes nor looks up a block the earlier body has at the same place with the same bytes", () => {
+    const looked: string[] = [];
+    const facts = new LruMap<string, BlockFacts>({ maxEntries: 100 });
+    const counting: BlockFactsCache = {
+      get: (key) => {
+        looked.push(key);
+        return facts.get(key);
+      },
+      set: (key, value) => facts.set(key, value),
+    };
+    const turn = (messages: unknown[]) =>
+      Buffer.from(JSON.stringify({ system: "Be brief.", messages, model: "claude-sonnet-4-5" }));
+    const one = { role: "user", content: "one" };
+    const first = cutRawBody("anthropic_messages", turn([one, { role: "assistant", content: "two" }]), counting);
+    looked.length = 0;
+    const next = turn([one, { role: "assistant", content: "two" }, { role: "user", content: "three" }]);
+    const raw = cutRawBody("anthropic_messages", next, counting, () => first?.body);
+    // The first block finds the earlier body; the two blocks it shares are taken from it; one is new.
+    expect(looked).toEqual([raw?.blockKeys[0], raw?.blockKeys[3]]);
+    expect(raw?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(next.toString("utf8"))).cut);
+    // Same offsets, other bytes: looked up again, and cut as what it now says.
+    looked.length = 0;
+    const changed = turn([one, { role: "assistant", content: "tw0" }, { role: "user", content: "three" }]);
+    const again = cutRawBody("anthropic_messages", changed, counting, () => raw?.body);
+    expect(looked).toEqual([again?.blockKeys[0], again?.blockKeys[2]]);
+    expect(again?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(changed.toString("utf8"))).cut);
   });
 
   it("takes the last of duplicate keys, as JSON.parse does", () => {

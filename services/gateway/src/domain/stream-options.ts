@@ -62,12 +62,34 @@ export function planChatStreamUsage(body: Buffer): UsageRequestPlan {
 
 const DATA_PREFIX = Buffer.from("data:");
 
+/** How OpenAI ends every chunk of a stream asked for its usage, but the usage chunk itself. */
+const NULL_USAGE_LAST = Buffer.from(',"usage":null}');
+
 /**
  * One whole SSE event of a stream whose usage the gateway asked for: the event the client would
  * have received (the same bytes less the `usage` member), or null when it must not see it at all.
  */
 export function hideInjectedUsage(event: Buffer): Buffer | null {
   const data = singleDataLine(event);
+  if (data === null) return event;
+  // Nearly every chunk ends `,"usage":null}`. In JSON text those bytes can only be the object's
+  // last member (the quote after the comma opens a key, and the brace is the data's last byte), so
+  // the member is cut without walking the chunk: the same bytes withoutMember would leave.
+  const tail = data.end - NULL_USAGE_LAST.length;
+  if (tail > data.start && event.subarray(tail, data.end).equals(NULL_USAGE_LAST)) {
+    let cutStart = tail;
+    while (cutStart > data.start && isJsonSpace(event[cutStart - 1] as number)) cutStart -= 1;
+    return Buffer.concat([event.subarray(0, cutStart), event.subarray(data.end - 1)]);
+  }
+  return hideUsageByLayout(event, data);
+}
+
+function isJsonSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/** hideInjectedUsage read from the event's layout; exported so a test holds the shortcut to it. */
+export function hideUsageByLayout(event: Buffer, data = singleDataLine(event)): Buffer | null {
   if (data === null) return event;
   const layout = jsonObjectLayout(event, data.start, data.end);
   if (layout === null) return event;
@@ -83,13 +105,20 @@ export function hideInjectedUsage(event: Buffer): Buffer | null {
   return withoutMember(event, layout, usage);
 }
 
+/** Offset of the CR or LF that ends the line starting at `from` (found natively: a chunk's line is long). */
+function lineEndOf(event: Buffer, from: number): number {
+  const lf = event.indexOf(0x0a, from);
+  const end = lf === -1 ? event.length : lf;
+  const cr = event.indexOf(0x0d, from);
+  return cr !== -1 && cr < end ? cr : end;
+}
+
 /** Where the one `data:` line's value is in the event; null for none, several or a `[DONE]`. */
 function singleDataLine(event: Buffer): { start: number; end: number } | null {
   let found: { start: number; end: number } | null = null;
   let lineStart = 0;
   while (lineStart < event.length) {
-    let lineEnd = lineStart;
-    while (lineEnd < event.length && event[lineEnd] !== 0x0a && event[lineEnd] !== 0x0d) lineEnd += 1;
+    const lineEnd = lineEndOf(event, lineStart);
     if (lineEnd > lineStart && event.subarray(lineStart, lineStart + DATA_PREFIX.length).equals(DATA_PREFIX)) {
       if (found !== null) return null;
       let start = lineStart + DATA_PREFIX.length;

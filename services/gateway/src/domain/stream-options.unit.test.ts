@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CHAT_SSE_WITH_USAGE, CHAT_SSE_WITHOUT_USAGE, splits } from "../../test/provider-samples";
 import { SseFramer } from "./sse";
-import { hideInjectedUsage, planChatStreamUsage } from "./stream-options";
+import { hideInjectedUsage, hideUsageByLayout, planChatStreamUsage } from "./stream-options";
 
 const plan = (json: string) => {
   const result = planChatStreamUsage(Buffer.from(json, "utf8"));
@@ -84,5 +84,29 @@ describe("hideInjectedUsage", () => {
     expect(hideInjectedUsage(Buffer.from('data: {"usage":null}\r\n\r\n'))?.toString()).toBe("data: {}\r\n\r\n");
     for (const text of ["data: [DONE]\n\n", ": keep-alive\n\n", 'data: {"id":"a"}\n\n', "data: {broken\n\n"])
       expect(hideInjectedUsage(Buffer.from(text))?.toString()).toBe(text);
+  });
+
+  it("cuts a trailing null usage without walking the chunk, to the same bytes as the layout gives", () => {
+    const members = [
+      '"id":"c"',
+      '"choices":[{"index":0,"delta":{"content":"a,\\"usage\\":null}"}}]',
+      '"usage":{"n":1}',
+      '"x":{"usage":null}',
+    ];
+    const separators = [",", " ,", "\t, ", ",\n"];
+    const events: string[] = [];
+    for (const [i, first] of members.entries())
+      for (const second of members.slice(i + 1))
+        for (const separator of separators)
+          for (const ending of ["\n\n", "\r\n\r\n"])
+            events.push(`data: {${first},${second}${separator}"usage":null}${ending}`);
+    events.push('data: {"usage":null}\n\n', 'data: {"a":1,"usage":null} \n\n', 'data: {"a":{"b":1,"usage":null}}\n\n');
+    for (const text of events) {
+      const event = Buffer.from(text);
+      expect(hideInjectedUsage(event)?.toString(), text).toBe(hideUsageByLayout(event)?.toString());
+    }
+    expect(hideInjectedUsage(Buffer.from('data: {"id":"c" ,"usage":null}\n\n'))?.toString()).toBe(
+      'data: {"id":"c"}\n\n',
+    );
   });
 });
