@@ -14,7 +14,7 @@ import {
   tableOutboxSource,
   traceHeaders,
 } from "@prefix-guard/bus";
-import { type Database, describeDatabaseUrl } from "@prefix-guard/db";
+import { type Database, describeDatabaseUrl, withSql } from "@prefix-guard/db";
 import { cloudEventHeaders, encodeEnvelope, Topics } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { gatewayMigrations } from "@prefix-guard/migrations/gateway";
@@ -269,9 +269,12 @@ export class ObservationOutbox implements ObservationSink {
       const batch = this.takeBatch();
       try {
         await withDeadline(
-          enqueueOutboxMessages(
-            db,
-            batch.flatMap((queued) => queued.entries),
+          // Plain SQL, not the query builder: the INSERT is written for every batch.
+          withSql(db, (sql) =>
+            enqueueOutboxMessages(
+              sql,
+              batch.flatMap((queued) => queued.entries),
+            ),
           ),
           this.options.timeoutMs,
           "writing the outbox",
