@@ -33,24 +33,37 @@ export class SseFramer {
     const out: SsePiece[] = [];
     let eventStart = 0;
     const length = chunk.length;
-    for (let index = 0; index < length; index += 1) {
-      const byte = chunk[index] as number;
-      if (byte === LF && this.afterCr) {
+    // Line ends are found natively, one search per line rather than a JS step per byte (a stream's
+    // lines are hundreds of bytes). -2: not searched yet; -1: none left in the chunk.
+    let nextLf = -2;
+    let nextCr = -2;
+    let index = 0;
+    while (index < length) {
+      if (this.afterCr) {
         this.afterCr = false;
-        continue;
+        // The LF of a CRLF whose CR ended the previous line.
+        if (chunk[index] === LF) {
+          index += 1;
+          continue;
+        }
       }
-      if (byte !== LF && byte !== CR) {
-        this.afterCr = false;
-        this.lineLength += 1;
-        continue;
+      if (nextLf !== -1 && nextLf < index) nextLf = chunk.indexOf(LF, index);
+      if (nextCr !== -1 && nextCr < index) nextCr = chunk.indexOf(CR, index);
+      const lineEnd = nextLf === -1 ? nextCr : nextCr === -1 ? nextLf : Math.min(nextLf, nextCr);
+      if (lineEnd === -1) {
+        this.lineLength += length - index;
+        break;
       }
+      this.lineLength += lineEnd - index;
+      const byte = chunk[lineEnd] as number;
       this.afterCr = byte === CR;
+      index = lineEnd + 1;
       if (this.lineLength > 0) {
         this.lineLength = 0;
         continue;
       }
       // An empty line: the event ends here (with the LF of a CRLF when it is in this chunk).
-      let end = index + 1;
+      let end = lineEnd + 1;
       if (byte === CR && chunk[end] === LF) {
         end += 1;
         index += 1;

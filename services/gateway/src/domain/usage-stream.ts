@@ -65,6 +65,47 @@ function envelopeOf(wire: UsageWire, holder: JsonRecord, usage: JsonRecord): str
 }
 
 const CHAT_USAGE_OBJECT = /"usage"\s*:\s*\{/;
+const USAGE_KEY = Buffer.from('"usage"');
+/** Bytes every event that could matter to a wire contains: the others are not even decoded. */
+const RELEVANT_BYTES: Readonly<Record<Exclude<UsageWire, "openai_chat">, Buffer>> = {
+  openai_responses: Buffer.from("response."),
+  anthropic: Buffer.from("message_"),
+};
+
+function isJsonSpace(byte: number | undefined): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/**
+ * Whether `"usage"` is followed by a colon and an object somewhere in the event's bytes: what a
+ * chunk carrying usage has (the others carry `"usage":null` or nothing), checked before decoding.
+ */
+function mayCarryUsageObject(bytes: Buffer): boolean {
+  for (let at = bytes.indexOf(USAGE_KEY); at !== -1; at = bytes.indexOf(USAGE_KEY, at + 1)) {
+    let index = at + USAGE_KEY.length;
+    let lineBreak = false;
+    const skipSpace = () => {
+      while (isJsonSpace(bytes[index])) {
+        lineBreak ||= bytes[index] === 0x0a || bytes[index] === 0x0d;
+        index += 1;
+      }
+    };
+    skipSpace();
+    if (bytes[index] === 0x3a) {
+      index += 1;
+      skipSpace();
+      if (bytes[index] === 0x7b) return true;
+    }
+    // The data went on in another `data:` line: joined, it may still read as an object.
+    if (lineBreak) return true;
+  }
+  return false;
+}
+
+/** False when the event cannot hold what the wire's usage is read from (a necessary condition only). */
+function mayMatter(wire: UsageWire, bytes: Buffer): boolean {
+  return wire === "openai_chat" ? mayCarryUsageObject(bytes) : bytes.includes(RELEVANT_BYTES[wire]);
+}
 const RESPONSES_FINAL = /"type"\s*:\s*"response\.(completed|incomplete|failed)"/;
 const RESPONSES_FINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
 const ANTHROPIC_USAGE = /"type"\s*:\s*"message_(start|delta)"/;
@@ -131,6 +172,7 @@ export class UsageStreamReader {
   }
 
   private readEvent(bytes: Buffer): void {
+    if (!mayMatter(this.wire, bytes)) return;
     const event = parseSseEvent(bytes);
     const data = event.data;
     if (data === null) return;

@@ -29,6 +29,24 @@ function usageOf(reading: UsageReading): unknown {
 }
 
 describe("UsageStreamReader over SSE", () => {
+  it("reads usage from events however their data is spread, the byte check before decoding missing none", () => {
+    const usage = '{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}';
+    const streams = [
+      `data: {"choices":[],"usage" : ${usage}}\n\n`,
+      `data: {"choices":[],"usage":\ndata: ${usage}}\n\n`,
+      `data: {"choices":[],"usage"\ndata: :${usage}}\n\n`,
+      `data: {"choices":[],"usage":null,"x":{"usage":1}}\n\ndata: {"choices":[],\t"usage":\t${usage}}\r\n\r\n`,
+    ];
+    for (const stream of streams) {
+      const reading = read("openai_chat", "sse", [Buffer.from(stream)]);
+      expect(usageOf(reading), stream).toEqual({ usage: JSON.parse(usage) });
+    }
+    // A usage object inside a string is no usage, with the byte check or without.
+    expect(read("openai_chat", "sse", [Buffer.from('data: {"t":"\\"usage\\": {","usage":null}\n\n')])).toEqual({
+      kind: "missing",
+    });
+  });
+
   it("reads OpenAI Chat's usage chunk, however the stream is cut into chunks", () => {
     for (const chunks of splits(CHAT_SSE_WITH_USAGE)) {
       const reading = read("openai_chat", "sse", chunks);
