@@ -364,15 +364,17 @@ describe("the compiled gateway and its HTTP probe", () => {
     });
     expect(response.status).toBe(200);
     await response.text();
-    // The relay runs on the observation thread; its series reach /metrics only through the thread.
+    // The thread publishes straight to Kafka; its series reach /metrics only through the thread.
     const published = await eventually(
       async () => {
         const exposition = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-        const count = Number(/^prefixguard_relay_events_published_total\{[^}]*\} (\d+)/m.exec(exposition)?.[1] ?? 0);
-        return count >= 2 ? exposition : undefined;
+        const count = Number(/^prefixguard_gateway_events_published_total\{[^}]*\} (\d+)/m.exec(exposition)?.[1] ?? 0);
+        // Its relay (for the outbox, used while Kafka refuses) runs there too, once the database is open.
+        return count >= 2 && /^prefixguard_relay_leases_held/m.test(exposition) ? exposition : undefined;
       },
-      { what: "the call's events published by the thread's relay" },
+      { what: "the call's events published by the observation thread, and its relay's series" },
     );
+    expect(published).toMatch(/^prefixguard_gateway_publish_path\{path="direct"[^}]*\} 1$/m);
     expect(published).not.toMatch(/^prefixguard_gateway_unobserved_total\{[^}]*\} [1-9]/m);
     await stop(child);
   });

@@ -2,9 +2,9 @@
 // in front of the fake provider, called by the official `openai` and `@anthropic-ai/sdk` clients
 // (maxRetries: 0, so what the SDK reports is the one exchange). An upstream 429 or 500 reaches the
 // SDK as the provider sent it; a client that leaves mid-stream takes the upstream request with it;
-// and with the gateway's database dropped under running traffic every call still succeeds, what
-// could not be observed is counted on /metrics, and once the database is back (recreated and
-// migrated, as an operator restores it) the observations reach cache-monitor again.
+// and with the gateway's database dropped under running traffic every call still succeeds and is
+// observed (Kafka takes the events straight; the outbox is only the path while Kafka refuses), and
+// once the database is back (recreated and migrated, as an operator restores it) nothing changed.
 
 import { createHash, randomBytes } from "node:crypto";
 import Anthropic from "@anthropic-ai/sdk";
@@ -230,7 +230,7 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
     expect(await fake.request(index + 1).ended).toBe("completed");
   });
 
-  it("keeps traffic flowing through a database outage, counts what it could not observe, and observes again once it is back", async () => {
+  it("keeps traffic flowing through a database outage and observes every call of it, straight to Kafka", async () => {
     const session = uniqueName("gw-outage");
     const sessionExchanges: SdkExchange[] = [];
     const client = anthropic(sessionExchanges);
@@ -294,17 +294,20 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
 
     try {
       const failedBefore = await unobserved("outbox_failed");
+      const unavailableBefore = await unobserved("outbox_unavailable");
       await eventually(() => trafficFailure !== null || background.length >= 2, { what: "background traffic running" });
       await admin.raw(`DROP DATABASE \`${databaseName}\``);
       outage = true;
-      await turn("And the shutdown path?", "2026-12-04");
-      await turn("Summarise", "2026-12-04");
-      // Each exchange whose events could not be written is counted, the two above at least.
-      await unobservedReaching("outbox_failed", failedBefore + 2);
+      const observedDuring = [await turn("And the shutdown path?", "2026-12-04")];
+      observedDuring.push(await turn("Summarise", "2026-12-04"));
+      // Kafka takes them: nothing waits for the database, nothing is dropped.
+      expect((await traceOf(4)).map((build) => build.request_id)).toEqual([...observedBefore, ...observedDuring]);
       await eventually(() => trafficFailure !== null || callsDuringOutage >= 3, {
         what: "background calls during the outage",
       });
       expect(trafficFailure).toBeNull();
+      expect(await unobserved("outbox_failed")).toBe(failedBefore);
+      expect(await unobserved("outbox_unavailable")).toBe(unavailableBefore);
 
       // Back: recreated and migrated, as an operator restores it; the running gateway writes to it again.
       await admin.raw(`CREATE DATABASE \`${databaseName}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
@@ -322,9 +325,8 @@ describe("the gateway's faults over real Kafka and MariaDB, seen by the official
       expect(trafficFailure).toBeNull();
       expect(background.length).toBeGreaterThan(callsDuringOutage);
 
-      const builds = await traceOf(3);
-      // The two calls made while the database was gone were dropped, never retried nor waited for.
-      expect(builds.map((build) => build.request_id)).toEqual([...observedBefore, observedAfter]);
+      const builds = await traceOf(5);
+      expect(builds.map((build) => build.request_id)).toEqual([...observedBefore, ...observedDuring, observedAfter]);
       expect(builds.at(-1)).toMatchObject({
         source: "gateway",
         prefix_changed: true,

@@ -1,7 +1,8 @@
-// The gateway publishes what it observes through an outbox in its own database, and fails open:
-// with that database closed under it, or unreachable from the start, every call still reaches the
-// provider and the client as usual, and each exchange whose events could not be written is counted
-// in prefixguard_gateway_unobserved_total{reason} instead.
+// The gateway publishes what it observes straight to the bus, through an outbox in its own database
+// while the bus refuses, and fails open: with the bus refusing and that database closed under it,
+// or unreachable from the start, every call still reaches the provider and the client as usual, and
+// each exchange whose events could be neither published nor written is counted in
+// prefixguard_gateway_unobserved_total{reason} instead.
 
 import { createEmbeddedBus, embeddedBusMigrations, type MessageBus } from "@prefix-guard/bus";
 import { eventually } from "@prefix-guard/bus/testing";
@@ -15,6 +16,8 @@ import { loadGatewayConfig } from "../src/config";
 import { type RunningGateway, startGateway } from "../src/service";
 import { FakeProvider } from "./fake-provider";
 
+const SESSION = "fail-open-session";
+
 /** Nothing listens on port 1: connecting is refused at once. */
 const UNREACHABLE = "mysql://root@127.0.0.1:1/pg_gateway_unreachable";
 
@@ -24,7 +27,7 @@ const anthropicBody = (date: string) =>
     max_tokens: 64,
     system: [{ type: "text", text: `You are a careful agent. Today is ${date}. ${"Be precise. ".repeat(400)}` }],
     messages: [{ role: "user", content: [{ type: "text", text: "Fix the bug" }] }],
-    metadata: { user_id: "fail-open-session" },
+    metadata: { user_id: SESSION },
   });
 
 let busDb: Database;
@@ -47,6 +50,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
+  flaky.down = false;
   for (const subject of running.splice(0).reverse()) await subject.stop();
 });
 
@@ -55,6 +59,43 @@ afterAll(async () => {
   await bus.close();
   await busDb.destroy();
 });
+
+/** The shared bus, refusing every publish while `down` (a broker that is gone). */
+const flaky = { down: false };
+function flakyBus(): MessageBus {
+  return {
+    kind: bus.kind,
+    ensureTopics: (specs) => bus.ensureTopics(specs),
+    publish: async (topic, messages) => {
+      if (flaky.down) throw new Error("broker unreachable");
+      await bus.publish(topic, messages);
+    },
+    subscribe: (options) => bus.subscribe(options),
+    close: async () => undefined,
+  };
+}
+
+/** What reached the bus for the session since `sinceMs`, per topic in offset order. */
+async function published(sinceMs: number) {
+  const rows = (await busDb("bus_message")
+    .where("created_at_ms", ">=", sinceMs)
+    .andWhere({ message_key: SESSION })
+    .orderBy([{ column: "topic" }, { column: "offset" }])
+    .select("topic", "value", "headers_json")) as { topic: string; value: Buffer; headers_json: string }[];
+  return {
+    prefix: rows
+      .filter((row) => row.topic === "prompt.prefix.v1")
+      .map((row) => PrefixEvent.decode(new Uint8Array(row.value)).type),
+    usage: rows.filter((row) => row.topic === "llm.usage.v1").length,
+    headers: rows.map((row) => JSON.parse(row.headers_json) as Record<string, string>),
+  };
+}
+
+async function publishPath(gateway: RunningGateway): Promise<string | undefined> {
+  const metric = (await gateway.metrics.getMetricsAsJSON()).find((m) => m.name === "prefixguard_gateway_publish_path");
+  const values = (metric?.values ?? []) as { labels: Record<string, string>; value: number }[];
+  return values.find((value) => value.value === 1)?.labels.path;
+}
 
 async function gatewayOn(databaseUrl: string): Promise<RunningGateway> {
   const gateway = await startGateway(
@@ -66,7 +107,7 @@ async function gatewayOn(databaseUrl: string): Promise<RunningGateway> {
       GATEWAY_OUTBOX_TIMEOUT_MS: "1000",
       SHUTDOWN_GRACE_MS: "1000",
     }),
-    { logger, bus },
+    { logger, bus: flakyBus() },
   );
   running.push(gateway);
   return gateway;
@@ -100,61 +141,132 @@ describe("the gateway's observations, failing open", () => {
     await database.drop().catch(() => undefined);
   });
 
-  it("are published through the outbox while the database is up", async () => {
+  it("are published straight to the bus while it takes them, the outbox left empty", async () => {
     const gateway = await gatewayOn(database.url);
+    const since = Date.now();
     expect(await call(gateway, "2026-12-04")).toMatchObject({ status: 200 });
     expect(await call(gateway, "2026-12-05")).toMatchObject({ status: 200 });
-    // Both requests' fingerprints, the second one's change and both usages, relayed to the bus.
-    const rows = await eventually(
+    // Both requests' fingerprints, the second one's change and both usages.
+    const events = await eventually(
       async () => {
-        const published = await database
-          .db("outbox_message")
-          .whereNotNull("published_at_ms")
-          .orderBy("id")
-          .select("topic", "payload");
-        return published.length >= 5 ? published : undefined;
+        const now = await published(since);
+        return now.prefix.length >= 3 && now.usage >= 2 ? now : undefined;
       },
-      { what: "the gateway's events relayed" },
+      { what: "the gateway's events on the bus" },
     );
-    const types = rows.map((row) =>
-      row.topic === "prompt.prefix.v1" ? PrefixEvent.decode(new Uint8Array(row.payload as Buffer)).type : row.topic,
+    expect(events.prefix).toEqual(["FingerprintObserved", "FingerprintObserved", "PrefixChanged"]);
+    expect(events.usage).toBe(2);
+    // Marked as the relay marks what it publishes, so a subscriber cannot tell the paths apart.
+    expect(events.headers.every((headers) => headers["pg-relay"] !== undefined && headers.ce_id !== undefined)).toBe(
+      true,
     );
-    expect(types).toEqual([
-      "FingerprintObserved",
-      "llm.usage.v1",
-      "FingerprintObserved",
-      "PrefixChanged",
-      "llm.usage.v1",
-    ]);
+    // The database opens in the background; once it has, its outbox holds nothing.
+    await eventually(async () => (await database.db.schema.hasTable("outbox_message")) || undefined, {
+      what: "the gateway's database migrated",
+    });
+    expect(Number((await database.db("outbox_message").count({ n: "*" }))[0]?.n)).toBe(0);
+    expect(await publishPath(gateway)).toBe("direct");
     expect(await unobserved(gateway, "outbox_failed")).toBe(0);
   });
 
-  it("leave every call unaffected when the database is closed under the gateway, and count what they dropped", async () => {
+  it("go through the outbox while the bus refuses them, in order, and straight to the bus once it is drained", async () => {
     const gateway = await gatewayOn(database.url);
-    const rows = async () => Number((await database.db("outbox_message").count({ n: "*" }))[0]?.n);
-    const written = await rows();
+    const since = Date.now();
+    const rows = async (published: boolean) =>
+      Number(
+        (
+          await database
+            .db("outbox_message")
+            .where((query) => (published ? query.whereNotNull("published_at_ms") : query.whereNull("published_at_ms")))
+            .count({ n: "*" })
+        )[0]?.n,
+      );
+    flaky.down = true;
     expect(await call(gateway, "2026-12-04")).toMatchObject({ status: 200 });
-    // A new gateway remembers no session: a first request, its fingerprint and usage.
-    await eventually(async () => (await rows()) === written + 2 || undefined, {
-      what: "the first call's events written",
+    expect(await call(gateway, "2026-12-05")).toMatchObject({ status: 200 });
+    // Both exchanges written (fingerprint, change, usages): none published, none dropped.
+    await eventually(async () => ((await rows(false)) === 5 ? true : undefined), {
+      what: "the events waiting in the outbox",
     });
+    expect(await publishPath(gateway)).toBe("outbox");
+    expect((await published(since)).prefix).toEqual([]);
+
+    flaky.down = false;
+    // Made before the relay has published what waited: it waits behind it, in the outbox.
+    expect(await call(gateway, "2026-12-06")).toMatchObject({ status: 200 });
+    await eventually(async () => ((await rows(false)) === 0 ? true : undefined), { what: "the outbox relayed" });
+    // Then calls go straight to the bus again.
+    let day = 7;
+    await eventually(
+      async () => {
+        expect(await call(gateway, `2026-12-${String(day++).padStart(2, "0")}`)).toMatchObject({ status: 200 });
+        return (await publishPath(gateway)) === "direct" ? true : undefined;
+      },
+      { what: "the gateway publishing straight to the bus again" },
+    );
+    const written = await rows(true);
+    expect(await call(gateway, "2027-01-01")).toMatchObject({ status: 200 });
+    const events = await eventually(
+      async () => {
+        const now = await published(since);
+        return now.prefix.length === 3 + 2 * (day - 6 + 1) ? now : undefined;
+      },
+      { what: "every call's events on the bus" },
+    );
+    // In the order the calls were made: what waited in the outbox came first.
+    expect(events.prefix).toEqual([
+      "FingerprintObserved",
+      "FingerprintObserved",
+      "PrefixChanged",
+      ...Array.from({ length: day - 6 + 1 }, () => ["FingerprintObserved", "PrefixChanged"]).flat(),
+    ]);
+    expect(await rows(true)).toBe(written);
+    expect(await unobserved(gateway, "outbox_failed")).toBe(0);
+    expect(logLines.some((line) => line.includes("gateway bus publish failed"))).toBe(true);
+    expect(logLines.some((line) => line.includes("gateway outbox drained"))).toBe(true);
+  });
+
+  it("lose nothing when the database is closed under the gateway while the bus takes them; with both gone, count what they dropped", async () => {
+    const scratch = await createTestDatabase("gw_fail_open_closed");
+    const opened = () => logLines.filter((line) => line.includes("gateway observations publishing")).length;
+    const openedBefore = opened();
+    const gateway = await gatewayOn(scratch.url);
+    const since = Date.now();
+    expect(await call(gateway, "2026-12-04")).toMatchObject({ status: 200 });
+    await eventually(() => opened() > openedBefore || undefined, { what: "the gateway's database open" });
     // The database goes away: its tables with it.
-    await database.drop();
+    await scratch.drop();
     const before = fake.requests.length;
     const answers = [await call(gateway, "2026-12-05"), await call(gateway, "2026-12-06")];
     expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
     expect(answers.every((answer) => answer.body.includes('"usage"'))).toBe(true);
     expect(fake.requests.length).toBe(before + 2);
+    await eventually(async () => ((await published(since)).usage === 3 ? true : undefined), {
+      what: "the three calls' events on the bus",
+    });
+    expect(await unobserved(gateway, "outbox_failed")).toBe(0);
+
+    // The bus refuses too: the outbox cannot take them either, so each exchange is counted.
+    flaky.down = true;
+    const more = [await call(gateway, "2026-12-07"), await call(gateway, "2026-12-08")];
+    expect(more.map((answer) => answer.status)).toEqual([200, 200]);
     await eventually(async () => (await unobserved(gateway, "outbox_failed")) === 2 || undefined, {
       what: "two exchanges counted as unobserved",
     });
     expect(logLines.some((line) => line.includes("gateway outbox write failed"))).toBe(true);
   });
 
-  it("leave every call unaffected when the database is unreachable from the start, and count what they dropped", async () => {
+  it("lose nothing when the database is unreachable from the start while the bus takes them; with the bus gone too, count what they dropped", async () => {
     const gateway = await gatewayOn(UNREACHABLE);
+    const since = Date.now();
     const answers = [await call(gateway, "2026-12-04"), await call(gateway, "2026-12-05")];
     expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+    await eventually(async () => ((await published(since)).usage === 2 ? true : undefined), {
+      what: "both calls' events on the bus",
+    });
+    flaky.down = true;
+    expect(await call(gateway, "2026-12-06")).toMatchObject({ status: 200 });
+    expect(await call(gateway, "2026-12-07")).toMatchObject({ status: 200 });
     await eventually(async () => (await unobserved(gateway, "outbox_unavailable")) === 2 || undefined, {
       what: "two exchanges counted as unobserved",
     });
