@@ -1,9 +1,10 @@
 // The gateway's events are published straight to the bus while it takes them, and go through an
 // outbox table in its own database (SQLite by default, MySQL with DATABASE_URL) while it does not:
 // relayed like every service's, published once the broker is back. Writing every observation to a
-// table first and reading it back cost about a third of the observation's CPU, and bought nothing
-// an observation needs: what waits in memory for the bus (at most GATEWAY_OUTBOX_QUEUE exchanges)
-// is lost on a crash either way, as observations that waited for the database always were.
+// table first and reading it back made every exchange database work, and a database outage lost
+// observations while Kafka was up, for nothing an observation needs: what waits in memory for the
+// bus (at most GATEWAY_OUTBOX_QUEUE exchanges) is lost on a crash either way, as observations that
+// waited for the database always were (docs/decisions/gateway-direct-publish.md).
 //
 // Order per session holds across the switch: once a publish fails, every batch goes to the outbox
 // until the relay has published all of its rows, and only then straight to the bus again.
