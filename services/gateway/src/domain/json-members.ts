@@ -37,13 +37,14 @@ const COLON = 0x3a;
 
 const decoder = new TextDecoder();
 
-function isSpace(byte: number): boolean {
+/** JSON's whitespace: space, LF, CR, tab (undefined past the end of the bytes is none). */
+export function isJsonSpace(byte: number | undefined): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
 function skipSpace(bytes: Uint8Array, at: number, end: number): number {
   let index = at;
-  while (index < end && isSpace(bytes[index] as number)) index += 1;
+  while (index < end && isJsonSpace(bytes[index])) index += 1;
   return index;
 }
 
@@ -103,7 +104,7 @@ function valueEnd(bytes: Uint8Array, at: number, end: number): number {
   let index = at;
   while (index < end) {
     const byte = bytes[index] as number;
-    if (byte === COMMA || byte === CLOSE_BRACE || byte === CLOSE_BRACKET || isSpace(byte)) break;
+    if (byte === COMMA || byte === CLOSE_BRACE || byte === CLOSE_BRACKET || isJsonSpace(byte)) break;
     index += 1;
   }
   return index === at ? -1 : index;

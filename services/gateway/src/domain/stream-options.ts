@@ -7,7 +7,7 @@
 // Both transforms are pure and work on bytes (json-members), so the body and the chunks keep the
 // provider's and the client's own formatting.
 
-import { jsonObjectLayout, memberOf, valueText, withoutMember, withValue } from "./json-members";
+import { isJsonSpace, jsonObjectLayout, memberOf, valueText, withoutMember, withValue } from "./json-members";
 
 export interface UsageRequestPlan {
   /**
@@ -22,10 +22,6 @@ export interface UsageRequestPlan {
 }
 
 const INCLUDE_USAGE = '{"include_usage":true}';
-
-function isSpace(byte: number | undefined): boolean {
-  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
-}
 
 /**
  * For a Chat Completions body: whether and how to ask for the stream's usage. Decided on the bytes
@@ -43,7 +39,7 @@ export function planChatStreamUsage(body: Buffer): UsageRequestPlan {
   const member = memberOf(layout, "stream_options");
   if (member === undefined) {
     let last = layout.close - 1;
-    while (last > 0 && isSpace(body[last])) last -= 1;
+    while (last > 0 && isJsonSpace(body[last])) last -= 1;
     const added = Buffer.from(`${body[last] === 0x7b ? "" : ","}"stream_options":${INCLUDE_USAGE}`);
     return { body: [body.subarray(0, last + 1), added, body.subarray(last + 1)], injected: true, stream: true };
   }
@@ -78,14 +74,10 @@ export function hideInjectedUsage(event: Buffer): Buffer | null {
   const tail = data.end - NULL_USAGE_LAST.length;
   if (tail > data.start && event.subarray(tail, data.end).equals(NULL_USAGE_LAST)) {
     let cutStart = tail;
-    while (cutStart > data.start && isJsonSpace(event[cutStart - 1] as number)) cutStart -= 1;
+    while (cutStart > data.start && isJsonSpace(event[cutStart - 1])) cutStart -= 1;
     return Buffer.concat([event.subarray(0, cutStart), event.subarray(data.end - 1)]);
   }
   return hideUsageByLayout(event, data);
-}
-
-function isJsonSpace(byte: number): boolean {
-  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
 /** hideInjectedUsage read from the event's layout; exported so a test holds the shortcut to it. */

@@ -13,6 +13,7 @@
 // What comes out is a small JSON envelope, `{"usage": {...}}` plus the provider's cache diagnostics
 // beside it when present, which is what @prefix-guard/providers/usage's parseProviderUsage reads.
 
+import { isJsonSpace } from "./json-members";
 import { isJsonRecord, type JsonRecord } from "./json-record";
 import { parseSseEvent, SseFramer } from "./sse";
 
@@ -71,10 +72,6 @@ const RELEVANT_BYTES: Readonly<Record<Exclude<UsageWire, "openai_chat">, Buffer>
   openai_responses: Buffer.from("response."),
   anthropic: Buffer.from("message_"),
 };
-
-function isJsonSpace(byte: number | undefined): boolean {
-  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
-}
 
 /**
  * Whether `"usage"` is followed by a colon and an object somewhere in the event's bytes: what a
