@@ -29,7 +29,9 @@ export {
   outboxInsertsWhere,
   outboxMessageLeaseSlot,
   outboxMessageTable,
+  processPublisherId,
   RELAY_PUBLISHER_HEADER,
+  relayedMessage,
   tableOutboxSource,
 } from "./outbox";
 export { partitionForKey } from "./partition";

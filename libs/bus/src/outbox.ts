@@ -291,6 +291,16 @@ export const DEFAULT_OUTBOX_PURGE_INTERVAL_MS = 60_000;
  */
 export const RELAY_PUBLISHER_HEADER = "pg-relay";
 
+/** The publisher id of this process when none is given: `<host>/<pid>`. */
+export function processPublisherId(): string {
+  return `${hostname()}/${process.pid}`;
+}
+
+/** An outbox message as a relay publishes it: the same, with its publisher's `pg-relay` header. */
+export function relayedMessage(message: OutgoingMessage, publisherId: string): OutgoingMessage {
+  return { ...message, headers: { ...message.headers, [RELAY_PUBLISHER_HEADER]: publisherId } };
+}
+
 /** One relay loop: a lease's lock and the slots it publishes (undefined: every row). */
 interface RelayLane {
   readonly lease: number;
@@ -317,7 +327,7 @@ export class OutboxRelay {
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.now = options.now ?? Date.now;
-    this.publisherId = options.publisherId ?? `${hostname()}/${process.pid}`;
+    this.publisherId = options.publisherId ?? processPublisherId();
     const { leases } = options;
     this.lanes =
       leases === undefined
@@ -361,10 +371,7 @@ export class OutboxRelay {
     for (const [topic, list] of byTopic) {
       await bus.publish(
         topic,
-        list.map((r) => ({
-          ...r.message,
-          headers: { ...r.message.headers, [RELAY_PUBLISHER_HEADER]: this.publisherId },
-        })),
+        list.map((r) => relayedMessage(r.message, this.publisherId)),
       );
       await source.markPublished(
         list.map((r) => r.id),

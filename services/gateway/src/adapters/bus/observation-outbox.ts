@@ -15,14 +15,14 @@
 // counted (prefixguard_gateway_unobserved_total{reason="outbox_*"}). The client never waits on any
 // of it: enqueue() only appends to the queue.
 
-import { hostname } from "node:os";
 import {
   enqueueOutboxMessages,
   type MessageBus,
   type OutboxEntry,
   type OutboxRelay,
   type OutgoingMessage,
-  RELAY_PUBLISHER_HEADER,
+  processPublisherId,
+  relayedMessage,
   tableOutboxSource,
   traceHeaders,
 } from "@prefix-guard/bus";
@@ -137,7 +137,7 @@ export class ObservationOutbox implements ObservationSink {
   private drainedCheckedAtMs = Number.NEGATIVE_INFINITY;
   /** The outbox's unpublished rows at the last check: a smaller count means the relay is draining it. */
   private lastUnpublished = 0;
-  private readonly publisherId = `${hostname()}/${process.pid}`;
+  private readonly publisherId = processPublisherId();
   private readonly pathGauge: Gauge;
   private readonly publishedStraight: Counter;
 
@@ -303,11 +303,9 @@ export class ObservationOutbox implements ObservationSink {
         messages = [];
         byTopic.set(entry.topic, messages);
       }
-      messages.push({
-        key: entry.key,
-        value: entry.value,
-        headers: { ...entry.headers, [RELAY_PUBLISHER_HEADER]: this.publisherId },
-      });
+      messages.push(
+        relayedMessage({ key: entry.key, value: entry.value, headers: entry.headers ?? {} }, this.publisherId),
+      );
     }
     await Promise.all([...byTopic].map(([topic, messages]) => this.options.bus.publish(topic, messages)));
   }
