@@ -73,10 +73,11 @@ export class RequestCutter {
   /** Never throws: what cannot be cut says why. */
   cut(route: RouteName, sessionHeader: string | null, bytes: Buffer): Cutting {
     try {
-      const raw = cutRawBody(route, bytes, this.facts, (firstKey) => this.bodies.get(`${route}\u0000${firstKey}`));
+      const bodyKey = (firstKey: string) => `${route}\u0000${firstKey}`;
+      const raw = cutRawBody(route, bytes, this.facts, (firstKey) => this.bodies.get(bodyKey(firstKey)));
       if (raw !== null) {
         const firstKey = raw.blockKeys[0];
-        if (firstKey !== undefined) this.bodies.set(`${route}\u0000${firstKey}`, raw.body);
+        if (firstKey !== undefined) this.bodies.set(bodyKey(firstKey), raw.body);
         const derived = () => {
           const key = derivedKeyBlocks(raw.cut.blocks)
             .map((index) => raw.blockKeys[index])
