@@ -9,7 +9,7 @@ import {
 } from "./validation";
 
 const workspaceOnly: RulesFileConfinement = { names: ["AGENTS.md"], roots: [], fileSourcesEnabled: true };
-const withRoots: RulesFileConfinement = { ...workspaceOnly, roots: ["/srv/workspaces", "/srv/work"] };
+const withRoots: RulesFileConfinement = { ...workspaceOnly, roots: ["/srv/workspaces", "/srv/projects"] };
 const twoNames: RulesFileConfinement = { ...workspaceOnly, names: ["AGENTS.md", "CLAUDE.md"] };
 const disabled: RulesFileConfinement = { ...workspaceOnly, fileSourcesEnabled: false };
 
@@ -137,7 +137,7 @@ const rows: readonly Row[] = [
   ["deep inside the workspace", `${WS}/packages/api/AGENTS.md`, WS, workspaceOnly, null],
   ["inside a workspace given with a trailing slash", `${WS}/AGENTS.md`, `${WS}/`, workspaceOnly, null],
   ["inside the workspace and a root", `${WS}/AGENTS.md`, WS, withRoots, null],
-  ["inside the workspace and the second root", "/srv/work/p/AGENTS.md", "/srv/work/p", withRoots, null],
+  ["inside the workspace and the second root", "/srv/projects/p/AGENTS.md", "/srv/projects/p", withRoots, null],
   ["another configured name", `${WS}/CLAUDE.md`, WS, twoNames, null],
 ];
 
