@@ -53,12 +53,11 @@ const pipeline = startObservationPipeline(data.observation, {
 
 port.on("message", (message: ToObservationThread) => {
   switch (message.kind) {
-    case "exchanges":
-      for (const facts of message.facts)
-        void pipeline.observe(factsFromWire(facts)).finally(() => {
-          handled += 1;
-          reportTimer ??= setTimeout(report, REPORT_EVERY_MS);
-        });
+    case "exchange":
+      void pipeline.observe(factsFromWire(message.facts)).finally(() => {
+        handled += 1;
+        reportTimer ??= setTimeout(report, REPORT_EVERY_MS);
+      });
       return;
     case "metrics":
       void registry.metrics().then(

@@ -8,28 +8,22 @@ import type { FromObservationThread, ToObservationThread } from "../src/adapters
 const port = parentPort;
 if (port === null) throw new Error("runs as a worker thread");
 const { metricsDelayMs } = workerData as { metricsDelayMs: number };
-/** Messages of exchanges received, served as a series: how many exchanges shared one shows. */
-let exchangeMessages = 0;
 
 port.on("message", (message: ToObservationThread) => {
   const reply = (answer: FromObservationThread) => port.postMessage(answer);
-  if (message.kind === "exchanges") {
-    exchangeMessages += 1;
-    for (const facts of message.facts) {
-      const session = facts.sessionHeader;
-      if (session === "hold") continue;
-      if (session === "crash") process.exit(3);
-      // The bytes arrived whole: their length is the proof the test reads back.
-      const bytes = facts.requestBytes.byteLength;
-      reply({
-        kind: "observed",
-        count: 1,
-        unobserved: session === "usage" ? { usage_missing: 1 } : bytes === 0 ? { request_not_json: 1 } : {},
-      });
-    }
+  if (message.kind === "exchange") {
+    const session = message.facts.sessionHeader;
+    if (session === "hold") return;
+    if (session === "crash") process.exit(3);
+    // The bytes arrived whole: their length is the proof the test reads back.
+    const bytes = message.facts.requestBytes.byteLength;
+    reply({
+      kind: "observed",
+      count: 1,
+      unobserved: session === "usage" ? { usage_missing: 1 } : bytes === 0 ? { request_not_json: 1 } : {},
+    });
   } else if (message.kind === "metrics") {
-    const text = `stub_series 1\nstub_exchange_messages ${exchangeMessages}\n`;
-    setTimeout(() => reply({ kind: "metrics", id: message.id, text }), metricsDelayMs);
+    setTimeout(() => reply({ kind: "metrics", id: message.id, text: "stub_series 1\n" }), metricsDelayMs);
   } else {
     reply({ kind: "stopped" });
     port.close();

@@ -5,6 +5,7 @@
 // Fail open: this runs after the client was answered, never waits on the outbox, and an exchange
 // it cannot publish is counted in prefixguard_gateway_unobserved_total under the outbox's reason.
 
+import type { Principal } from "@prefix-guard/access";
 import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import type { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { LlmUsageEvent } from "@prefix-guard/proto/events/v1/usage_events";
@@ -12,14 +13,14 @@ import { type CacheCut, compareCuts } from "../domain/cache-order";
 import {
   type GatewayChange,
   gatewayChangeOf,
-  gatewayRequestIdResumable,
+  gatewayRequestId,
   type ObservationTenancy,
   prefixEventsOf,
   usageEventOf,
 } from "../domain/observation-events";
 import { OBSERVED_ROUTES } from "../domain/routes";
 import type { UnobservedCounter } from "./observe-exchange";
-import type { ExchangeObservation, ObservedCaller, Observer } from "./observer";
+import type { ExchangeObservation, Observer } from "./observer";
 import type { SessionMemory } from "./session-memory";
 
 /** One exchange's events, in the order they are to be published (all keyed by the session). */
@@ -48,7 +49,7 @@ const isSuccess = (status: number | null): boolean => status !== null && status 
  * Whose the session is, as a FingerprintObserved says for our builds: the caller's scope (its
  * tenant), and the caller itself as the owner (a harness has no other owner to name here).
  */
-function tenancyOf(principal: ObservedCaller): ObservationTenancy {
+function tenancyOf(principal: Principal): ObservationTenancy {
   return { scope: principal.scope, owner: principal.name };
 }
 
@@ -93,16 +94,11 @@ export class ObservationPublisher implements Observer {
     const { memory, now, newEventId } = this.deps;
     const sessionId = observation.session.id;
     const { cut, blockTokens, blockText } = observation;
+    const requestId = gatewayRequestId(sessionId, observation.requestBytes);
     // Callers of different tenants may name the same session id (a header, a provider key): each
     // tenant's request is compared only with its own tenant's previous one.
     const memoryKey = `${observation.principal.scope}\u0000${sessionId}`;
     const previous = memory.recall(memoryKey);
-    const { requestId, checkpoint } = gatewayRequestIdResumable(
-      sessionId,
-      observation.requestBytes,
-      previous?.requestIdCheckpoint,
-      observation.repeatsUpTo,
-    );
     const change =
       previous === undefined
         ? null
@@ -111,7 +107,7 @@ export class ObservationPublisher implements Observer {
             cut,
             compareCuts(previous.cut, cut, { previous: previous.text, current: blockText }),
           );
-    memory.remember(memoryKey, cut, { text: blockText, bytes: observation.requestBytes.length }, checkpoint);
+    memory.remember(memoryKey, cut, { text: blockText, bytes: observation.requestBytes.length });
     const occurredAtMs = now();
     const prefix = prefixEventsOf(
       {

@@ -2,11 +2,12 @@
 // order, the session named, the usage read, and the observer told. It fails open: whatever goes
 // wrong here is counted under a reason and the client, already answered, never notices.
 
+import type { Principal } from "@prefix-guard/access";
 import type { Logger } from "@prefix-guard/logging";
 import { parseProviderUsage } from "@prefix-guard/providers/usage";
 import type { ObservedRoute } from "../domain/routes";
 import type { UsageReading } from "../domain/usage-stream";
-import type { ExchangeObservation, ExchangeOutcome, ExchangeTimings, ObservedCaller, Observer } from "./observer";
+import type { ExchangeObservation, ExchangeOutcome, ExchangeTimings, Observer } from "./observer";
 import type { RequestCutter } from "./request-cutter";
 
 /** Why (part of) an exchange went unobserved: the label of prefixguard_gateway_unobserved_total. */
@@ -61,15 +62,10 @@ export type ResponseUsage =
 export interface ExchangeFacts {
   readonly route: ObservedRoute;
   /** The caller the gate admitted. */
-  readonly principal: ObservedCaller;
+  readonly principal: Principal;
   /** The validated x-prefix-guard-session header, or null. */
   readonly sessionHeader: string | null;
   readonly requestBytes: Buffer;
-  /**
-   * The proxy is done with `requestBytes` (sent whole, never rewritten) and nothing else holds them:
-   * the observation thread may take their memory instead of a copy.
-   */
-  readonly requestBytesReleased?: boolean;
   readonly usageInjected: boolean;
   readonly responseStatus: number | null;
   readonly outcome: ExchangeOutcome;
@@ -142,7 +138,6 @@ export async function observeExchange(facts: ExchangeFacts, deps: ObserveDeps): 
     cut: request.cut,
     blockTokens: request.tokens,
     blockText: request.text,
-    repeatsUpTo: request.repeatsUpTo,
     responseStatus: facts.responseStatus,
     outcome: facts.outcome,
     ...usageOf(facts, deps.unobserved),

@@ -30,13 +30,10 @@ export interface ExchangeTimings {
   readonly totalMs: number;
 }
 
-/** What an observation needs of the caller: its tenant, and its name as the sessions' owner. */
-export type ObservedCaller = Pick<Principal, "name" | "scope">;
-
 export interface ExchangeObservation {
   readonly route: RouteName;
   /** Who sent it: the authenticated principal (the local principal without PRINCIPALS_FILE). */
-  readonly principal: ObservedCaller;
+  readonly principal: Principal;
   readonly session: SessionIdentity;
   /** The body's `model`, when it names one. */
   readonly model: string | null;
@@ -57,8 +54,6 @@ export interface ExchangeObservation {
    * block diverged, never emitted).
    */
   blockText(index: number): string | undefined;
-  /** The request most likely repeats up to this byte in the session's next (CutRequest.repeatsUpTo). */
-  readonly repeatsUpTo: number;
   /** The upstream's status; null when there was no response (unreachable, timeout, abort). */
   readonly responseStatus: number | null;
   readonly outcome: ExchangeOutcome;

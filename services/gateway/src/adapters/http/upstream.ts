@@ -62,8 +62,6 @@ export interface UpstreamHandlers {
 export interface UpstreamCall {
   /** Destroys the request and its response (the client went away); no failure is reported. */
   abort(): void;
-  /** Whether the whole request was handed to the operating system (nothing of it is still queued). */
-  readonly requestSent: boolean;
 }
 
 const SETTINGS: Readonly<Record<"connect_timeout" | "headers_timeout" | "idle_timeout", string>> = {
@@ -177,9 +175,6 @@ export class Upstream {
       });
 
     return {
-      get requestSent() {
-        return outgoing.writableFinished;
-      },
       abort: () => {
         if (settled) return;
         settled = true;

@@ -1,18 +1,17 @@
 // What crosses between the proxy's thread and the observation thread. Plain data only (structured
-// clone): the route by name, the caller by the two names the observation uses, and the request
-// bytes in a buffer of their own that is transferred, not cloned.
+// clone): the route by name, the request bytes in a buffer of their own that is transferred, not
+// copied again.
 
 import type { ExchangeFacts, UnobservedReason } from "../../application/observe-exchange";
 import { OBSERVED_ROUTES, type RouteName } from "../../domain/routes";
 
-export interface WireFacts extends Omit<ExchangeFacts, "route" | "requestBytes" | "requestBytesReleased"> {
+export interface WireFacts extends Omit<ExchangeFacts, "route" | "requestBytes"> {
   readonly routeName: RouteName;
   readonly requestBytes: Uint8Array;
 }
 
 export type ToObservationThread =
-  /** The exchanges that ended in one turn of the proxy's loop, in the order they ended. */
-  | { readonly kind: "exchanges"; readonly facts: readonly WireFacts[] }
+  | { readonly kind: "exchange"; readonly facts: WireFacts }
   | { readonly kind: "metrics"; readonly id: number }
   | { readonly kind: "stop" };
 
@@ -26,33 +25,13 @@ export type FromObservationThread =
   | { readonly kind: "metrics"; readonly id: number; readonly text: string }
   | { readonly kind: "stopped" };
 
-/** Whether these bytes are all of their memory, so transferring it moves nothing else. */
-function ownsItsMemory(bytes: Buffer): boolean {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-}
-
-/**
- * The facts as sent, and what to transfer with them. Released request bytes that are all of their
- * memory (a body read in several chunks is concatenated into memory of its own) are moved to the
- * thread as they are; otherwise exactly the request's bytes are copied first, because a Buffer may
- * be a view into a larger (pooled) allocation that cloning or moving would take whole.
- */
+/** The facts as sent, and what to transfer with them: a copy of exactly the request's bytes. */
 export function factsToWire(facts: ExchangeFacts): { readonly facts: WireFacts; readonly transfer: ArrayBuffer[] } {
-  const { route, requestBytes, requestBytesReleased, principal, ...rest } = facts;
-  let bytes: Uint8Array = requestBytes;
-  if (requestBytesReleased !== true || !ownsItsMemory(requestBytes)) {
-    bytes = new Uint8Array(requestBytes.byteLength);
-    bytes.set(requestBytes);
-  }
-  return {
-    facts: {
-      ...rest,
-      principal: { name: principal.name, scope: principal.scope },
-      routeName: route.name,
-      requestBytes: bytes,
-    },
-    transfer: [bytes.buffer as ArrayBuffer],
-  };
+  const { route, requestBytes, ...rest } = facts;
+  // A Buffer may be a view into a larger (pooled) allocation; cloning it would copy all of that.
+  const bytes = new Uint8Array(requestBytes.byteLength);
+  bytes.set(requestBytes);
+  return { facts: { ...rest, routeName: route.name, requestBytes: bytes }, transfer: [bytes.buffer] };
 }
 
 export function factsFromWire(wire: WireFacts): ExchangeFacts {

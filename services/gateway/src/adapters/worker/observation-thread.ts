@@ -1,6 +1,5 @@
-// The proxy's side of the observation thread. The proxy's thread only puts each exchange's facts
-// into a message (the exchanges that end in one turn of its loop share one: a message costs both
-// threads more than the facts it carries); cutting, comparing, the outbox's INSERTs and the relay's Kafka produce run on the
+// The proxy's side of the observation thread. The proxy's thread only copies each exchange's facts
+// into a message; cutting, comparing, the outbox's INSERTs and the relay's Kafka produce run on the
 // other thread, so a caller never waits behind an earlier exchange's observation (at concurrency 1
 // they used to share one loop). Fail open like the rest: when more exchanges are waiting than the
 // bound, or the thread is down, an exchange is dropped and counted, and traffic never notices.
@@ -8,12 +7,7 @@
 import { Worker } from "node:worker_threads";
 import type { Logger } from "@prefix-guard/logging";
 import type { ExchangeFacts, UnobservedCounter, UnobservedReason } from "../../application/observe-exchange";
-import {
-  type FromObservationThread,
-  factsToWire,
-  type ToObservationThread,
-  type WireFacts,
-} from "./observation-messages";
+import { type FromObservationThread, factsToWire, type ToObservationThread } from "./observation-messages";
 
 export interface ObservationThreadOptions {
   /** The thread's entry module (observation-worker.ts, or .js when built). */
@@ -41,10 +35,6 @@ export class ObservationThread {
   private nextMetricsId = 0;
   private readonly metricsWaiters = new Map<number, (text: string) => void>();
   private stopped: (() => void) | null = null;
-  /** Exchanges of this turn of the loop, not yet sent. */
-  private readonly pending: WireFacts[] = [];
-  private readonly pendingTransfer: ArrayBuffer[] = [];
-  private sending: NodeJS.Immediate | null = null;
 
   private constructor(private readonly options: ObservationThreadOptions) {
     this.restartDelayMs = options.restartDelayMs ?? 1_000;
@@ -72,22 +62,8 @@ export class ObservationThread {
     }
     const wire = factsToWire(facts);
     this.inFlight += 1;
-    this.pending.push(wire.facts);
-    this.pendingTransfer.push(...wire.transfer);
-    this.sending ??= setImmediate(this.sendPending);
+    worker.postMessage({ kind: "exchange", facts: wire.facts } satisfies ToObservationThread, wire.transfer);
   }
-
-  /** Sends what ended in this turn of the loop as one message. */
-  private readonly sendPending = (): void => {
-    this.sending = null;
-    const facts = this.pending.splice(0);
-    const transfer = this.pendingTransfer.splice(0);
-    if (facts.length === 0) return;
-    const worker = this.worker;
-    // The thread exited since: its exit counted these with the rest it had not handled.
-    if (worker === null) return;
-    worker.postMessage({ kind: "exchanges", facts } satisfies ToObservationThread, transfer);
-  };
 
   /** The thread's series in the Prometheus text format; empty when it does not answer in time. */
   async metricsText(): Promise<string> {
@@ -120,9 +96,6 @@ export class ObservationThread {
     const answered = new Promise<void>((resolve) => {
       this.stopped = resolve;
     });
-    // What ended in this turn goes first: the thread handles it before it stops.
-    if (this.sending !== null) clearImmediate(this.sending);
-    this.sendPending();
     worker.postMessage({ kind: "stop" } satisfies ToObservationThread);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => {
@@ -153,11 +126,8 @@ export class ObservationThread {
     worker.on("error", (error) => logger.error({ err: error.name }, "observation thread failed"));
     worker.on("exit", (code) => {
       if (this.worker === worker) this.worker = null;
-      // Counted once, with what the thread had been sent: the exchanges of this turn not sent yet too.
       for (let i = 0; i < this.inFlight; i++) this.options.unobserved.count("observer_failed");
       this.inFlight = 0;
-      this.pending.length = 0;
-      this.pendingTransfer.length = 0;
       if (this.stopping) return;
       logger.error({ code, restartInMs: this.restartDelayMs }, "observation thread exited; starting another");
       this.restartTimer = setTimeout(() => {
