@@ -3,7 +3,7 @@
 // Observed routes (routes.ts): the client's body is read whole, bounded by GATEWAY_MAX_BODY_BYTES
 // (that is what lets it be fingerprinted; 85 KiB costs nothing to hold), then sent upstream with
 // the client's headers less this hop's own. The response's status, headers and body go back chunk
-// by chunk through stream.pipeline (backpressure both ways, an event stream is never held whole),
+// by chunk through relayStreams (backpressure both ways, an event stream is never held whole),
 // and a tee feeds the usage reader. Observation starts only once the exchange has ended.
 // Every other /v1/ request is piped through both ways untouched and unobserved.
 //
@@ -18,7 +18,7 @@ import http, { type IncomingMessage, type Server, type ServerResponse } from "no
 import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import { pipeline, type Transform } from "node:stream";
+import type { Transform } from "node:stream";
 import type { Principal } from "@prefix-guard/access";
 import type { Logger } from "@prefix-guard/logging";
 import type { HttpsServerFiles } from "@prefix-guard/runtime";
@@ -40,6 +40,7 @@ import { planChatStreamUsage } from "../../domain/stream-options";
 import { type UsageReaderLimits, UsageStreamReader } from "../../domain/usage-stream";
 import type { GatewayMetrics, RequestRoute } from "../metrics/gateway-metrics";
 import { type ListenerTls, presentedOverHttp } from "./caller-credentials";
+import { relayStreams } from "./relay";
 import { timeoutSetting, type Upstream, type UpstreamFailure } from "./upstream";
 import { decoderFor, InjectedUsageFilter } from "./usage-filter";
 
@@ -253,11 +254,11 @@ export class ProxyHandler {
     let headersAt: number | null = null;
     let reader: UsageStreamReader | null = null;
     let usage: ResponseUsage = { kind: "none" };
-    /** Resolves once a decoder outside the pipeline has fed the reader everything. */
+    /** Resolves once a decoder outside the relayed streams has fed the reader everything. */
     let readerDrained: Promise<void> = Promise.resolve();
     /** Decoding or filtering the body for the client failed (not the client leaving). */
     let stageFailed = false;
-    /** The response pipeline runs: it decides how the exchange ended. */
+    /** The response streams are relayed: it decides how the exchange ended. */
     let piping = false;
 
     const finish = (outcome: ExchangeFacts["outcome"]) => {
@@ -332,7 +333,7 @@ export class ProxyHandler {
           if (hide) {
             if (decoder !== null) stages.push(decoder);
             stages.push(new InjectedUsageFilter(deps.usageLimits.maxEventBytes));
-            // A stage destroyed by the pipeline (because the client left) reports a premature close.
+            // A stage destroyed because the client left reports a premature close.
             for (const stage of stages)
               stage.once("error", (error: { code?: unknown }) => {
                 if (error.code !== "ERR_STREAM_PREMATURE_CLOSE") stageFailed = true;
@@ -348,10 +349,10 @@ export class ProxyHandler {
               stabilized?.header ?? null,
             ),
           );
-          // Runs after every stream closed, so an upstream failure has already finished the
-          // exchange (onFailure); an error left here is the client leaving or a stage failing.
+          // An error is told after every stream closed (relay.ts), so an upstream failure has already
+          // finished the exchange (onFailure); an error left here is the client leaving or a stage failing.
           piping = true;
-          pipeline([incoming, ...stages, res], (error) => {
+          relayStreams([incoming, ...stages, res], (error) => {
             if (!error) finish("completed");
             else if (!finished) {
               call.abort();
@@ -428,7 +429,7 @@ export class ProxyHandler {
       {
         onResponse: (incoming) => {
           res.writeHead(incoming.statusCode ?? 502, clientResponseHeaders(incoming.headers));
-          pipeline(incoming, res, (error) => {
+          relayStreams([incoming, res], (error) => {
             if (!error) finish("completed");
           });
         },
