@@ -14,7 +14,7 @@ export {
 } from "./cloudevents";
 export { decodeEnvelope, type EnvelopeCodec, encodeEnvelope } from "./codec";
 export { newEventId } from "./event-id";
-export { sha256Hex, sha256HexOfParts } from "./hash";
+export { type Sha256Checkpoint, sha256Hex, sha256HexOfParts, sha256HexResumable } from "./hash";
 export {
   checkJsonLimits,
   DEFAULT_JSON_LIMITS,

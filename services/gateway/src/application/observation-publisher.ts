@@ -13,7 +13,7 @@ import { type CacheCut, compareCuts } from "../domain/cache-order";
 import {
   type GatewayChange,
   gatewayChangeOf,
-  gatewayRequestId,
+  gatewayRequestIdResumable,
   type ObservationTenancy,
   prefixEventsOf,
   usageEventOf,
@@ -94,11 +94,16 @@ export class ObservationPublisher implements Observer {
     const { memory, now, newEventId } = this.deps;
     const sessionId = observation.session.id;
     const { cut, blockTokens, blockText } = observation;
-    const requestId = gatewayRequestId(sessionId, observation.requestBytes);
     // Callers of different tenants may name the same session id (a header, a provider key): each
     // tenant's request is compared only with its own tenant's previous one.
     const memoryKey = `${observation.principal.scope}\u0000${sessionId}`;
     const previous = memory.recall(memoryKey);
+    const { requestId, checkpoint } = gatewayRequestIdResumable(
+      sessionId,
+      observation.requestBytes,
+      previous?.requestIdCheckpoint,
+      observation.repeatsUpTo,
+    );
     const change =
       previous === undefined
         ? null
@@ -107,7 +112,7 @@ export class ObservationPublisher implements Observer {
             cut,
             compareCuts(previous.cut, cut, { previous: previous.text, current: blockText }),
           );
-    memory.remember(memoryKey, cut, { text: blockText, bytes: observation.requestBytes.length });
+    memory.remember(memoryKey, cut, { text: blockText, bytes: observation.requestBytes.length }, checkpoint);
     const occurredAtMs = now();
     const prefix = prefixEventsOf(
       {

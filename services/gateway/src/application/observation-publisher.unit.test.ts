@@ -33,6 +33,7 @@ function observation(date: string, overrides: Partial<ExchangeObservation> = {},
     cut,
     blockTokens: texts.map(estimateTokens),
     blockText: text,
+    repeatsUpTo: 0,
     responseStatus: 200,
     outcome: "completed",
     usage: {
@@ -100,6 +101,23 @@ describe("ObservationPublisher", () => {
     // From the divergence to the end: the rest of the system block and the message.
     expect(changed.value.bytesAfterBreak).toBe(first.cut.totalBytes - ((systemBlock?.offset ?? 0) + inBlock));
     expect(changed.value.tokensAfterBreak).toBeGreaterThan(0);
+  });
+
+  it("names every request by the whole body's hash, also when it hashes only what followed the session's last request", () => {
+    const { subject, published } = publisher();
+    const requests = [
+      observation("2026-12-04"),
+      observation("2026-12-04", {}, " Keep it short."),
+      observation("2026-12-05", {}, " Keep it short."),
+      observation("2026-12-05", {}, " Keep it short."),
+    ];
+    for (const [i, request] of requests.entries()) {
+      // Resume points inside the system text, before it, and past the body's end.
+      subject.observe({ ...request, repeatsUpTo: [60, 0, 80, 10_000][i] ?? 0 });
+    }
+    expect(published.map((events) => events.prefix[0]?.requestId)).toEqual(
+      requests.map((request) => gatewayRequestId("user_test_session_1", request.requestBytes)),
+    );
   });
 
   it("compares a request only with its own tenant's: another tenant naming the same session starts fresh", () => {

@@ -138,6 +138,7 @@ export async function observeExchange(facts: ExchangeFacts, deps: ObserveDeps): 
     cut: request.cut,
     blockTokens: request.tokens,
     blockText: request.text,
+    repeatsUpTo: request.repeatsUpTo,
     responseStatus: facts.responseStatus,
     outcome: facts.outcome,
     ...usageOf(facts, deps.unobserved),

@@ -54,6 +54,8 @@ export interface ExchangeObservation {
    * block diverged, never emitted).
    */
   blockText(index: number): string | undefined;
+  /** The request most likely repeats up to this byte in the session's next (CutRequest.repeatsUpTo). */
+  readonly repeatsUpTo: number;
   /** The upstream's status; null when there was no response (unreachable, timeout, abort). */
   readonly responseStatus: number | null;
   readonly outcome: ExchangeOutcome;

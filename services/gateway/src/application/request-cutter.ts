@@ -10,7 +10,7 @@ import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { LruMap } from "@prefix-guard/lru";
 import { type CacheCut, cutCacheOrder } from "../domain/cache-order";
 import { isJsonRecord, type JsonRecord } from "../domain/json-record";
-import { type BlockFacts, type CutBody, cutRawBody } from "../domain/raw-cut";
+import { type BlockFacts, type CutBody, cutRawBody, type RawCut } from "../domain/raw-cut";
 import type { RouteName } from "../domain/routes";
 import { derivedKeyBlocks, derivedSession, type SessionIdentity, sessionIdentity } from "../domain/session-identity";
 
@@ -21,6 +21,11 @@ export interface CutRequest {
   readonly cut: CacheCut;
   readonly tokens: readonly number[];
   text(index: number): string | undefined;
+  /**
+   * A byte of the body before which the session's next request most likely repeats this one: where
+   * its last message starts (0 when the body was not cut from its bytes).
+   */
+  readonly repeatsUpTo: number;
 }
 
 export type Cutting =
@@ -51,6 +56,16 @@ export const DEFAULT_CUTTER_LIMITS: RequestCutterLimits = {
 /** What a kept body weighs: its bytes, and per block a span, a key and a facts reference. */
 function cutBodyWeight(body: CutBody): number {
   return body.bytes.length + body.keys.length * 128;
+}
+
+/** Where the body's last message starts: an agent's next request appends after it, or rewrites it. */
+function lastMessageStart(raw: RawCut): number {
+  let start = 0;
+  raw.cut.blocks.forEach((block, index) => {
+    const span = raw.body.blocks[index]?.span;
+    if (block.kind === "message" && span !== undefined) start = Math.max(start, span.start);
+  });
+  return start;
 }
 
 export class RequestCutter {
@@ -89,7 +104,7 @@ export class RequestCutter {
           }
           return identity;
         };
-        return this.request(route, sessionHeader, raw.fields, raw, raw.tokens, derived);
+        return this.request(route, sessionHeader, raw.fields, raw, raw.tokens, derived, lastMessageStart(raw));
       }
     } catch {
       // A block the scan found is not valid JSON, or canonical JSON refused it: the reference cut
@@ -104,8 +119,14 @@ export class RequestCutter {
     if (!isJsonRecord(body)) return { kind: "not_json" };
     try {
       const reference = cutCacheOrder(route, body);
-      return this.request(route, sessionHeader, body, reference, reference.texts.map(estimateTokens), () =>
-        derivedSession(reference),
+      return this.request(
+        route,
+        sessionHeader,
+        body,
+        reference,
+        reference.texts.map(estimateTokens),
+        () => derivedSession(reference),
+        0,
       );
     } catch (error) {
       return { kind: "failed", errorName: error instanceof Error ? error.name : typeof error };
@@ -119,6 +140,7 @@ export class RequestCutter {
     cut: { readonly cut: CacheCut; text(index: number): string | undefined },
     tokens: readonly number[],
     derived: () => SessionIdentity,
+    repeatsUpTo: number,
   ): Cutting {
     return {
       kind: "cut",
@@ -129,6 +151,7 @@ export class RequestCutter {
         cut: cut.cut,
         tokens,
         text: (index) => cut.text(index),
+        repeatsUpTo,
       },
     };
   }

@@ -9,7 +9,7 @@
 // ("system[0]" → section_changed:system[0]); the tools block sets tools_changed; a message block
 // (edited, or cut off the end) sets history_rewritten. The block itself is named in every case.
 
-import { sha256HexOfParts } from "@prefix-guard/events";
+import { type Sha256Checkpoint, sha256HexOfParts, sha256HexResumable } from "@prefix-guard/events";
 import type { ChangedBlock, PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { LlmUsageEvent } from "@prefix-guard/proto/events/v1/usage_events";
 import type { NormalizedUsage } from "@prefix-guard/providers/usage";
@@ -27,7 +27,23 @@ const USAGE_EVENT_SCHEMA_VERSION = 1;
  * over the bytes the client sent. The same body resent in the same session is the same request.
  */
 export function gatewayRequestId(sessionId: string, requestBytes: Uint8Array): string {
-  return sha256HexOfParts([`${sessionId.length}:${sessionId}\n`, requestBytes]);
+  return sha256HexOfParts([requestIdHead(sessionId), requestBytes]);
+}
+
+const requestIdHead = (sessionId: string) => `${sessionId.length}:${sessionId}\n`;
+
+/**
+ * gatewayRequestId, resumed from the session's previous request where this one starts with the same
+ * bytes, and where this one's hash stood at `repeatsUpTo` for the next.
+ */
+export function gatewayRequestIdResumable(
+  sessionId: string,
+  requestBytes: Buffer,
+  previous: Sha256Checkpoint | undefined,
+  repeatsUpTo: number,
+): { readonly requestId: string; readonly checkpoint: Sha256Checkpoint } {
+  const { hex, checkpoint } = sha256HexResumable(requestIdHead(sessionId), requestBytes, previous, repeatsUpTo);
+  return { requestId: hex, checkpoint };
 }
 
 /** A change told in the taxonomy's terms, with the block that broke the prefix. */
