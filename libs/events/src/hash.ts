@@ -52,7 +52,7 @@ export function sha256HexResumable(
     from !== undefined &&
     from.head === head &&
     from.at <= at &&
-    Buffer.compare(bytes.subarray(0, from.at), from.bytes.subarray(0, from.at)) === 0
+    bytes.compare(from.bytes, 0, from.at, 0, from.at) === 0
   ) {
     hash = from.state.copy();
     hashed = from.at;

@@ -1,9 +1,9 @@
 // The previous request of each session, so the next one can be compared with it: its cut (hashes
 // and sizes) and, while they fit, the source of its block texts (the request's bytes, to find the
 // byte where a changed block diverged) and where its request id's hash stood at its last message
-// (over the same bytes, so the next request id hashes only what is new). Bounded by bytes, least recently used session first out. A
-// session whose texts alone exceed the bound keeps its cut only: the changed block is still named,
-// without the offset.
+// (over the same bytes, so the next request id hashes only what is new). Bounded by bytes, least
+// recently used session first out. A session whose texts alone exceed the bound keeps its cut only:
+// the changed block is still named, without the offset.
 //
 // Process memory only: a restart forgets every session, and the first request after it is compared
 // with nothing (the provider's cache has usually expired over such a gap anyway).

@@ -30,7 +30,9 @@ export function gatewayRequestId(sessionId: string, requestBytes: Uint8Array): s
   return sha256HexOfParts([requestIdHead(sessionId), requestBytes]);
 }
 
-const requestIdHead = (sessionId: string) => `${sessionId.length}:${sessionId}\n`;
+function requestIdHead(sessionId: string): string {
+  return `${sessionId.length}:${sessionId}\n`;
+}
 
 /**
  * gatewayRequestId, resumed from the session's previous request where this one starts with the same
