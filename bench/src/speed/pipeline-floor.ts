@@ -14,8 +14,11 @@ import type { SaveMessageRequest } from "@prefix-guard/proto/sessionevents/v1/se
 
 /** What the services give session.events.v1 (libs/runtime defaultTopicSpecs). */
 export const FLOOR_TOPIC_PARTITIONS = 6;
-/** The services' consumer defaults: runEventConsumer's maxBatchEvents, ServiceKit's CONSUMER_PARTITIONS_CONCURRENTLY. */
-export const FLOOR_CONSUMER = { maxBatchMessages: 500, partitionsConcurrently: 3 } as const;
+/**
+ * The services' consumer defaults: runEventConsumer's maxBatchEvents, ServiceKit's
+ * CONSUMER_PARTITIONS_CONCURRENTLY and CONSUMER_COMMIT_INTERVAL_MS.
+ */
+export const FLOOR_CONSUMER = { maxBatchMessages: 500, partitionsConcurrently: 3, commitIntervalMs: 1_000 } as const;
 /** Most messages one INSERT carries: session-events' own group cap (MessageAppendGroups). */
 export const FLOOR_GROUP_MAX = 128;
 export const FLOOR_EVENT_TABLE = "floor_event";

@@ -28,6 +28,8 @@ export interface EventConsumerOptions<E> {
   readonly maxBatchEvents?: number;
   /** Partitions applied at the same time; default 1. */
   readonly partitionsConcurrently?: number;
+  /** How long an applied position may wait to be committed (SubscribeOptions.commitIntervalMs); default 0. */
+  readonly commitIntervalMs?: number;
   /** Largest accepted message; bigger ones go to the DLQ unread (bounded memory per message). */
   readonly maxMessageBytes?: number;
   readonly fromBeginning?: boolean;
@@ -127,6 +129,7 @@ export async function runEventConsumer<E>(options: EventConsumerOptions<E>): Pro
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
     maxBatchMessages: options.maxBatchEvents ?? 500,
     partitionsConcurrently: options.partitionsConcurrently ?? 1,
+    commitIntervalMs: options.commitIntervalMs ?? 0,
     handleBatch: async (messages) => {
       const decoded: { event: E; message: IncomingMessage }[] = [];
       for (const message of messages) {

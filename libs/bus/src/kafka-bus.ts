@@ -181,6 +181,15 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
       await consumer.connect();
       await consumer.subscribe({ topic: opts.topic, fromBeginning: opts.fromBeginning ?? true });
       const handler = batchHandlerOf(opts);
+      const commits = new PositionCommits(
+        (offsets) => consumer.commitOffsets(offsets),
+        opts.commitIntervalMs ?? 0,
+        (error) =>
+          logger.warn({ err: error, groupId: opts.groupId }, "offset commit failed; the events are redelivered"),
+      );
+      // Positions handled before a rebalance belong to whoever owns the partitions now: committing them
+      // later could move a new owner's position back.
+      consumer.on(consumer.events.GROUP_JOIN, () => commits.forget());
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -228,10 +237,14 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
             if (last === undefined) continue;
             resolveOffset(last);
             // kafkajs commitOffsetsIfNecessary commits nothing with autoCommit off (kafkajs#1729): commit explicitly.
-            await consumer.commitOffsets([
-              { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() },
-            ]);
-            await heartbeat();
+            await commits.handled(batch.topic, batch.partition, (BigInt(last) + 1n).toString());
+            try {
+              await heartbeat();
+            } catch (error) {
+              // A rebalance is starting: what this member handled is committed while it still may.
+              await commits.flush();
+              throw error;
+            }
           }
         },
       });
@@ -239,6 +252,8 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
       return {
         async stop() {
           running = false;
+          await commits.flush();
+          commits.forget();
           await consumer.disconnect();
           consumers.delete(consumer);
         },
@@ -252,4 +267,68 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
       producerReady = undefined;
     },
   };
+}
+
+type CommitOffsets = (offsets: { topic: string; partition: number; offset: string }[]) => Promise<void>;
+
+/**
+ * A consumer's handled positions, committed to the broker at most once per interval. Each commit is
+ * a round trip the broker writes to __consumer_offsets; one per batch was about one commit per four
+ * events at a few hundred events/s. Positions are still committed only after their batch was handled.
+ */
+export class PositionCommits {
+  private readonly pending = new Map<string, { topic: string; partition: number; offset: string }>();
+  private lastCommitAt = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly commit: CommitOffsets,
+    private readonly intervalMs: number,
+    private readonly failed: (error: unknown) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A batch up to `offset` (the next offset to read) was handled. */
+  async handled(topic: string, partition: number, offset: string): Promise<void> {
+    this.pending.set(`${topic}\u0000${partition}`, { topic, partition, offset });
+    if (this.now() - this.lastCommitAt >= this.intervalMs) {
+      await this.flush();
+      return;
+    }
+    // A partition that goes quiet still gets its position committed, one interval later.
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      void this.flush();
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Commits every pending position now; a failure is reported, and those events are redelivered. */
+  async flush(): Promise<void> {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (this.pending.size === 0) return;
+    const offsets = [...this.pending.values()];
+    this.pending.clear();
+    this.lastCommitAt = this.now();
+    try {
+      await this.commit(offsets);
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+
+  /** Drops what was not committed (after a rebalance, or once stopped). */
+  forget(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.pending.clear();
+  }
+
+  /** Positions handled and not yet committed (tests). */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
 }

@@ -44,6 +44,13 @@ export interface SubscribeOptions {
   readonly maxBatchMessages?: number;
   /** Partitions processed at the same time by this subscriber; default 1. */
   readonly partitionsConcurrently?: number;
+  /**
+   * Kafka: how long a handled position may wait before it is committed to the broker (one commit
+   * then carries every partition's); 0 commits after every batch handed to the handler. A crash
+   * redelivers what was handled but not yet committed, so the handler must be idempotent anyway.
+   * Default 0. The embedded bus commits its positions with each batch and ignores it.
+   */
+  readonly commitIntervalMs?: number;
 }
 
 const DEFAULT_MAX_BATCH_MESSAGES = 500;

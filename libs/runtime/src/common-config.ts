@@ -55,6 +55,12 @@ export const commonConfigShape = {
   /** Partitions of a topic one consumer applies at the same time (each in its own transactions). */
   CONSUMER_PARTITIONS_CONCURRENTLY: z.coerce.number().int().min(1).max(64).default(3),
   /**
+   * Kafka: how long an applied consumer position may wait before it is committed, so one commit
+   * carries many batches (0: a commit after every batch). A crash redelivers at most this much, which
+   * every consumer applies idempotently.
+   */
+  CONSUMER_COMMIT_INTERVAL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  /**
    * `apply`: run pending migrations at start; replicas starting together take turns through a
    * database lock. `verify`: run no DDL and wait for the migrations Job to have applied every one.
    */

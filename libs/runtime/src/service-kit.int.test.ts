@@ -15,6 +15,7 @@ const config: ServiceKitConfig = {
   METRICS_PORT: 0,
   SHUTDOWN_GRACE_MS: 1_000,
   CONSUMER_PARTITIONS_CONCURRENTLY: 1,
+  CONSUMER_COMMIT_INTERVAL_MS: 0,
 };
 
 describe("ServiceKit", () => {

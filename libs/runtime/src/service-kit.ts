@@ -30,6 +30,7 @@ export interface ServiceKitConfig extends SecurityConfig {
   readonly METRICS_PORT: number;
   readonly SHUTDOWN_GRACE_MS: number;
   readonly CONSUMER_PARTITIONS_CONCURRENTLY: number;
+  readonly CONSUMER_COMMIT_INTERVAL_MS: number;
   /** Published outbox rows older than this are deleted by the relay; absent = its default (24 h). */
   readonly OUTBOX_RETENTION_MS?: number | undefined;
   /** Leases the outbox relay is split over; absent = 1. */
@@ -116,7 +117,10 @@ export class ServiceKit {
    * holding its partition.
    */
   async consume<E extends { readonly occurredAtMs: number }>(
-    options: Omit<EventConsumerOptions<E>, "bus" | "logger" | "partitionsConcurrently" | "onOutcome"> & {
+    options: Omit<
+      EventConsumerOptions<E>,
+      "bus" | "logger" | "partitionsConcurrently" | "commitIntervalMs" | "onOutcome"
+    > & {
       readonly onOutcome?: EventConsumerOptions<E>["onOutcome"];
       readonly isPoison?: (error: unknown) => boolean;
     },
@@ -141,6 +145,7 @@ export class ServiceKit {
       bus: this.options.bus,
       logger: this.options.logger,
       partitionsConcurrently: this.config.CONSUMER_PARTITIONS_CONCURRENTLY,
+      commitIntervalMs: this.config.CONSUMER_COMMIT_INTERVAL_MS,
       onOutcome: (outcome, count) => {
         this.metrics.eventsConsumed.inc({ consumer: options.groupId, outcome }, count);
         options.onOutcome?.(outcome, count);
