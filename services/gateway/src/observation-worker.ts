@@ -11,12 +11,15 @@ import {
   factsFromWire,
   type ToObservationThread,
 } from "./adapters/worker/observation-messages";
+import { TimeSlicedQueue } from "./adapters/worker/time-sliced-queue";
 import type { UnobservedReason } from "./application/observe-exchange";
 import { startObservationPipeline } from "./observation-pipeline";
 import type { ObservationWorkerData } from "./observation-settings";
 
 /** Handled exchanges are reported at most this often (the proxy's side frees their places then). */
 const REPORT_EVERY_MS = 20;
+/** Longest the thread observes without reading its sockets (Kafka's answers, the database's). */
+const OBSERVE_SLICE_MS = 10;
 
 const port = parentPort;
 if (port === null) throw new Error("observation-worker.ts runs as a worker thread (observation-thread.ts starts it)");
@@ -51,13 +54,17 @@ const pipeline = startObservationPipeline(data.observation, {
   now: Date.now,
 });
 
+const exchanges = new TimeSlicedQueue<ToObservationThread & { kind: "exchange" }>((message) => {
+  void pipeline.observe(factsFromWire(message.facts)).finally(() => {
+    handled += 1;
+    reportTimer ??= setTimeout(report, REPORT_EVERY_MS);
+  });
+}, OBSERVE_SLICE_MS);
+
 port.on("message", (message: ToObservationThread) => {
   switch (message.kind) {
     case "exchange":
-      void pipeline.observe(factsFromWire(message.facts)).finally(() => {
-        handled += 1;
-        reportTimer ??= setTimeout(report, REPORT_EVERY_MS);
-      });
+      exchanges.push(message);
       return;
     case "metrics":
       void registry.metrics().then(
@@ -73,6 +80,8 @@ port.on("message", (message: ToObservationThread) => {
 
 async function stop(): Promise<void> {
   try {
+    // Exchanges that arrived before "stop" are observed before the pipeline writes out and closes.
+    await exchanges.idle();
     await pipeline.stop();
     await bus.close();
   } catch (error) {
