@@ -22,21 +22,17 @@ import {
   type ResolveResponse,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { FingerprintStore } from "../src/adapters/mysql/fingerprint-store";
-import { ProjectionStore } from "../src/adapters/mysql/projection-store";
-import {
-  type BuilderLogger,
-  PromptBuilder,
-  type PromptBuilderOptions,
-  type StageObserver,
+import type {
+  BuilderLogger,
+  PromptBuilderOptions,
+  StageObserver,
 } from "../src/application/build-request/build-request";
 import { ANCHOR_TO_FIRST_USER_MESSAGE } from "../src/application/build-request/dates";
-import { DurablePrefixMemory } from "../src/application/build-request/prefix-memory";
 import { type RulesResolver, snapshotRulesSource } from "../src/application/build-request/rules";
-import { SessionViews } from "../src/application/build-request/session-views";
 import { contentToProto } from "../src/application/content-mapping";
-import { type DataKeySource, SealedEventOpener, type SessionKeyState } from "../src/application/sealed-events";
-import { type SessionEventsReader, SessionProjection } from "../src/application/session-projection";
-import type { AssemblyPorts } from "../src/assembly-parts";
+import type { DataKeySource, SessionKeyState } from "../src/application/sealed-events";
+import type { SessionEventsReader } from "../src/application/session-projection";
+import { type AssemblyPorts, assemblyCore as wireAssemblyCore } from "../src/assembly-parts";
 import type { ContentPart } from "../src/domain/model";
 
 export const sha256 = sha256Hex;
@@ -431,6 +427,7 @@ export async function openSqliteStore(label: string): Promise<TestStore> {
  * prompt-assembly's core as service.ts wires it, over a test database: the projection, the views
  * held in memory, the durable prefix memory and the builder. `ports` replaces a product port.
  */
+/** The service's build path (assembly-parts.ts) on a test store, with the tests' defaults. */
 export function assemblyCore(deps: {
   db: Database;
   rules: RulesResolver;
@@ -445,44 +442,27 @@ export function assemblyCore(deps: {
   /** GetDataKeys: with it, sealed (schema 2) events are opened, as service.ts wires it. */
   keys?: DataKeySource;
 }) {
-  const store = new ProjectionStore(deps.db);
-  const opener = new SealedEventOpener(deps.keys ?? null);
-  const views = new SessionViews({
-    store,
-    sessions: deps.sessions,
-    cacheBytes: deps.viewCacheBytes ?? 64 * 1024 * 1024,
-    opener,
-  });
   let eventCounter = 0;
-  const prefixMemory = new DurablePrefixMemory({
-    store: deps.ports?.fingerprints ?? new FingerprintStore(deps.db),
-    now: deps.now,
-    newEventId: () => `prefix-event-${++eventCounter}`,
-    traceHeaders: () => ({}),
-    cacheBytes: 16 * 1024 * 1024,
-    logger: deps.logger,
-  });
-  // As service.ts wires it: the projection tells the builder's prefix memory what to forget.
-  const projection = new SessionProjection({
-    store,
-    now: deps.now,
-    onSessionsReset: (sessionIds) => prefixMemory.forget(sessionIds),
-    opener,
-  });
-  const builder = new PromptBuilder({
-    views,
+  return wireAssemblyCore({
+    db: deps.db,
+    sessions: deps.sessions,
+    keys: deps.keys ?? null,
     rules:
       deps.ports?.rules ??
       snapshotRulesSource(deps.rules, { timeoutMs: deps.rulesTimeoutMs ?? 2_000, logger: deps.logger }),
-    prefixMemory,
+    fingerprints: deps.ports?.fingerprints ?? new FingerprintStore(deps.db),
     dates: deps.ports?.dates ?? ANCHOR_TO_FIRST_USER_MESSAGE,
     now: deps.now,
-    sha256,
+    newEventId: () => `prefix-event-${++eventCounter}`,
+    traceHeaders: () => ({}),
     logger: deps.logger,
-    ...(deps.options === undefined ? {} : { options: deps.options }),
-    ...(deps.observeStage === undefined ? {} : { observeStage: deps.observeStage }),
+    viewCacheBytes: deps.viewCacheBytes ?? 64 * 1024 * 1024,
+    prefixCacheBytes: 16 * 1024 * 1024,
+    builder: {
+      ...(deps.options === undefined ? {} : { options: deps.options }),
+      ...(deps.observeStage === undefined ? {} : { observeStage: deps.observeStage }),
+    },
   });
-  return { projection, views, prefixMemory, builder, store, opener };
 }
 
 export const STORES: readonly { name: string; open: (label: string) => Promise<TestStore> }[] = [
