@@ -21,6 +21,29 @@ async function committed(groupId: string, topic: string): Promise<string | undef
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const openBus = (clientId: string) => createKafkaBus({ brokers: testKafkaBrokers, clientId, logger: silentLogger() });
+const publishTexts = (bus: MessageBus, topic: string, texts: readonly string[]) =>
+  bus.publish(
+    topic,
+    texts.map((text) => ({ key: "k", value: bytes(text) })),
+  );
+
+/** A one-partition topic and a group subscribed to it with `commitIntervalMs`, collecting what it applies. */
+async function subscribed(bus: MessageBus, name: string, commitIntervalMs: number) {
+  const topic = uniqueName(name);
+  const groupId = uniqueName("g");
+  await bus.ensureTopics([{ topic, partitions: 1 }]);
+  const seen: string[] = [];
+  const sub = await bus.subscribe({
+    topic,
+    groupId,
+    commitIntervalMs,
+    handleMessage: async (m) => void seen.push(Buffer.from(m.value).toString()),
+  });
+  // The first applied position is due at once: the group starts from a committed position.
+  await publishTexts(bus, topic, ["a"]);
+  await eventually(async () => (await committed(groupId, topic)) === "1", { what: "first commit" });
+  return { topic, groupId, seen, sub };
+}
 
 describe("Kafka consumer commit interval", () => {
   let bus: MessageBus;
@@ -34,23 +57,8 @@ describe("Kafka consumer commit interval", () => {
   });
 
   it("holds positions applied within the interval and commits them when the subscription stops", async () => {
-    const topic = uniqueName("commit-hold");
-    const groupId = uniqueName("g");
-    await bus.ensureTopics([{ topic, partitions: 1 }]);
-    const seen: string[] = [];
-    const sub = await bus.subscribe({
-      topic,
-      groupId,
-      commitIntervalMs: 60_000,
-      handleMessage: async (m) => void seen.push(Buffer.from(m.value).toString()),
-    });
-    await bus.publish(topic, [{ key: "k", value: bytes("a") }]);
-    // The first applied position is due at once: the group starts from a committed position.
-    await eventually(async () => (await committed(groupId, topic)) === "1", { what: "first commit" });
-    await bus.publish(
-      topic,
-      ["b", "c", "d"].map((text) => ({ key: "k", value: bytes(text) })),
-    );
+    const { topic, groupId, seen, sub } = await subscribed(bus, "commit-hold", 60_000);
+    await publishTexts(bus, topic, ["b", "c", "d"]);
     await eventually(() => seen.length === 4, { what: "four applied" });
     expect(await committed(groupId, topic)).toBe("1");
     await sub.stop();
@@ -58,42 +66,17 @@ describe("Kafka consumer commit interval", () => {
   });
 
   it("commits every batch with interval 0", async () => {
-    const topic = uniqueName("commit-each");
-    const groupId = uniqueName("g");
-    await bus.ensureTopics([{ topic, partitions: 1 }]);
-    const seen: string[] = [];
-    const sub = await bus.subscribe({
-      topic,
-      groupId,
-      commitIntervalMs: 0,
-      handleMessage: async (m) => void seen.push(Buffer.from(m.value).toString()),
-    });
-    await bus.publish(topic, [{ key: "k", value: bytes("a") }]);
-    await eventually(async () => (await committed(groupId, topic)) === "1", { what: "first commit" });
-    await bus.publish(topic, [{ key: "k", value: bytes("b") }]);
+    const { topic, groupId, seen, sub } = await subscribed(bus, "commit-each", 0);
+    await publishTexts(bus, topic, ["b"]);
     await eventually(async () => (await committed(groupId, topic)) === "2", { what: "second commit, not held" });
     await sub.stop();
     expect(seen).toEqual(["a", "b"]);
   });
 
   it("a consumer that dies holding positions has them read again, never lost", async () => {
-    const topic = uniqueName("commit-crash");
-    const groupId = uniqueName("g");
     const dying = openBus("commit-interval-dying");
-    await dying.ensureTopics([{ topic, partitions: 1 }]);
-    const first: string[] = [];
-    await dying.subscribe({
-      topic,
-      groupId,
-      commitIntervalMs: 60_000,
-      handleMessage: async (m) => void first.push(Buffer.from(m.value).toString()),
-    });
-    await dying.publish(topic, [{ key: "k", value: bytes("a") }]);
-    await eventually(async () => (await committed(groupId, topic)) === "1", { what: "first commit" });
-    await dying.publish(
-      topic,
-      ["b", "c"].map((text) => ({ key: "k", value: bytes(text) })),
-    );
+    const { topic, groupId, seen: first } = await subscribed(dying, "commit-crash", 60_000);
+    await publishTexts(dying, topic, ["b", "c"]);
     await eventually(() => first.length === 3, { what: "three applied" });
     // Closing the bus disconnects its consumers without their subscriptions' stop: as a crash would.
     await dying.close();
