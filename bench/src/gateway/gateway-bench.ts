@@ -205,6 +205,10 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<Gat
       .split("\n")
       .filter((line) => line.startsWith("prefixguard_gateway_") && !line.endsWith(" 0") && !line.includes("_bucket{"));
     const unobserved = counterTotal(exposition, "prefixguard_gateway_unobserved_total");
+    const published = {
+      straight: counterTotal(exposition, "prefixguard_gateway_events_published_total"),
+      throughOutbox: counterTotal(exposition, "prefixguard_relay_events_published_total"),
+    };
     const goals: GoalVerdict[] = judgeGoals(latency, throughputCases, unobserved);
     const bodyBytes = Object.fromEntries(
       BENCH_ROUTES.map((route) => [route, bodies.get(key({ route, stream: false }))?.length ?? 0]),
@@ -225,6 +229,7 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<Gat
       goals,
       gatewayCounters,
       heldMsByRoute,
+      published,
       seconds: Number(((performance.now() - started) / 1000).toFixed(1)),
     };
   } finally {

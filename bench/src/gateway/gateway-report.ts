@@ -186,6 +186,12 @@ export interface GatewayBenchResult {
    * its time between reading a body and forwarding it, without waiting for the event loop.
    */
   readonly heldMsByRoute: Readonly<Record<string, number>>;
+  /**
+   * Events the gateway published straight to the bus, and through its outbox (a publish the bus
+   * refused or that overran its deadline switches to it): with the broker up, the outbox is a sign
+   * of trouble (older results do not have it).
+   */
+  readonly published?: { readonly straight: number; readonly throughOutbox: number };
 }
 
 const pair = (q: Quantiles) => `${fmt(q.p50, 2)} / ${fmt(q.p99, 2)}`;
@@ -248,6 +254,12 @@ export function renderGatewayMarkdown(result: GatewayBenchResult, measuredAt: st
         .join(", ") || "–"
     }. What a caller waits for beyond that is the proxy's event loop busy with other exchanges (the observation runs on a thread of its own).`,
     "",
+    ...(result.published === undefined
+      ? []
+      : [
+          `Events published straight to Kafka: ${result.published.straight}; through the gateway's outbox (after a publish was refused or overran its deadline): ${result.published.throughOutbox}${result.published.throughOutbox > 0 ? " (**the broker was up: the observation fell behind**)" : ""}.`,
+          "",
+        ]),
     "## Goals (docs/decisions/gateway-speed-goals.md)",
     "",
     markdownTable(

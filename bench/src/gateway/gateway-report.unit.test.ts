@@ -127,5 +127,20 @@ describe("gateway bench report", () => {
     expect(markdown).toContain("| throughput ≥ 70% of the bare proxy's (%) | 65.00 | **FAIL** |");
     expect(markdown).toContain("openai_chat 85.0 KiB");
     expect(markdown).toContain("mean over the run: openai_chat 42 µs.");
+    // Results from before the publish counts were kept say nothing about them.
+    expect(markdown).not.toContain("Events published");
+    const straight = renderGatewayMarkdown(
+      { ...result, published: { straight: 900, throughOutbox: 0 } },
+      "2026-12-04T10:00:00.000Z",
+      "",
+    );
+    expect(straight).toContain("Events published straight to Kafka: 900; through the gateway's outbox");
+    expect(straight).not.toContain("fell behind");
+    const switched = renderGatewayMarkdown(
+      { ...result, published: { straight: 600, throughOutbox: 300 } },
+      "2026-12-04T10:00:00.000Z",
+      "",
+    );
+    expect(switched).toContain("overran its deadline): 300 (**the broker was up: the observation fell behind**).");
   });
 });
