@@ -14,7 +14,7 @@ help:
 	@echo "make build   compile every service and prefixctl to dist/ (what the images run)"
 
 # pnpm comes from npm when missing (pnpm 11 does not run on Node 20, hence the pin).
-node_modules/.install-stamp: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard libs/*/package.json services/*/package.json proto/package.json migrations/package.json bench/package.json deploy/package.json)
+node_modules/.install-stamp: package.json pnpm-lock.yaml pnpm-workspace.yaml $(wildcard patches/*.patch) $(wildcard libs/*/package.json services/*/package.json proto/package.json migrations/package.json bench/package.json deploy/package.json)
 	@command -v node >/dev/null || { echo "node (>= 20) is required: apt-get install nodejs npm"; exit 1; }
 	@if ! command -v pnpm >/dev/null || [ "$$(pnpm --version)" != "$(PNPM_VERSION)" ]; then \
 	  echo "installing pnpm $(PNPM_VERSION) with npm"; npm install -g pnpm@$(PNPM_VERSION) >/dev/null; fi
