@@ -88,6 +88,12 @@ const gatewayConfigShape = z.object({
   GATEWAY_OUTBOX_TIMEOUT_MS: ms(2_000, 60_000),
   /** Exchanges whose events may wait for the database at once; more are dropped and counted. */
   GATEWAY_OUTBOX_QUEUE: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  /**
+   * Request bytes handed to the observation thread and not yet observed, at most; past it an
+   * exchange is dropped and counted (observer_busy). The queue's count alone let a backlog of large
+   * bodies hold gigabytes. One exchange is always taken when none is waiting.
+   */
+  GATEWAY_OBSERVATION_QUEUE_BYTES: bytes(256 * MIB, MIB, 16_384 * MIB),
 });
 
 /**

@@ -22,6 +22,17 @@ describe("loadGatewayConfig", () => {
     expect(() => loadGatewayConfig({ ANTHROPIC_UPSTREAM_URL: "not a url" })).toThrow(/absolute/);
   });
 
+  it("bounds the request bytes waiting for the observation thread, and refuses a bound that is no bound", () => {
+    expect(loadGatewayConfig({}).GATEWAY_OBSERVATION_QUEUE_BYTES).toBe(256 * 1024 * 1024);
+    expect(loadGatewayConfig({ GATEWAY_OBSERVATION_QUEUE_BYTES: "1048576" }).GATEWAY_OBSERVATION_QUEUE_BYTES).toBe(
+      1024 * 1024,
+    );
+    for (const value of ["0", "1048575", "-1", "lots", "1.5", "99999999999999"])
+      expect(() => loadGatewayConfig({ GATEWAY_OBSERVATION_QUEUE_BYTES: value })).toThrow(
+        /GATEWAY_OBSERVATION_QUEUE_BYTES/,
+      );
+  });
+
   it("leaves who may call to the start-up security rules (startGateway), so any host parses", () => {
     expect(loadGatewayConfig({ GATEWAY_HOST: "0.0.0.0" }).GATEWAY_HOST).toBe("0.0.0.0");
     expect(loadGatewayConfig({ GATEWAY_HOST: "::1" }).GATEWAY_HOST).toBe("::1");

@@ -109,6 +109,7 @@ export function startGatewayObservation(config: GatewayConfig, deps: GatewayObse
       entry: new URL(`./observation-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
       workerData,
       maxInFlight: config.GATEWAY_OUTBOX_QUEUE,
+      maxInFlightBytes: config.GATEWAY_OBSERVATION_QUEUE_BYTES,
       unobserved,
       logger,
     });

@@ -30,13 +30,20 @@ const registry = new Registry();
 registry.setDefaultLabels({ service: "gateway" });
 
 let handled = 0;
+let handledBytes = 0;
 let unobserved: Partial<Record<UnobservedReason, number>> = {};
 let reportTimer: NodeJS.Timeout | null = null;
 const report = () => {
   reportTimer = null;
   if (handled === 0 && Object.keys(unobserved).length === 0) return;
-  port.postMessage({ kind: "observed", count: handled, unobserved } satisfies FromObservationThread);
+  port.postMessage({
+    kind: "observed",
+    count: handled,
+    bytes: handledBytes,
+    unobserved,
+  } satisfies FromObservationThread);
   handled = 0;
+  handledBytes = 0;
   unobserved = {};
 };
 const counter = {
@@ -55,8 +62,10 @@ const pipeline = startObservationPipeline(data.observation, {
 });
 
 const exchanges = new TimeSlicedQueue<ToObservationThread & { kind: "exchange" }>((message) => {
+  const bytes = message.facts.requestBytes.byteLength;
   void pipeline.observe(factsFromWire(message.facts)).finally(() => {
     handled += 1;
+    handledBytes += bytes;
     reportTimer ??= setTimeout(report, REPORT_EVERY_MS);
   });
 }, OBSERVE_SLICE_MS);

@@ -20,6 +20,7 @@ port.on("message", (message: ToObservationThread) => {
     reply({
       kind: "observed",
       count: 1,
+      bytes,
       unobserved: session === "usage" ? { usage_missing: 1 } : bytes === 0 ? { request_not_json: 1 } : {},
     });
   } else if (message.kind === "metrics") {

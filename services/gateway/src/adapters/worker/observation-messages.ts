@@ -20,6 +20,8 @@ export type FromObservationThread =
   | {
       readonly kind: "observed";
       readonly count: number;
+      /** Their request bytes (what the proxy's side counts against GATEWAY_OBSERVATION_QUEUE_BYTES). */
+      readonly bytes: number;
       readonly unobserved: Readonly<Partial<Record<UnobservedReason, number>>>;
     }
   | { readonly kind: "metrics"; readonly id: number; readonly text: string }

@@ -16,6 +16,8 @@ export interface ObservationThreadOptions {
   readonly workerData: unknown;
   /** Exchanges sent to the thread and not yet handled there, at most; more are dropped (observer_busy). */
   readonly maxInFlight: number;
+  /** Their request bytes, at most; past it an exchange is dropped (observer_busy), unless none is waiting. */
+  readonly maxInFlightBytes: number;
   readonly unobserved: UnobservedCounter;
   readonly logger: Logger;
   /** First wait before starting a thread that exited again (doubled up to 30 s). */
@@ -29,6 +31,7 @@ const MAX_RESTART_DELAY_MS = 30_000;
 export class ObservationThread {
   private worker: Worker | null = null;
   private inFlight = 0;
+  private inFlightBytes = 0;
   private stopping = false;
   private restartDelayMs: number;
   private restartTimer: NodeJS.Timeout | null = null;
@@ -50,18 +53,28 @@ export class ObservationThread {
     return this.inFlight;
   }
 
+  /** Their request bytes. */
+  get waitingBytes(): number {
+    return this.inFlightBytes;
+  }
+
   observe(facts: ExchangeFacts): void {
     const worker = this.worker;
     if (worker === null || this.stopping) {
       this.options.unobserved.count("observer_failed");
       return;
     }
-    if (this.inFlight >= this.options.maxInFlight) {
+    const size = facts.requestBytes.byteLength;
+    if (
+      this.inFlight >= this.options.maxInFlight ||
+      (this.inFlight > 0 && this.inFlightBytes + size > this.options.maxInFlightBytes)
+    ) {
       this.options.unobserved.count("observer_busy");
       return;
     }
     const wire = factsToWire(facts);
     this.inFlight += 1;
+    this.inFlightBytes += size;
     worker.postMessage({ kind: "exchange", facts: wire.facts } satisfies ToObservationThread, wire.transfer);
   }
 
@@ -128,6 +141,7 @@ export class ObservationThread {
       if (this.worker === worker) this.worker = null;
       for (let i = 0; i < this.inFlight; i++) this.options.unobserved.count("observer_failed");
       this.inFlight = 0;
+      this.inFlightBytes = 0;
       if (this.stopping) return;
       logger.error({ code, restartInMs: this.restartDelayMs }, "observation thread exited; starting another");
       this.restartTimer = setTimeout(() => {
@@ -142,6 +156,7 @@ export class ObservationThread {
     switch (message.kind) {
       case "observed": {
         this.inFlight = Math.max(0, this.inFlight - message.count);
+        this.inFlightBytes = this.inFlight === 0 ? 0 : Math.max(0, this.inFlightBytes - message.bytes);
         for (const [reason, times] of Object.entries(message.unobserved))
           for (let i = 0; i < (times ?? 0); i++) this.options.unobserved.count(reason as UnobservedReason);
         // A thread that handles work is healthy again: the next failure starts from the first delay.

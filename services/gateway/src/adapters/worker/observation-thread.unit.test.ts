@@ -30,11 +30,18 @@ class Counts {
 }
 
 const started: ObservationThread[] = [];
-function start(counts: Counts, maxInFlight = 100, metricsDelayMs = 0, answerTimeoutMs = 10_000): ObservationThread {
+function start(
+  counts: Counts,
+  maxInFlight = 100,
+  metricsDelayMs = 0,
+  answerTimeoutMs = 10_000,
+  maxInFlightBytes = 1024 * 1024,
+): ObservationThread {
   const thread = ObservationThread.start({
     entry: STUB,
     workerData: { metricsDelayMs },
     maxInFlight,
+    maxInFlightBytes,
     unobserved: counts,
     logger: silentLogger(),
     restartDelayMs: 50,
@@ -89,6 +96,31 @@ describe("the proxy's side of the observation thread", () => {
     for (let i = 0; i < 5; i++) thread.observe(facts("hold"));
     expect(thread.waiting).toBe(3);
     expect(counts.seen).toEqual(["observer_busy", "observer_busy"]);
+  });
+
+  it("bounds the request bytes waiting too: past them an exchange is dropped and counted, freed as they are handled", async () => {
+    const counts = new Counts();
+    const thread = start(counts, 100, 0, 10_000, 1_000);
+    const body = (size: number) => Buffer.alloc(size, 0x20);
+    // One exchange always goes when none is waiting, even one larger than the bound.
+    thread.observe(facts("hold", body(1_500)));
+    expect(thread.waiting).toBe(1);
+    thread.observe(facts("hold", body(10)));
+    expect(counts.seen).toEqual(["observer_busy"]);
+    expect(thread.waitingBytes).toBe(1_500);
+
+    const fresh = new Counts();
+    const handled = start(fresh, 100, 0, 10_000, 1_000);
+    handled.observe(facts("plain", body(600)));
+    handled.observe(facts("hold", body(300)));
+    handled.observe(facts("hold", body(200)));
+    expect(fresh.seen).toEqual(["observer_busy"]);
+    // The handled 600 bytes come back in the report and free their place.
+    await until(() => handled.waiting === 1, "the report of the handled one");
+    expect(handled.waitingBytes).toBe(300);
+    handled.observe(facts("hold", body(600)));
+    expect(handled.waiting).toBe(2);
+    expect(fresh.seen).toEqual(["observer_busy"]);
   });
 
   it("counts what a thread that died had not handled, and starts another that observes again", async () => {
