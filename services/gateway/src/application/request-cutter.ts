@@ -71,7 +71,7 @@ function lastMessageStart(raw: RawCut): number {
 export class RequestCutter {
   private readonly facts: LruMap<string, BlockFacts>;
   private readonly derived: LruMap<string, SessionIdentity>;
-  /** The last body cut per route and first block's key. */
+  /** The last body cut per route and first block's shape (firstBlockShape in raw-cut.ts). */
   private readonly bodies: LruMap<string, CutBody>;
 
   constructor(limits: RequestCutterLimits = DEFAULT_CUTTER_LIMITS) {
@@ -88,11 +88,10 @@ export class RequestCutter {
   /** Never throws: what cannot be cut says why. */
   cut(route: RouteName, sessionHeader: string | null, bytes: Buffer): Cutting {
     try {
-      const bodyKey = (firstKey: string) => `${route}\u0000${firstKey}`;
-      const raw = cutRawBody(route, bytes, this.facts, (firstKey) => this.bodies.get(bodyKey(firstKey)));
+      const bodyKey = (firstBlockShape: string) => `${route}\u0000${firstBlockShape}`;
+      const raw = cutRawBody(route, bytes, this.facts, (shape) => this.bodies.get(bodyKey(shape)));
       if (raw !== null) {
-        const firstKey = raw.blockKeys[0];
-        if (firstKey !== undefined) this.bodies.set(bodyKey(firstKey), raw.body);
+        if (raw.blockKeys.length > 0) this.bodies.set(bodyKey(raw.firstBlockShape), raw.body);
         const derived = () => {
           const key = derivedKeyBlocks(raw.cut.blocks)
             .map((index) => raw.blockKeys[index])

@@ -192,15 +192,40 @@ describe("cutRawBody", () => {
     looked.length = 0;
     const next = turn([one, { role: "assistant", content: "two" }, { role: "user", content: "three" }]);
     const raw = cutRawBody("anthropic_messages", next, counting, () => first?.body);
-    // The first block finds the earlier body; the two blocks it shares are taken from it; one is new.
-    expect(looked).toEqual([raw?.blockKeys[0], raw?.blockKeys[3]]);
+    // The first block's shape finds the earlier body, and it and the two blocks after it are taken
+    // from it (the memcmp checks them): only the new block is hashed and looked up.
+    expect(looked).toEqual([raw?.blockKeys[3]]);
     expect(raw?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(next.toString("utf8"))).cut);
     // Same offsets, other bytes: looked up again, and cut as what it now says.
     looked.length = 0;
     const changed = turn([one, { role: "assistant", content: "tw0" }, { role: "user", content: "three" }]);
     const again = cutRawBody("anthropic_messages", changed, counting, () => raw?.body);
-    expect(looked).toEqual([again?.blockKeys[0], again?.blockKeys[2]]);
+    expect(looked).toEqual([again?.blockKeys[2]]);
     expect(again?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(changed.toString("utf8"))).cut);
+  });
+
+  it("does not take an earlier body whose first block only looks the same (same offsets and edges)", () => {
+    const looked: string[] = [];
+    const facts = new LruMap<string, BlockFacts>({ maxEntries: 100 });
+    const counting: BlockFactsCache = {
+      get: (key) => {
+        looked.push(key);
+        return facts.get(key);
+      },
+      set: (key, value) => facts.set(key, value),
+    };
+    const system = (middle: string) => `${"a".repeat(40)}${middle}${"z".repeat(40)}`;
+    const body = (middle: string) =>
+      Buffer.from(JSON.stringify({ system: system(middle), messages: [{ role: "user", content: "hi" }], model: "m" }));
+    const first = cutRawBody("anthropic_messages", body("one"), counting);
+    looked.length = 0;
+    const other = body("two");
+    const raw = cutRawBody("anthropic_messages", other, counting, () => first?.body);
+    expect(raw?.firstBlockShape).toBe(first?.firstBlockShape);
+    // The memcmp refused it: every block is hashed and looked up, and the cut is the new body's.
+    expect(looked).toEqual(raw?.blockKeys);
+    expect(raw?.blockKeys[0]).not.toBe(first?.blockKeys[0]);
+    expect(raw?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(other.toString("utf8"))).cut);
   });
 
   it("takes the last of duplicate keys, as JSON.parse does", () => {
