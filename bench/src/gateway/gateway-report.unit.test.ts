@@ -129,18 +129,12 @@ describe("gateway bench report", () => {
     expect(markdown).toContain("mean over the run: openai_chat 42 µs.");
     // Results from before the publish counts were kept say nothing about them.
     expect(markdown).not.toContain("Events published");
-    const straight = renderGatewayMarkdown(
-      { ...result, published: { straight: 900, throughOutbox: 0 } },
-      "2026-12-04T10:00:00.000Z",
-      "",
-    );
+    const withPublished = (straight: number, throughOutbox: number) =>
+      renderGatewayMarkdown({ ...result, published: { straight, throughOutbox } }, "2026-12-04T10:00:00.000Z", "");
+    const straight = withPublished(900, 0);
     expect(straight).toContain("Events published straight to Kafka: 900; through the gateway's outbox");
     expect(straight).not.toContain("fell behind");
-    const switched = renderGatewayMarkdown(
-      { ...result, published: { straight: 600, throughOutbox: 300 } },
-      "2026-12-04T10:00:00.000Z",
-      "",
-    );
+    const switched = withPublished(600, 300);
     expect(switched).toContain("overran its deadline): 300 (**the broker was up: the observation fell behind**).");
   });
 });

@@ -120,6 +120,20 @@ const ROUTES = Object.keys(OBSERVED_ROUTES) as RouteName[];
 
 const newCache = (): BlockFactsCache => new LruMap<string, BlockFacts>({ maxEntries: 10_000 });
 
+/** A facts cache that records every key looked up. */
+function countingCache(): { looked: string[]; counting: BlockFactsCache } {
+  const looked: string[] = [];
+  const facts = new LruMap<string, BlockFacts>({ maxEntries: 100 });
+  const counting: BlockFactsCache = {
+    get: (key) => {
+      looked.push(key);
+      return facts.get(key);
+    },
+    set: (key, value) => facts.set(key, value),
+  };
+  return { looked, counting };
+}
+
 describe("cutRawBody", () => {
   it("cuts every generated body exactly as cutCacheOrder cuts it parsed, with a cold cache and a warm one", () => {
     const random = prng(2026_12_04);
@@ -176,15 +190,7 @@ describe("cutRawBody", () => {
   });
 
   it("neither hashes nor looks up a block the earlier body has at the same place with the same bytes", () => {
-    const looked: string[] = [];
-    const facts = new LruMap<string, BlockFacts>({ maxEntries: 100 });
-    const counting: BlockFactsCache = {
-      get: (key) => {
-        looked.push(key);
-        return facts.get(key);
-      },
-      set: (key, value) => facts.set(key, value),
-    };
+    const { looked, counting } = countingCache();
     const turn = (messages: unknown[]) =>
       Buffer.from(JSON.stringify({ system: "Be brief.", messages, model: "claude-sonnet-4-5" }));
     const one = { role: "user", content: "one" };
@@ -205,15 +211,7 @@ describe("cutRawBody", () => {
   });
 
   it("does not take an earlier body whose first block only looks the same (same offsets and edges)", () => {
-    const looked: string[] = [];
-    const facts = new LruMap<string, BlockFacts>({ maxEntries: 100 });
-    const counting: BlockFactsCache = {
-      get: (key) => {
-        looked.push(key);
-        return facts.get(key);
-      },
-      set: (key, value) => facts.set(key, value),
-    };
+    const { looked, counting } = countingCache();
     const system = (middle: string) => `${"a".repeat(40)}${middle}${"z".repeat(40)}`;
     const body = (middle: string) =>
       Buffer.from(JSON.stringify({ system: system(middle), messages: [{ role: "user", content: "hi" }], model: "m" }));
