@@ -33,6 +33,33 @@ describe("TimeSlicedQueue", () => {
     expect(done.at(-1)).toBe(40);
   });
 
+  it("keeps no slot of the items it started while a backlog never empties", async () => {
+    let clock = 0;
+    let done = 0;
+    // Every item takes a whole slice, so each turn starts one: a backlog of 50 pushed, then one more
+    // pushed per turn, stays 50 long for 1,000 turns without ever emptying.
+    const queue = new TimeSlicedQueue<number>(
+      () => {
+        done += 1;
+        clock += 10;
+      },
+      10,
+      () => clock,
+    );
+    for (let i = 0; i < 50; i++) queue.push(i);
+    let maxSlots = 0;
+    for (let i = 0; i < 1_000; i++) {
+      queue.push(i);
+      await new Promise((resolve) => setImmediate(resolve));
+      maxSlots = Math.max(maxSlots, queue.slots);
+    }
+    expect(queue.length).toBeGreaterThanOrEqual(40);
+    // The waiting ones and at most as many started ones, not the 1,000 started over the run.
+    expect(maxSlots).toBeLessThan(200);
+    await queue.idle();
+    expect(done).toBe(1_050);
+  });
+
   it("lets a socket's answer in while a backlog is worked through, not after all of it", async () => {
     // A peer that answers every line at once, as a broker acknowledging a produce.
     server = createServer((socket: Socket) => socket.on("data", (data) => socket.write(data)));
