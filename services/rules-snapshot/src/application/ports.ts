@@ -26,6 +26,8 @@ export interface SnapshotStore {
   /** Calls `listener` once `tx` has committed; never after a rollback. */
   afterCommit(tx: SnapshotTransaction, listener: () => void): void;
   findBySession(sessionId: string, tx?: SnapshotTransaction): Promise<SnapshotRow | null>;
+  /** The rows of these sessions (a session without one is absent), read outside any transaction. */
+  findBySessions(sessionIds: readonly string[]): Promise<ReadonlyMap<string, SnapshotRow>>;
   /**
    * Insert-or-overwrite: concurrent first resolves of a session leave one row, and an overwrite
    * rewrites every column, workspace included, and clears the report mark (seed 001 §4.2 评审补充).

@@ -323,6 +323,34 @@ function suite(name: string, open: () => Promise<Backend>) {
       }
     });
 
+    it("groups concurrent Resolves: fewer snapshot queries and file checks than calls, each its own row", async () => {
+      const ws = await workspace(sid("grouped"), "grouped rules\n");
+      const sessions = Array.from({ length: 12 }, (_, i) => sid(`grouped-${i}`));
+      const store = new SnapshotStore(db);
+      const queried: string[][] = [];
+      const findBySessions = store.findBySessions.bind(store);
+      store.findBySessions = (ids) => {
+        queried.push([...ids]);
+        return findBySessions(ids);
+      };
+      const { service, reads } = harness(db, { store });
+      // Pinned one after the other, each with its own generation, so every answer names its own row.
+      for (const [i, session] of sessions.entries()) await service.resolveWorkspaceRules(fileRequest(session, ws, i));
+      queried.length = 0;
+      reads.length = 0;
+      const answers = await Promise.all(
+        sessions.map((session, i) => service.resolveWorkspaceRules(fileRequest(session, ws, i))),
+      );
+      for (const [i, answer] of answers.entries()) {
+        expect(answer.decision).toBe(Decision.DECISION_RETAINED);
+        expect(answer.pinnedGeneration).toBe(i);
+      }
+      expect(queried.flat().sort()).toEqual([...sessions].sort());
+      expect(queried.length).toBeLessThan(sessions.length);
+      expect(reads.length).toBeGreaterThan(0);
+      expect(reads.length).toBeLessThan(sessions.length);
+    });
+
     it("leaves one row and one text when first resolves of a session race", async () => {
       const session = sid("race");
       const ws = await workspace(session, "raced rules\n");
@@ -772,10 +800,10 @@ describe("rules-snapshot Resolve latency", () => {
       const rowRead = new Promise<void>((resolve) => {
         rowRequested = resolve;
       });
-      const findBySession = store.findBySession.bind(store);
-      store.findBySession = (...args: Parameters<SnapshotStore["findBySession"]>) => {
+      const findBySessions = store.findBySessions.bind(store);
+      store.findBySessions = (...args: Parameters<SnapshotStore["findBySessions"]>) => {
         rowRequested();
-        return findBySession(...args);
+        return findBySessions(...args);
       };
       let overlapped = false;
       const { service } = harness(db, {

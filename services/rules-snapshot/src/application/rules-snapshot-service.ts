@@ -22,6 +22,7 @@ import {
   requireWorkspace,
 } from "../domain/validation";
 import type { AgentsMdRead, RulesFileReader, SnapshotStore, SnapshotTransaction } from "./ports";
+import { ReadGroups } from "./read-groups";
 
 /** Consumer name in `consumer_position`. */
 const RULES_SNAPSHOT_CONSUMER = "rules-snapshot";
@@ -91,6 +92,9 @@ const PROTO_DECISIONS: Record<ResolutionDecision, Decision> = {
   REPINNED_COLD_CACHE: Decision.DECISION_REPINNED_COLD_CACHE,
 };
 
+/** Sessions per grouped snapshot read: one IN list, far below any statement size limit. */
+const MAX_SNAPSHOT_READ_GROUP = 256;
+
 const NO_RAW: RawRules = { sectionText: "", sourcePath: null, sourceMtimeMs: null, rawHash: "" };
 
 /**
@@ -112,9 +116,34 @@ export class RulesSnapshotService {
    * for an unchanged file.
    */
   private readonly rendered = new WeakMap<AgentsMdRead, Map<Locale, RawRules>>();
+  /**
+   * Resolve's two reads, grouped across concurrent calls (read-groups.ts): the snapshot rows in one
+   * query, and each rules file checked once for every call waiting on it. Under load each call
+   * otherwise paid a database round trip and three file-system round trips of its own.
+   */
+  private readonly snapshotReads: ReadGroups<string, SnapshotRow, null>;
+  private readonly fileReads: ReadGroups<string, AgentsMdRead>;
 
   constructor(private readonly deps: RulesSnapshotServiceDeps) {
     this.locale = deps.locale ?? "zh-CN";
+    this.snapshotReads = new ReadGroups(
+      (sessionIds) => deps.store.findBySessions(sessionIds),
+      () => null,
+      MAX_SNAPSHOT_READ_GROUP,
+    );
+    // Keyed by path and workspace together (the confinement depends on both), one file per lane.
+    this.fileReads = new ReadGroups(
+      async (keys) => {
+        const reads = new Map<string, AgentsMdRead>();
+        for (const key of keys) {
+          const [path, workspace] = JSON.parse(key) as [string, string];
+          reads.set(key, await deps.readFile(path, workspace));
+        }
+        return reads;
+      },
+      (key) => key,
+      1,
+    );
   }
 
   async resolveWorkspaceRules(request: ResolveRequest): Promise<ResolveResponse> {
@@ -137,7 +166,7 @@ export class RulesSnapshotService {
     const locale = requireLocale(request.locale, this.locale);
     // The snapshot row and the rules file are read at the same time: on a retained session (every
     // turn but the first) they are the whole of Resolve's latency, and neither depends on the other.
-    const storedRead = this.deps.store.findBySession(sessionId);
+    const storedRead = this.snapshotReads.read(sessionId).then((row) => row ?? null);
     // Awaited once the file is read; a bad request may never await it, and its failure must not
     // count as unhandled meanwhile.
     storedRead.catch(() => undefined);
@@ -236,7 +265,7 @@ export class RulesSnapshotService {
       return { raw: this.render(source.value.text, null, null, false, locale), unreadable: null };
     const sourcePath = source.value.path;
     try {
-      const read = await this.deps.readFile(sourcePath, workspace);
+      const read = await this.readFileGrouped(sourcePath, workspace);
       const unreadable = read.missing ?? null;
       let byLocale = this.rendered.get(read);
       if (byLocale === undefined) {
@@ -261,6 +290,12 @@ export class RulesSnapshotService {
       );
       return { raw: this.render("", sourcePath, null, false, locale), unreadable: "not readable" };
     }
+  }
+
+  private async readFileGrouped(path: string, workspace: string): Promise<AgentsMdRead> {
+    const read = await this.fileReads.read(JSON.stringify([path, workspace]));
+    if (read === undefined) throw new Error("rules file read answered nothing");
+    return read;
   }
 
   private render(

@@ -43,6 +43,16 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
     });
     afterAll(async () => close());
 
+    it("reads the rows of many sessions in one statement, leaving out sessions without one", async () => {
+      await store.upsert(snapshot("s-many-1"), 1_000);
+      await store.upsert({ ...snapshot("s-many-2"), workspace: "/srv/ws/b" }, 2_000);
+      const rows = await store.findBySessions(["s-many-1", "s-many-none", "s-many-2"]);
+      expect([...rows.keys()].sort()).toEqual(["s-many-1", "s-many-2"]);
+      expect(rows.get("s-many-1")).toEqual(await store.findBySession("s-many-1"));
+      expect(rows.get("s-many-2")?.workspace).toBe("/srv/ws/b");
+      expect((await store.findBySessions([])).size).toBe(0);
+    });
+
     it("misses an unknown session and finds a stored one with every column", async () => {
       expect(await store.findBySession("s-none")).toBeNull();
       await store.upsert(snapshot("s-find"), 1_000);

@@ -101,6 +101,25 @@ export class SnapshotStore implements SnapshotStorePort {
   }
 
   /**
+   * The rows of these sessions, read together outside any transaction: the grouped read of
+   * concurrent Resolves (application/read-groups.ts), one statement for the whole group.
+   */
+  async findBySessions(sessionIds: readonly string[]): Promise<ReadonlyMap<string, SnapshotRow>> {
+    if (sessionIds.length === 0) return new Map();
+    try {
+      const records = await withSql(this.db, (sql) =>
+        sql.rows<SnapshotRecord>(
+          `SELECT * FROM ${TABLE} WHERE session_id IN (${sessionIds.map(() => "?").join(", ")})`,
+          sessionIds,
+        ),
+      );
+      return new Map(records.map((record) => [record.session_id, toRow(record)]));
+    } catch (error) {
+      throw translateDbError(error, { sessions: sessionIds.length });
+    }
+  }
+
+  /**
    * Insert-or-overwrite in one statement (INSERT … ON DUPLICATE KEY UPDATE / ON CONFLICT DO UPDATE):
    * concurrent first resolves of a session leave one row, and an overwrite rewrites every column —
    * workspace included — and clears the report mark (seed 001 §4.2 评审补充).
