@@ -744,16 +744,21 @@ const rulesSnapshotTables = [
       "source.content": 4,
       "source.content.text": [1, inSource],
       "source.file.path": [1, (raw) => lenField(3, raw)],
+      known_rules_hash: 9,
     },
-    sql: [["source.file.path relative", (b, v) => ({ ...b, source: fileSource(v) })]],
+    sql: [["source.file.path relative", (b, v) => ({ ...b, source: fileSource(v) })], "known_rules_hash"],
     tenMegabytes: ["workspace"],
-    utf8: ["workspace", "source.content.text", ["source.file.path", "overlong"]],
+    utf8: ["workspace", "source.content.text", ["source.file.path", "overlong"], "known_rules_hash"],
     wrongType: [
       ["compaction_generation", "0"],
       ["embed", "true"],
       ["source.content", 1],
+      ["known_rules_hash", 1],
     ],
     rows: [
+      ["bad-value", 'known_rules_hash "abc" (not a sha256)', set("known_rules_hash", "abc")],
+      ["bad-value", "known_rules_hash in upper-case hex", set("known_rules_hash", "A".repeat(64))],
+      ["oversized", "known_rules_hash of 65 hex characters", set("known_rules_hash", "a".repeat(65))],
       ["empty", "workspace empty (not embed)", set("workspace", "")],
       // No source is not bad input: it means nothing was reported (seed 001 §3.4), answered from the snapshot.
       ["empty", "source.file.path empty", set("source", fileSource(""))],

@@ -160,7 +160,7 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
       resolveRows,
     ),
     "",
-    "Bare calls: Ping, a unary @grpc/grpc-js method answering an empty message, on the floor server's own process, measured right after Resolve/s.",
+    "Bare calls: Ping, a unary @grpc/grpc-js method answering an empty message, on the floor server's own process, measured right after Resolve/s. The after tree is asked as prompt-assembly asks after a session's first build, naming the section it holds by hash (known_rules_hash), so the ~15 KB text is not sent back; the before tree predates that field.",
     "",
   );
 

@@ -338,16 +338,23 @@ async function runTree(context: TreeContext, tag: "before" | "after", tree: stri
 
     progress(`${tag}: Resolve (retained) × ${plan.builds} with the bare RTT, then Resolve/s at concurrency 32`);
     const resolveIds = Array.from({ length: 64 }, (_, i) => `${tag}-resolve-${i}`);
-    for (const id of resolveIds) await resolveRules(stack, id, workspace, rulesPath);
+    // Asked as prompt-assembly asks on every build after the first: naming the section it holds by
+    // hash (the baseline tree predates the field and refuses it, so it is asked without).
+    const heldHashes = new Map<string, string>();
+    for (const id of resolveIds) {
+      const pinned = await resolveRules(stack, id, workspace, rulesPath);
+      if (tag === "after") heldHashes.set(id, pinned.rulesHash);
+    }
+    const retainedResolve = (id: string) => resolveRules(stack, id, workspace, rulesPath, heldHashes.get(id));
     const resolveMeasured = await interleaved(
-      { resolve: () => resolveRules(stack, resolveIds[0] ?? "", workspace, rulesPath), rtt: () => floor.ping() },
+      { resolve: () => retainedResolve(resolveIds[0] ?? ""), rtt: () => floor.ping() },
       plan.builds,
       plan.warmup,
     );
     const retained = resolveMeasured["resolve"] ?? quantiles([]);
     const resolveRtt = resolveMeasured["rtt"] ?? quantiles([]);
     const resolvePerSecond = await throughput(
-      (i) => resolveRules(stack, resolveIds[i % resolveIds.length] ?? "", workspace, rulesPath),
+      (i) => retainedResolve(resolveIds[i % resolveIds.length] ?? ""),
       32,
       plan.throughputMs,
       pids,

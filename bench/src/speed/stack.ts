@@ -292,7 +292,14 @@ export async function build(stack: Stack, request: BuildRequestRequest): Promise
 }
 
 /** Resolve of the rules file for a session (the first call pins, later ones are "retained"). */
-export async function resolveRules(stack: Stack, sessionId: string, workspace: string, rulesPath: string) {
+/** `knownRulesHash`: the section the caller holds, as prompt-assembly names it (not for the baseline tree, which refuses the field). */
+export async function resolveRules(
+  stack: Stack,
+  sessionId: string,
+  workspace: string,
+  rulesPath: string,
+  knownRulesHash?: string,
+) {
   return callUnary(
     stack.rules,
     stack.rules.resolve,
@@ -303,6 +310,7 @@ export async function resolveRules(stack: Stack, sessionId: string, workspace: s
       compactionGeneration: 0,
       embed: false,
       locale: "",
+      ...(knownRulesHash === undefined ? {} : { knownRulesHash }),
     },
     call,
   );

@@ -351,6 +351,40 @@ function suite(name: string, open: () => Promise<Backend>) {
       expect(reads.length).toBeLessThan(sessions.length);
     });
 
+    it("answers a caller that names the pinned section's hash without resending the text", async () => {
+      const session = sid("known-hash");
+      const ws = await workspace(session, "known rules\n");
+      const { service } = harness(db);
+      const pinned = await service.resolveWorkspaceRules(fileRequest(session, ws));
+      const named = await service.resolveWorkspaceRules({
+        ...fileRequest(session, ws),
+        knownRulesHash: pinned.rulesHash,
+      });
+      expect(named).toMatchObject({
+        sectionText: "",
+        sectionTextOmitted: true,
+        rulesHash: pinned.rulesHash,
+        decision: Decision.DECISION_RETAINED,
+      });
+      // Another hash (a section the caller held before a repin), or none: the text in full.
+      const other = await service.resolveWorkspaceRules({
+        ...fileRequest(session, ws),
+        knownRulesHash: "0".repeat(64),
+      });
+      expect(other.sectionText).toBe(pinned.sectionText);
+      expect(other.sectionTextOmitted).toBeUndefined();
+      expect((await service.resolveWorkspaceRules(fileRequest(session, ws))).sectionText).toBe(pinned.sectionText);
+      // A repin under a new generation answers the new text even to a caller naming the old one.
+      await ws.write("newer rules\n");
+      const repinned = await service.resolveWorkspaceRules({
+        ...fileRequest(session, ws, 1),
+        knownRulesHash: pinned.rulesHash,
+      });
+      expect(repinned.decision).toBe(Decision.DECISION_REPINNED_STALE_GENERATION);
+      expect(repinned.sectionText).toContain("newer rules");
+      expect(repinned.sectionTextOmitted).toBeUndefined();
+    });
+
     it("leaves one row and one text when first resolves of a session race", async () => {
       const session = sid("race");
       const ws = await workspace(session, "raced rules\n");
@@ -695,6 +729,8 @@ function suite(name: string, open: () => Promise<Backend>) {
           source: { $case: "file", value: { path: "relative/AGENTS.md" } },
         }),
       ).toBe("source.file.path");
+      for (const knownRulesHash of ["abc", "A".repeat(64), `${"a".repeat(63)}g`, "a".repeat(65)])
+        expect(await fieldOf({ ...fileRequest(sid("invalid"), ws), knownRulesHash })).toBe("known_rules_hash");
       expect(await countRows(db, sid("invalid"))).toBe(0);
     });
 

@@ -16,6 +16,7 @@ import { invalidatedPayload, RULES_EVENT_SCHEMA_VERSION, rulesEventType } from "
 import {
   type RulesSource,
   requireGeneration,
+  requireKnownRulesHash,
   requireLocale,
   requireSessionId,
   requireSource,
@@ -69,7 +70,8 @@ export interface RulesSnapshotServiceDeps {
 export type ResolveRequest = Pick<
   ProtoResolveRequest,
   "sessionId" | "workspace" | "source" | "compactionGeneration" | "embed" | "locale" | "cacheCold"
->;
+> &
+  Partial<Pick<ProtoResolveRequest, "knownRulesHash">>;
 
 export type ResolveResponse = Omit<ProtoResolveResponse, "_unknownFields">;
 
@@ -147,6 +149,14 @@ export class RulesSnapshotService {
   }
 
   async resolveWorkspaceRules(request: ResolveRequest): Promise<ResolveResponse> {
+    const knownHash = requireKnownRulesHash(request.knownRulesHash ?? "");
+    const response = await this.resolveSection(request);
+    // The caller holds this very section: the answer names it by its hash instead of resending it.
+    if (knownHash === "" || response.rulesHash !== knownHash) return response;
+    return { ...response, sectionText: "", sectionTextOmitted: true };
+  }
+
+  private async resolveSection(request: ResolveRequest): Promise<ResolveResponse> {
     const sessionId = requireSessionId(request.sessionId);
     const callerGeneration = requireGeneration(request.compactionGeneration);
     if (request.embed) {

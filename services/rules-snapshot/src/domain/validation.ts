@@ -31,6 +31,15 @@ export function requireGeneration(generation: number): number {
   return generation;
 }
 
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** The hash of the section the caller holds: empty (none) or lower-case hex sha256. */
+export function requireKnownRulesHash(hash: string): string {
+  if (hash !== "" && !SHA256_HEX.test(hash))
+    throw new ValidationError("known_rules_hash", "must be empty or 64 lower-case hex characters (a sha256)");
+  return hash;
+}
+
 export function requireWorkspace(workspace: string): string {
   if (workspace.trim().length === 0) throw new ValidationError("workspace", "must not be empty unless embed");
   if (codePointLength(workspace) > MAX_WORKSPACE_CHARS)

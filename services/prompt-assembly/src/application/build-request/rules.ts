@@ -112,25 +112,49 @@ export function snapshotRulesSource(
   options: {
     readonly timeoutMs: number;
     readonly logger: { warn(fields: Record<string, unknown>, message: string): void };
+    /** Bytes of section text held to name by hash (known_rules_hash); 0 holds none and never names one. */
+    readonly heldSectionBytes?: number;
+    /** Wall-clock ms, for how long an older rules-snapshot that refused known_rules_hash is not sent it. */
+    readonly nowMs?: () => number;
   },
 ): WorkspaceRulesSource {
+  const held = new HeldSections(options.heldSectionBytes ?? DEFAULT_HELD_SECTION_BYTES);
+  const nowMs = options.nowMs ?? Date.now;
+  /** Until when known_rules_hash is left out: a rules-snapshot older than the field refused it. */
+  let knownHashRefusedUntilMs = 0;
+  const ask = (lookup: RulesLookup, knownRulesHash: string | undefined) =>
+    resolver.resolve(
+      {
+        sessionId: lookup.sessionId,
+        workspace: lookup.workspace,
+        source: lookup.source,
+        compactionGeneration: lookup.generation,
+        embed: false,
+        locale: lookup.locale,
+        // Unset unless cold: the request stays what it was for everyone without REPIN_WHEN_COLD.
+        ...(lookup.cacheCold ? { cacheCold: true } : {}),
+        ...(knownRulesHash === undefined ? {} : { knownRulesHash }),
+      },
+      options.timeoutMs,
+    );
   return {
     async resolve(lookup) {
       let response: ResolveResponse;
+      // Taken now: the text answered by hash is the one this request named, whatever another build
+      // of the session remembers meanwhile.
+      const known = nowMs() >= knownHashRefusedUntilMs ? held.of(lookup.sessionId) : undefined;
       try {
-        response = await resolver.resolve(
-          {
-            sessionId: lookup.sessionId,
-            workspace: lookup.workspace,
-            source: lookup.source,
-            compactionGeneration: lookup.generation,
-            embed: false,
-            locale: lookup.locale,
-            // Unset unless cold: the request stays what it was for everyone without REPIN_WHEN_COLD.
-            ...(lookup.cacheCold ? { cacheCold: true } : {}),
-          },
-          options.timeoutMs,
-        );
+        try {
+          response = await ask(lookup, known?.hash);
+        } catch (error) {
+          if (known === undefined || !refusedKnownHash(error)) throw error;
+          knownHashRefusedUntilMs = nowMs() + KNOWN_HASH_RETRY_AFTER_MS;
+          options.logger.warn(
+            { session_id: lookup.sessionId },
+            "rules-snapshot refused known_rules_hash (older than this prompt-assembly): asking without it for a while; upgrade rules-snapshot first",
+          );
+          response = await ask(lookup, undefined);
+        }
       } catch (error) {
         // The caller's own mistakes (bad path, workspace) are reported as such; anything else is an
         // outage the harness should retry.
@@ -152,14 +176,65 @@ export function snapshotRulesSource(
       } else if (response.warning !== "") {
         options.logger.warn({ session_id: lookup.sessionId, warning: response.warning }, response.warning);
       }
+      let sectionText = response.sectionText;
+      if (response.sectionTextOmitted === true) {
+        // Only ever answered to the hash this request named; anything else is a peer's bug, and
+        // injecting a text that may not be the pinned one would move the prefix silently.
+        if (known === undefined || response.rulesHash !== known.hash)
+          throw new UnavailableError("rules-snapshot answered by a hash this build did not name", {
+            reason: "rules_snapshot_unavailable",
+            context: { session_id: lookup.sessionId },
+          });
+        sectionText = known.text;
+      } else if (response.rulesHash !== "" && sectionText !== "") {
+        held.remember(lookup.sessionId, response.rulesHash, sectionText);
+      } else {
+        held.forget(lookup.sessionId);
+      }
       return {
-        sectionText: response.sectionText,
+        sectionText,
         decision: response.decision,
         causeName: decisionName(response.decision),
         refreshReason: response.refreshReason,
       };
     },
   };
+}
+
+/** What each session's Resolve holds by default to be answered by hash: ~1,000 sessions of 15 KB. */
+const DEFAULT_HELD_SECTION_BYTES = 32 * 1024 * 1024;
+const KNOWN_HASH_RETRY_AFTER_MS = 5 * 60_000;
+
+/** An older rules-snapshot's strict decoding refusing field 9 of ResolveRequest. */
+function refusedKnownHash(error: unknown): boolean {
+  return (
+    error instanceof ValidationError && error.reason === "unknown_field" && /\bfield number 9\b/.test(error.message)
+  );
+}
+
+/** Each session's last section text answered in full, with its hash. */
+class HeldSections {
+  private readonly sections: LruMap<string, { readonly hash: string; readonly text: string }>;
+
+  constructor(budgetBytes: number) {
+    this.sections = new LruMap({
+      maxWeight: budgetBytes,
+      weigh: (section, sessionId) => (sessionId.length + section.text.length + section.hash.length) * 2 + 96,
+    });
+  }
+
+  of(sessionId: string): { readonly hash: string; readonly text: string } | undefined {
+    return this.sections.get(sessionId);
+  }
+
+  remember(sessionId: string, hash: string, text: string): void {
+    const current = this.sections.peek(sessionId);
+    if (current?.hash !== hash) this.sections.set(sessionId, { hash, text });
+  }
+
+  forget(sessionId: string): void {
+    this.sections.delete(sessionId);
+  }
 }
 
 /**
