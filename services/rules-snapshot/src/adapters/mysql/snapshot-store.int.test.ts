@@ -53,6 +53,25 @@ function suite(name: string, open: () => Promise<{ db: Database; close: () => Pr
       expect((await store.findBySessions([])).size).toBe(0);
     });
 
+    it("takes a text it has read once by its hash, and reads a new hash's text", async () => {
+      const reader = new SnapshotStore(db);
+      await reader.upsert(snapshot("s-text-1"), 1_000);
+      expect((await reader.findBySessions(["s-text-1"])).get("s-text-1")?.rulesText).toBe("## 工作区规则\n\n规则 A");
+      // The text column changed under the same hash (only a hand edit can do that): the text known
+      // for the hash is answered, which shows the grouped read no longer fetched the column.
+      await db("session_workspace_rules").where({ session_id: "s-text-1" }).update({ rules_text: "edited by hand" });
+      expect((await reader.findBySessions(["s-text-1"])).get("s-text-1")?.rulesText).toBe("## 工作区规则\n\n规则 A");
+      // A session pinned with another hash has its text read, alongside one answered from memory.
+      await reader.upsert({ ...snapshot("s-text-2"), rulesText: "## other", rulesHash: "b".repeat(64) }, 2_000);
+      const rows = await reader.findBySessions(["s-text-1", "s-text-2"]);
+      expect(rows.get("s-text-2")).toMatchObject({ rulesText: "## other", rulesHash: "b".repeat(64) });
+      expect(rows.get("s-text-1")?.rulesText).toBe("## 工作区规则\n\n规则 A");
+      // A fresh store (a restarted process) knows no text: it reads the column.
+      expect((await new SnapshotStore(db).findBySessions(["s-text-1"])).get("s-text-1")?.rulesText).toBe(
+        "edited by hand",
+      );
+    });
+
     it("misses an unknown session and finds a stored one with every column", async () => {
       expect(await store.findBySession("s-none")).toBeNull();
       await store.upsert(snapshot("s-find"), 1_000);

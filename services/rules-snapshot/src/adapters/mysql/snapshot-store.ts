@@ -6,6 +6,7 @@ import {
   translateDbError,
   withSql,
 } from "@prefix-guard/db";
+import { LruMap } from "@prefix-guard/lru";
 import type { Knex } from "knex";
 import type { SnapshotStore as SnapshotStorePort, SnapshotTransaction } from "../../application/ports";
 import type { PinnedSnapshot, SnapshotRow } from "../../domain/model";
@@ -55,7 +56,24 @@ function toRow(record: SnapshotRecord): SnapshotRow {
  * `session_workspace_rules` through knex; the same SQL runs on MariaDB/MySQL and SQLite.
  * Driver errors leave as typed errors (translateDbError): UnavailableError for an unreachable DB.
  */
+/** Every column but the text: what the grouped read asks for first. */
+const COLUMNS_BUT_TEXT =
+  "session_id, workspace, rules_hash, source_path, source_mtime_ms, generation, last_reported_disk_hash, created_at_ms, updated_at_ms";
+
+/** Section texts kept by their hash for the grouped read: ~1,000 distinct 15 KB sections. */
+const TEXTS_BY_HASH_BYTES = 32 * 1024 * 1024;
+
 export class SnapshotStore implements SnapshotStorePort {
+  /**
+   * Section texts by rules_hash (the text's own sha256, so an entry can never be stale): the grouped
+   * read fetches a row's text only for a hash it has not seen. Every retained Resolve otherwise
+   * carried and decoded ~15 KB from the database for a text this process already held.
+   */
+  private readonly textsByHash = new LruMap<string, string>({
+    maxWeight: TEXTS_BY_HASH_BYTES,
+    weigh: (text, hash) => (text.length + hash.length) * 2 + 64,
+  });
+
   constructor(private readonly db: Knex) {}
 
   async transaction<T>(work: (tx: SnapshotTransaction) => Promise<T>): Promise<T> {
@@ -106,14 +124,33 @@ export class SnapshotStore implements SnapshotStorePort {
    */
   async findBySessions(sessionIds: readonly string[]): Promise<ReadonlyMap<string, SnapshotRow>> {
     if (sessionIds.length === 0) return new Map();
+    const inList = (ids: readonly string[]) => ids.map(() => "?").join(", ");
     try {
-      const records = await withSql(this.db, (sql) =>
-        sql.rows<SnapshotRecord>(
-          `SELECT * FROM ${TABLE} WHERE session_id IN (${sessionIds.map(() => "?").join(", ")})`,
+      return await withSql(this.db, async (sql) => {
+        const rows = new Map<string, SnapshotRow>();
+        const unknownText: string[] = [];
+        const records = await sql.rows<Omit<SnapshotRecord, "rules_text">>(
+          `SELECT ${COLUMNS_BUT_TEXT} FROM ${TABLE} WHERE session_id IN (${inList(sessionIds)})`,
           sessionIds,
-        ),
-      );
-      return new Map(records.map((record) => [record.session_id, toRow(record)]));
+        );
+        for (const record of records) {
+          const text = this.textsByHash.get(record.rules_hash);
+          if (text === undefined) unknownText.push(record.session_id);
+          else rows.set(record.session_id, toRow({ ...record, rules_text: text }));
+        }
+        if (unknownText.length === 0) return rows;
+        // Read again whole: a row re-pinned in between is answered as it is now, text and all,
+        // which is as fresh as the caller asked (read-groups.ts).
+        const whole = await sql.rows<SnapshotRecord>(
+          `SELECT * FROM ${TABLE} WHERE session_id IN (${inList(unknownText)})`,
+          unknownText,
+        );
+        for (const record of whole) {
+          this.textsByHash.set(record.rules_hash, record.rules_text);
+          rows.set(record.session_id, toRow(record));
+        }
+        return rows;
+      });
     } catch (error) {
       throw translateDbError(error, { sessions: sessionIds.length });
     }
