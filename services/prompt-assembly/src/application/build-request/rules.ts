@@ -212,7 +212,7 @@ function refusedKnownHash(error: unknown): boolean {
   );
 }
 
-/** Each session's last section text answered in full, with its hash. */
+/** Each session's last section text answered in full, with its hash (docs/decisions/resolve-read-groups.md). */
 class HeldSections {
   private readonly sections: LruMap<string, { readonly hash: string; readonly text: string }>;
 
