@@ -1,6 +1,7 @@
-// Group reads for Resolve (docs/decisions/resolve-read-groups.md), as session-events groups its writes: a read asked while none of its lane
-// is in flight starts at once, alone; reads asked while one is in flight wait and go together in
-// the next, one round trip (a query, a file check) for the whole group. Under load a lane answers
+// Group reads for Resolve (docs/decisions/resolve-read-groups.md), as session-events groups its
+// writes: a read asked while none of its lane is in flight starts at once, alone; reads asked while
+// one is in flight wait and go together in the next, one round trip (a query, a file check) for the
+// whole group. Under load a lane answers
 // many callers per round trip; a quiet caller pays no wait.
 //
 // No answer is staler than an ungrouped read would be: a group starts only after every read in it
