@@ -1,6 +1,7 @@
 import { type Context, context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { errorMessage, ValidationError } from "@prefix-guard/errors";
 import type { Logger } from "@prefix-guard/logging";
+import { ApplyGroups } from "./apply-groups";
 import type { IncomingMessage, MessageBus, Subscription } from "./port";
 
 /** Thrown by an apply function for an event that can never be applied (wrong shape, unknown version). */
@@ -28,6 +29,12 @@ export interface EventConsumerOptions<E> {
   readonly maxBatchEvents?: number;
   /** Partitions applied at the same time; default 1. */
   readonly partitionsConcurrently?: number;
+  /**
+   * Batches of several partitions handed over together are applied in one `apply` call
+   * (apply-groups.ts), up to maxBatchEvents: for an apply that is one transaction whatever its size.
+   * `apply` then gets events of several partitions, each partition's in offset order. Default false.
+   */
+  readonly applyPartitionsTogether?: boolean;
   /** How long an applied position may wait to be committed (SubscribeOptions.commitIntervalMs); default 0. */
   readonly commitIntervalMs?: number;
   /** Largest accepted message; bigger ones go to the DLQ unread (bounded memory per message). */
@@ -123,11 +130,14 @@ export async function runEventConsumer<E>(options: EventConsumerOptions<E>): Pro
     );
   }
 
+  const maxBatchEvents = options.maxBatchEvents ?? 500;
+  const groups = options.applyPartitionsTogether === true ? new ApplyGroups(applyTraced, maxBatchEvents) : undefined;
+
   return bus.subscribe({
     topic,
     groupId,
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
-    maxBatchMessages: options.maxBatchEvents ?? 500,
+    maxBatchMessages: maxBatchEvents,
     partitionsConcurrently: options.partitionsConcurrently ?? 1,
     commitIntervalMs: options.commitIntervalMs ?? 0,
     handleBatch: async (messages) => {
@@ -145,7 +155,7 @@ export async function runEventConsumer<E>(options: EventConsumerOptions<E>): Pro
         }
       }
       try {
-        await applyTraced(decoded);
+        await (groups === undefined ? applyTraced(decoded) : groups.apply(decoded));
         return;
       } catch (error) {
         if (!isPoison(error)) throw error;

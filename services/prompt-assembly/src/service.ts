@@ -58,7 +58,8 @@ export async function startPromptAssembly(
       groupId: config.CONSUMER_GROUP,
       decode: decodeSessionEvent,
       maxMessageBytes: config.BUS_MAX_MESSAGE_BYTES,
-      // One transaction per batch of a partition; partitions apply side by side.
+      // One transaction for the batches of every partition handed over together (apply-groups.ts).
+      applyPartitionsTogether: true,
       apply: async (events) => {
         await projection.applyOrCatchUp(events, peers.sessions);
         views.forgetEnded(events);
