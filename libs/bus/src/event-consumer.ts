@@ -35,6 +35,9 @@ export interface EventConsumerOptions<E> {
    * `apply` then gets events of several partitions, each partition's in offset order. Default false.
    */
   readonly applyPartitionsTogether?: boolean;
+  /** A consumer that can wait for larger batches (SubscribeOptions.fetchMinBytes, fetchMaxWaitMs). */
+  readonly fetchMinBytes?: number;
+  readonly fetchMaxWaitMs?: number;
   /** How long an applied position may wait to be committed (SubscribeOptions.commitIntervalMs); default 0. */
   readonly commitIntervalMs?: number;
   /** Largest accepted message; bigger ones go to the DLQ unread (bounded memory per message). */
@@ -140,6 +143,8 @@ export async function runEventConsumer<E>(options: EventConsumerOptions<E>): Pro
     maxBatchMessages: maxBatchEvents,
     partitionsConcurrently: options.partitionsConcurrently ?? 1,
     commitIntervalMs: options.commitIntervalMs ?? 0,
+    ...(options.fetchMinBytes === undefined ? {} : { fetchMinBytes: options.fetchMinBytes }),
+    ...(options.fetchMaxWaitMs === undefined ? {} : { fetchMaxWaitMs: options.fetchMaxWaitMs }),
     handleBatch: async (messages) => {
       const decoded: { event: E; message: IncomingMessage }[] = [];
       for (const message of messages) {

@@ -170,7 +170,8 @@ export function createKafkaBus(options: KafkaBusOptions): MessageBus {
         groupId: opts.groupId,
         sessionTimeout: options.sessionTimeoutMs ?? 10_000,
         heartbeatInterval: 1_000,
-        maxWaitTimeInMs: options.maxWaitTimeMs ?? 250,
+        maxWaitTimeInMs: opts.fetchMaxWaitMs ?? options.maxWaitTimeMs ?? 250,
+        minBytes: opts.fetchMinBytes ?? 1,
         retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 10_000 },
       });
       consumers.add(consumer);

@@ -51,6 +51,14 @@ export interface SubscribeOptions {
    * Default 0. The embedded bus commits its positions with each batch and ignores it.
    */
   readonly commitIntervalMs?: number;
+  /**
+   * Kafka: a fetch is answered once this many bytes are waiting or `fetchMaxWaitMs` has passed, so
+   * a consumer that can wait takes fewer, larger batches. Default 1 (answered as soon as anything
+   * is there). The embedded bus ignores it.
+   */
+  readonly fetchMinBytes?: number;
+  /** Kafka: the longest a fetch waits for `fetchMinBytes`; default the bus's (250 ms). */
+  readonly fetchMaxWaitMs?: number;
 }
 
 const DEFAULT_MAX_BATCH_MESSAGES = 500;

@@ -63,6 +63,18 @@ export const rulesSnapshotConfigSchema = z.object({
   /** Language of the section heading and the truncation notice. */
   RULES_LOCALE: z.enum(["zh-CN", "en"]).default("zh-CN"),
   CONSUMER_GROUP: z.string().min(1).default("rules-snapshot"),
+  /**
+   * session.events.v1 is read for its few cleanup events (compaction, deletion, promotion), which
+   * nothing waits for: a fetch is answered once this many bytes wait, or after
+   * CLEANUP_FETCH_MAX_WAIT_MS, so the consumer takes a few large batches instead of one per write.
+   */
+  CLEANUP_FETCH_MIN_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64 * 1024 * 1024)
+    .default(256 * 1024),
+  CLEANUP_FETCH_MAX_WAIT_MS: z.coerce.number().int().min(10).max(10_000).default(500),
   /** Memory for rules files read on Resolve, each re-read only when its size or times change. */
   RULES_FILE_CACHE_BYTES: z.coerce
     .number()

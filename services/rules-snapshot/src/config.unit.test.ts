@@ -82,3 +82,24 @@ describe("rulesFileConfinement", () => {
     expect(rulesFileConfinement(loadRulesSnapshotConfig({})).fileSourcesEnabled).toBe(true);
   });
 });
+
+describe("cleanup consumer fetches", () => {
+  it("wait for 256 KiB or 500 ms by default, and take other bounds", () => {
+    const config = loadRulesSnapshotConfig({});
+    expect([config.CLEANUP_FETCH_MIN_BYTES, config.CLEANUP_FETCH_MAX_WAIT_MS]).toEqual([256 * 1024, 500]);
+    const eager = loadRulesSnapshotConfig({ CLEANUP_FETCH_MIN_BYTES: "1", CLEANUP_FETCH_MAX_WAIT_MS: "10" });
+    expect([eager.CLEANUP_FETCH_MIN_BYTES, eager.CLEANUP_FETCH_MAX_WAIT_MS]).toEqual([1, 10]);
+  });
+
+  it.each([
+    ["CLEANUP_FETCH_MIN_BYTES", "0"],
+    ["CLEANUP_FETCH_MIN_BYTES", "lots"],
+    ["CLEANUP_FETCH_MIN_BYTES", "1.5"],
+    ["CLEANUP_FETCH_MIN_BYTES", String(128 * 1024 * 1024)],
+    ["CLEANUP_FETCH_MAX_WAIT_MS", "0"],
+    ["CLEANUP_FETCH_MAX_WAIT_MS", "-5"],
+    ["CLEANUP_FETCH_MAX_WAIT_MS", "60000"],
+  ])("refuses %s=%s, naming it", (name, value) => {
+    expect(loadError({ [name]: value }).message).toContain(name);
+  });
+});

@@ -63,6 +63,10 @@ export async function startRulesSnapshot(
       decode: decodeSessionEvent,
       maxMessageBytes: config.BUS_MAX_MESSAGE_BYTES,
       // Only cleanup events (compaction, deletion, promotion) touch the database; the rest are skipped.
+      // Nothing waits for a cleanup (Resolve fences compactions by generation itself): few large
+      // fetches (docs/decisions/consumer-apply-groups.md).
+      fetchMinBytes: config.CLEANUP_FETCH_MIN_BYTES,
+      fetchMaxWaitMs: config.CLEANUP_FETCH_MAX_WAIT_MS,
       apply: async (events) => {
         for (const event of events) {
           const outcome = await service.applySessionEvent(event);
