@@ -1,10 +1,11 @@
 // runEventConsumer's applyPartitionsTogether against a real broker: the batches of several partitions
 // handed over together reach `apply` in one call, every event is applied once and in its key's
 // order, and a poison event still goes to the DLQ alone while its partition-mates are applied.
-import { decodeSessionEvent, encodeSessionEvent, newEventId } from "@prefix-guard/events";
+import { decodeSessionEvent } from "@prefix-guard/events";
 import { silentLogger } from "@prefix-guard/logging";
-import { Role } from "@prefix-guard/proto/common/v1/common";
+import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import { afterAll, describe, expect, it } from "vitest";
+import { messageSaved } from "./bus-contract";
 import { PoisonMessageError, runEventConsumer } from "./event-consumer";
 import { createKafkaBus } from "./kafka-bus";
 import type { IncomingMessage } from "./port";
@@ -12,27 +13,6 @@ import { eventually, testKafkaBrokers, uniqueName } from "./testing";
 
 const bus = createKafkaBus({ brokers: testKafkaBrokers, clientId: "apply-together", logger: silentLogger() });
 afterAll(() => bus.close());
-
-function messageSaved(sessionId: string, seq: number) {
-  return encodeSessionEvent({
-    eventId: newEventId(),
-    sessionId,
-    seq,
-    occurredAtMs: 1_760_284_200_000 + seq,
-    schemaVersion: 1,
-    type: "MessageSaved",
-    payload: {
-      $case: "messageSaved",
-      value: {
-        messageId: `${sessionId}-m${seq}`,
-        role: Role.ROLE_USER,
-        content: [{ part: { $case: "text", value: { text: `turn ${seq}` } } }],
-        thinkingChars: 0,
-        localDate: "2026-10-12",
-      },
-    },
-  });
-}
 
 async function publishedTopic(name: string, keys: readonly string[], seqs: number) {
   const topic = uniqueName(name);
@@ -46,28 +26,36 @@ async function publishedTopic(name: string, keys: readonly string[], seqs: numbe
   return topic;
 }
 
+/** A consumer of `topic` over its 3 partitions, applying them together. */
+function consumeTogether(
+  topic: string,
+  apply: (events: readonly SessionEvent[], messages: readonly IncomingMessage[]) => Promise<void>,
+) {
+  return runEventConsumer({
+    bus,
+    topic,
+    groupId: uniqueName("g"),
+    logger: silentLogger(),
+    decode: decodeSessionEvent,
+    partitionsConcurrently: 3,
+    maxBatchEvents: 500,
+    applyPartitionsTogether: true,
+    apply,
+  });
+}
+
 describe("applyPartitionsTogether over real Kafka", () => {
   it("applies the partitions' batches in shared calls, each event once and in its key's order", async () => {
     const keys = Array.from({ length: 12 }, (_, i) => `together-${i}`);
     const topic = await publishedTopic("apply-together", keys, 60);
     const seen = new Map<string, number[]>();
     const partitionsPerCall: number[] = [];
-    const sub = await runEventConsumer({
-      bus,
-      topic,
-      groupId: uniqueName("g"),
-      logger: silentLogger(),
-      decode: decodeSessionEvent,
-      partitionsConcurrently: 3,
-      maxBatchEvents: 500,
-      applyPartitionsTogether: true,
-      apply: async (events, messages) => {
-        partitionsPerCall.push(new Set(messages.map((m) => m.partition)).size);
-        expect(events.length).toBeLessThanOrEqual(500);
-        // As long as a transaction: the other partitions' batches arrive while this one is applied.
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        for (const event of events) seen.set(event.sessionId, [...(seen.get(event.sessionId) ?? []), event.seq]);
-      },
+    const sub = await consumeTogether(topic, async (events, messages) => {
+      partitionsPerCall.push(new Set(messages.map((m) => m.partition)).size);
+      expect(events.length).toBeLessThanOrEqual(500);
+      // As long as a transaction: the other partitions' batches arrive while this one is applied.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const event of events) seen.set(event.sessionId, [...(seen.get(event.sessionId) ?? []), event.seq]);
     });
     await eventually(() => [...seen.values()].reduce((n, l) => n + l.length, 0) >= keys.length * 60, {
       what: "every event applied",
@@ -84,19 +72,10 @@ describe("applyPartitionsTogether over real Kafka", () => {
     const topic = await publishedTopic("apply-together-poison", keys, 5);
     const poisonKey = keys[2] as string;
     const applied: string[] = [];
-    const sub = await runEventConsumer({
-      bus,
-      topic,
-      groupId: uniqueName("g"),
-      logger: silentLogger(),
-      decode: decodeSessionEvent,
-      partitionsConcurrently: 3,
-      applyPartitionsTogether: true,
-      apply: async (events) => {
-        if (events.some((e) => e.sessionId === poisonKey && e.seq === 3))
-          throw new PoisonMessageError("seq 3 of this session can never be applied");
-        applied.push(...events.map((e) => `${e.sessionId}#${e.seq}`));
-      },
+    const sub = await consumeTogether(topic, async (events) => {
+      if (events.some((e) => e.sessionId === poisonKey && e.seq === 3))
+        throw new PoisonMessageError("seq 3 of this session can never be applied");
+      applied.push(...events.map((e) => `${e.sessionId}#${e.seq}`));
     });
     const dead: IncomingMessage[] = [];
     const dlq = await bus.subscribe({

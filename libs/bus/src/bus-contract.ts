@@ -8,7 +8,8 @@ import { PoisonMessageError, runEventConsumer } from "./event-consumer";
 import type { IncomingMessage, MessageBus } from "./port";
 import { eventually, uniqueName } from "./testing";
 
-function messageSaved(sessionId: string, seq: number) {
+/** A MessageSaved event of `sessionId` at `seq`, encoded as session-events publishes it. */
+export function messageSaved(sessionId: string, seq: number) {
   return encodeSessionEvent({
     eventId: newEventId(),
     sessionId,
