@@ -52,34 +52,25 @@ export class ApplyGroups<T> {
   private async drain(): Promise<void> {
     this.inFlight = true;
     try {
-      while (this.queued.length > 0) {
-        const group = this.takeGroup();
-        if (group.length === 1) {
-          const [only] = group as [Member<T>];
-          await this.applyMember(only);
-          continue;
-        }
-        try {
-          await this.applyMany(group.flatMap((member) => member.items));
-        } catch {
-          // Found out whose it was: each batch alone, in the order they arrived.
-          for (const member of group) await this.applyMember(member);
-          continue;
-        }
-        for (const member of group) member.resolve();
-      }
+      while (this.queued.length > 0) await this.applyGroup(this.takeGroup());
     } finally {
       this.inFlight = false;
     }
   }
 
-  private async applyMember(member: Member<T>): Promise<void> {
+  private async applyGroup(group: readonly Member<T>[]): Promise<void> {
     try {
-      await this.applyMany(member.items);
-      member.resolve();
+      await this.applyMany(group.flatMap((member) => member.items));
     } catch (error) {
-      member.reject(error);
+      if (group.length === 1) {
+        group[0]?.reject(error);
+        return;
+      }
+      // Found out whose it was: each batch alone, in the order they arrived.
+      for (const member of group) await this.applyGroup([member]);
+      return;
     }
+    for (const member of group) member.resolve();
   }
 
   /** The longest-waiting batches whose items fit in maxItems together (always at least one). */
