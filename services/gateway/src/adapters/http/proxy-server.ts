@@ -48,7 +48,11 @@ export interface ProxyDeps {
   readonly upstreams: Readonly<Record<UpstreamName, Upstream>>;
   readonly maxBodyBytes: number;
   readonly usageLimits: UsageReaderLimits;
-  /** Called once per ended exchange on an observed route; must return at once (it schedules). */
+  /**
+   * Called once per ended exchange on an observed route; must return at once (it schedules). It
+   * takes the request's bytes: the exchange has ended and nothing here reads them again, so the
+   * observation thread is handed them instead of a copy.
+   */
   readonly observe: (facts: ExchangeFacts) => void;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
@@ -87,10 +91,17 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
       }
       chunks.push(chunk);
     };
+    // Joined once, by whichever event settles first: "close" follows "end" on every request, and
+    // joining its chunks again there copied every body twice.
+    const whole = (): Buffer => (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     req.on("data", onData);
-    req.on("end", () => settle(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    req.on("end", () => {
+      if (!done) settle(whole());
+    });
     req.on("error", () => settle("aborted"));
-    req.on("close", () => settle(req.complete ? Buffer.concat(chunks, size) : "aborted"));
+    req.on("close", () => {
+      if (!done) settle(req.complete ? whole() : "aborted");
+    });
   });
 }
 

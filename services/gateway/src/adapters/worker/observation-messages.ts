@@ -27,10 +27,21 @@ export type FromObservationThread =
   | { readonly kind: "metrics"; readonly id: number; readonly text: string }
   | { readonly kind: "stopped" };
 
-/** The facts as sent, and what to transfer with them: a copy of exactly the request's bytes. */
+/**
+ * The facts as sent, and what to transfer with them: the request's own bytes when they fill their
+ * allocation (a body over 4 KiB read by the proxy does: Buffer.concat gives it an allocation of its
+ * own), else a copy of exactly them. Transferring detaches the caller's buffer: the proxy hands the
+ * bytes over once the exchange has ended (ProxyDeps.observe).
+ */
 export function factsToWire(facts: ExchangeFacts): { readonly facts: WireFacts; readonly transfer: ArrayBuffer[] } {
   const { route, requestBytes, ...rest } = facts;
-  // A Buffer may be a view into a larger (pooled) allocation; cloning it would copy all of that.
+  const owned = requestBytes.buffer;
+  if (owned instanceof ArrayBuffer && requestBytes.byteOffset === 0 && requestBytes.byteLength === owned.byteLength) {
+    const bytes = new Uint8Array(owned);
+    return { facts: { ...rest, routeName: route.name, requestBytes: bytes }, transfer: [owned] };
+  }
+  // A view into a larger (pooled) allocation: transferring it would take the pool's other buffers
+  // along, and cloning it would copy all of that.
   const bytes = new Uint8Array(requestBytes.byteLength);
   bytes.set(requestBytes);
   return { facts: { ...rest, routeName: route.name, requestBytes: bytes }, transfer: [bytes.buffer] };

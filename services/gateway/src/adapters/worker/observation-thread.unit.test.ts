@@ -1,9 +1,10 @@
+import { MessageChannel, receiveMessageOnPort } from "node:worker_threads";
 import { LOCAL_PRINCIPAL } from "@prefix-guard/access";
 import { silentLogger } from "@prefix-guard/logging";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ExchangeFacts, UnobservedReason } from "../../application/observe-exchange";
 import { OBSERVED_ROUTES } from "../../domain/routes";
-import { factsFromWire, factsToWire } from "./observation-messages";
+import { factsFromWire, factsToWire, type WireFacts } from "./observation-messages";
 import { ObservationThread } from "./observation-thread";
 
 const STUB = new URL("../../../test/stub-observation-worker.ts", import.meta.url);
@@ -77,6 +78,25 @@ describe("the facts as they cross to the observation thread", () => {
     expect(structuredClone(wire.facts).principal.roles.has("harness")).toBe(true);
     // A copy: the proxy's buffer stays usable after the transfer.
     expect(view.toString()).toBe('{"model":"m"}');
+  });
+
+  it("hand over a body that fills its own allocation instead of copying it", () => {
+    // What the proxy reads for a body over 4 KiB: Buffer.concat allocates it on its own.
+    const body = Buffer.concat([Buffer.from('{"model":"m","pad":"'), Buffer.alloc(6_000, 0x61), Buffer.from('"}')]);
+    expect(body.byteOffset).toBe(0);
+    const wire = factsToWire(facts("s", body));
+    expect(wire.transfer).toEqual([body.buffer]);
+    expect(wire.transfer[0]).toBe(body.buffer);
+    const { port1, port2 } = new MessageChannel();
+    port1.postMessage(wire.facts, wire.transfer);
+    const received = receiveMessageOnPort(port2)?.message as WireFacts;
+    port1.close();
+    port2.close();
+    // Transferred, not copied: the proxy's buffer is detached, and the other side has its bytes.
+    expect(body.byteLength).toBe(0);
+    const back = factsFromWire(received).requestBytes;
+    expect(back.byteLength).toBe(6_022);
+    expect(back.subarray(0, 13).toString()).toBe('{"model":"m",');
   });
 });
 
