@@ -179,6 +179,9 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<Gat
           const result = await throughput(() => ok(setup, c), plan.concurrency, plan.windowMs, {
             client: process.pid,
             proxy: pids[setup],
+            // The proxy's event loop alone: what one proxy can serve when its observation (a thread
+            // of its own) and its GC have other cores.
+            proxy_thread: pids[setup],
             upstream: upstream.pid,
           });
           if (result.errors > 0) progress(`gateway: ${result.errors} calls failed`);

@@ -9,6 +9,7 @@ import {
   judgeGoals,
   type LatencyCase,
   mergeWindows,
+  proxyThreadCeiling,
   renderGatewayMarkdown,
   type Setup,
   type ThroughputCase,
@@ -71,6 +72,31 @@ describe("gateway bench report", () => {
     expect(cpuMsPerRequest(window(400, { proxy: 80 }), "proxy")).toBeCloseTo(2, 9);
     expect(cpuMsPerRequest(window(400, { proxy: 80 }), "upstream")).toBeNaN();
     expect(cpuMsPerRequest(window(0, { proxy: 80 }), "proxy")).toBeNaN();
+  });
+
+  it("sizes a proxy by its event loop's thread: the bare proxy's CPU per request over the gateway's", () => {
+    const measured: ThroughputCase = {
+      route: "openai_chat",
+      stream: true,
+      concurrency: 32,
+      // Bare: 50% of a core on its thread at 2,000/s (0.25 ms); gateway: 40% at 1,000/s (0.40 ms).
+      bySetup: bySetup(window(3000), window(2000, { proxy_thread: 50 }), window(1000, { proxy_thread: 40 })),
+    };
+    expect(proxyThreadCeiling(measured)).toBeCloseTo(0.625, 9);
+    expect(proxyThreadCeiling(throughputCase(1000, 650))).toBeNaN();
+    const result: GatewayBenchResult = {
+      quick: true,
+      bodyBytes: { openai_chat: 87_000, anthropic_messages: 86_000 },
+      latency: [],
+      throughput: [measured, throughputCase(1000, 650)],
+      goals: [],
+      heldMsByRoute: {},
+    };
+    const markdown = renderGatewayMarkdown(result, "2026-12-04T10:00:00.000Z", "");
+    expect(markdown).toContain("| 0.25; **0.40** |");
+    // A result without the per-thread figures says so in its cell and leaves it out of the ceiling.
+    expect(markdown).toMatch(/\| – \|\n/);
+    expect(markdown).toContain("against the bare proxy's thread: openai_chat, streaming 63%.");
   });
 
   it("passes each goal at its limit and fails it just past, over every case it applies to", () => {

@@ -138,6 +138,15 @@ export function cpuTicks(pid: number): number {
   }
 }
 
+/** The CPU of the process's main thread alone (its event loop; worker and GC threads are others). */
+export function mainThreadCpuTicks(pid: number): number {
+  try {
+    return cpuTicksFromStat(readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8"));
+  } catch {
+    return Number.NaN;
+  }
+}
+
 export function rssBytes(pid: number): number {
   try {
     return rssBytesFromStatus(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -167,16 +176,26 @@ export function mariadbPid(): number | undefined {
   }
 }
 
-/** CPU of each named pid over a window: start() now, then percent() gives % of one core per name. */
+/** Names ending so measure the main thread of their pid only (MAIN_THREAD_SUFFIX: "proxy_thread"). */
+export const MAIN_THREAD_SUFFIX = "_thread";
+
+/**
+ * CPU of each named pid over a window: start() now, then percent() gives % of one core per name. A
+ * name ending in MAIN_THREAD_SUFFIX measures only the pid's main thread.
+ */
 export function cpuWindow(pids: Readonly<Record<string, number | undefined>>): () => Record<string, number> {
   const started = performance.now();
-  const start = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, pid ? cpuTicks(pid) : Number.NaN]));
+  const ticksOf = (name: string, pid: number) =>
+    name.endsWith(MAIN_THREAD_SUFFIX) ? mainThreadCpuTicks(pid) : cpuTicks(pid);
+  const start = Object.fromEntries(
+    Object.entries(pids).map(([name, pid]) => [name, pid ? ticksOf(name, pid) : Number.NaN]),
+  );
   return () => {
     const wallMs = performance.now() - started;
     const out: Record<string, number> = {};
     for (const [name, pid] of Object.entries(pids)) {
       if (!pid) continue;
-      out[name] = Number(cpuPercent(cpuTicks(pid) - (start[name] ?? Number.NaN), wallMs, clockTicks()).toFixed(1));
+      out[name] = Number(cpuPercent(ticksOf(name, pid) - (start[name] ?? Number.NaN), wallMs, clockTicks()).toFixed(1));
     }
     return out;
   };
