@@ -130,21 +130,21 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export function cpuTicks(pid: number): number {
+function cpuTicksOfStat(statPath: string): number {
   try {
-    return cpuTicksFromStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    return cpuTicksFromStat(readFileSync(statPath, "utf8"));
   } catch {
     return Number.NaN;
   }
 }
 
+export function cpuTicks(pid: number): number {
+  return cpuTicksOfStat(`/proc/${pid}/stat`);
+}
+
 /** The CPU of the process's main thread alone (its event loop; worker and GC threads are others). */
 export function mainThreadCpuTicks(pid: number): number {
-  try {
-    return cpuTicksFromStat(readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8"));
-  } catch {
-    return Number.NaN;
-  }
+  return cpuTicksOfStat(`/proc/${pid}/task/${pid}/stat`);
 }
 
 export function rssBytes(pid: number): number {
@@ -176,8 +176,8 @@ export function mariadbPid(): number | undefined {
   }
 }
 
-/** Names ending so measure the main thread of their pid only (MAIN_THREAD_SUFFIX: "proxy_thread"). */
-export const MAIN_THREAD_SUFFIX = "_thread";
+/** Names ending so measure the main thread of their pid only ("proxy_thread"). */
+const MAIN_THREAD_SUFFIX = "_thread";
 
 /**
  * CPU of each named pid over a window: start() now, then percent() gives % of one core per name. A

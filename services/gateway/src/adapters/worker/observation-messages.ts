@@ -36,15 +36,12 @@ export type FromObservationThread =
 export function factsToWire(facts: ExchangeFacts): { readonly facts: WireFacts; readonly transfer: ArrayBuffer[] } {
   const { route, requestBytes, ...rest } = facts;
   const owned = requestBytes.buffer;
-  if (owned instanceof ArrayBuffer && requestBytes.byteOffset === 0 && requestBytes.byteLength === owned.byteLength) {
-    const bytes = new Uint8Array(owned);
-    return { facts: { ...rest, routeName: route.name, requestBytes: bytes }, transfer: [owned] };
-  }
-  // A view into a larger (pooled) allocation: transferring it would take the pool's other buffers
-  // along, and cloning it would copy all of that.
-  const bytes = new Uint8Array(requestBytes.byteLength);
-  bytes.set(requestBytes);
-  return { facts: { ...rest, routeName: route.name, requestBytes: bytes }, transfer: [bytes.buffer] };
+  const fillsOwn =
+    owned instanceof ArrayBuffer && requestBytes.byteOffset === 0 && requestBytes.byteLength === owned.byteLength;
+  // A view into a larger (pooled) allocation is copied: transferring it would take the pool's other
+  // buffers along, and cloning it would copy all of that.
+  const bytes = fillsOwn ? new Uint8Array(owned) : new Uint8Array(requestBytes);
+  return { facts: { ...rest, routeName: route.name, requestBytes: bytes }, transfer: [bytes.buffer as ArrayBuffer] };
 }
 
 export function factsFromWire(wire: WireFacts): ExchangeFacts {
