@@ -1,8 +1,9 @@
 // A forwarded request cut into cache order and named to its session, for the observation. Most of a
 // request's blocks were seen in an earlier one (the same session's previous turn, or a sibling
 // session of the same harness), so their facts come from a bounded cache keyed by their bytes
-// (domain/raw-cut.ts); only new blocks are parsed. The last body cut of each route and first block
-// is kept too, and a block found at the same place in it with the same bytes is not even hashed.
+// (domain/raw-cut.ts); only new blocks are parsed. The last body cut is kept per route, session
+// header and opening bytes, and the next body found by the same is walked and hashed only where
+// the two differ.
 // A body the byte scan cannot walk is parsed whole and cut the reference way, so what is observed
 // never depends on the shortcuts.
 
@@ -58,6 +59,20 @@ function cutBodyWeight(body: CutBody): number {
   return body.bytes.length + body.keys.length * 128;
 }
 
+/** Opening bytes that pick the earlier body: a harness's bodies start alike (model, tools, system). */
+const EARLIER_BODY_HEAD_BYTES = 64;
+
+/**
+ * Which earlier body a body is compared with, known before it is read: the same route, session
+ * header and opening bytes. Without a header, sessions of one harness share the key and the last
+ * body of any of them is taken; what a body shares with it is found from the bytes either way, so
+ * the choice changes the cost only, never the cut.
+ */
+function earlierBodyKey(route: RouteName, sessionHeader: string | null, bytes: Buffer): string {
+  const head = bytes.toString("latin1", 0, Math.min(bytes.length, EARLIER_BODY_HEAD_BYTES));
+  return `${route}\u0000${sessionHeader ?? ""}\u0000${head}`;
+}
+
 /** Where the body's last message starts: an agent's next request appends after it, or rewrites it. */
 function lastMessageStart(raw: RawCut): number {
   let start = 0;
@@ -71,7 +86,7 @@ function lastMessageStart(raw: RawCut): number {
 export class RequestCutter {
   private readonly facts: LruMap<string, BlockFacts>;
   private readonly derived: LruMap<string, SessionIdentity>;
-  /** The last body cut per route and first block's shape (firstBlockShape in raw-cut.ts). */
+  /** The last body cut per earlierBodyKey. */
   private readonly bodies: LruMap<string, CutBody>;
 
   constructor(limits: RequestCutterLimits = DEFAULT_CUTTER_LIMITS) {
@@ -88,10 +103,10 @@ export class RequestCutter {
   /** Never throws: what cannot be cut says why. */
   cut(route: RouteName, sessionHeader: string | null, bytes: Buffer): Cutting {
     try {
-      const bodyKey = (firstBlockShape: string) => `${route}\u0000${firstBlockShape}`;
-      const raw = cutRawBody(route, bytes, this.facts, (shape) => this.bodies.get(bodyKey(shape)));
+      const bodyKey = earlierBodyKey(route, sessionHeader, bytes);
+      const raw = cutRawBody(route, bytes, this.facts, this.bodies.get(bodyKey));
       if (raw !== null) {
-        if (raw.blockKeys.length > 0) this.bodies.set(bodyKey(raw.firstBlockShape), raw.body);
+        if (raw.blockKeys.length > 0) this.bodies.set(bodyKey, raw.body);
         const derived = () => {
           const key = derivedKeyBlocks(raw.cut.blocks)
             .map((index) => raw.blockKeys[index])

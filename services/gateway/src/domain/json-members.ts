@@ -42,17 +42,17 @@ export function isJsonSpace(byte: number | undefined): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
-function skipSpace(bytes: Uint8Array, at: number, end: number): number {
+export function skipJsonSpace(bytes: Uint8Array, at: number, end: number): number {
   let index = at;
   while (index < end && isJsonSpace(bytes[index])) index += 1;
   return index;
 }
 
-/** A string this long or shorter is walked here; a longer one is searched natively (see stringEnd). */
+/** A string this long or shorter is walked here; a longer one is searched natively (see jsonStringEnd). */
 const SHORT_STRING_BYTES = 32;
 
 /** Offset just past the string whose opening quote is at `at`, or -1 when it does not close. */
-function stringEnd(bytes: Uint8Array, at: number, end: number): number {
+function jsonStringEnd(bytes: Uint8Array, at: number, end: number): number {
   // Most strings of an event (keys, ids, flags) are short: a loop here is cheapest for those.
   const walked = Math.min(end, at + 1 + SHORT_STRING_BYTES);
   let index = at + 1;
@@ -78,16 +78,16 @@ function stringEnd(bytes: Uint8Array, at: number, end: number): number {
 }
 
 /** Offset just past the value starting at `at` (a string, a nested container or a scalar), or -1. */
-function valueEnd(bytes: Uint8Array, at: number, end: number): number {
+export function jsonValueEnd(bytes: Uint8Array, at: number, end: number): number {
   const first = bytes[at];
-  if (first === QUOTE) return stringEnd(bytes, at, end);
+  if (first === QUOTE) return jsonStringEnd(bytes, at, end);
   if (first === OPEN_BRACE || first === OPEN_BRACKET) {
     let depth = 0;
     let index = at;
     while (index < end) {
       const byte = bytes[index] as number;
       if (byte === QUOTE) {
-        index = stringEnd(bytes, index, end);
+        index = jsonStringEnd(bytes, index, end);
         if (index === -1) return -1;
         continue;
       }
@@ -110,32 +110,41 @@ function valueEnd(bytes: Uint8Array, at: number, end: number): number {
   return index === at ? -1 : index;
 }
 
+/** A member's key and where its value starts, read from the key's opening quote at `at`; null when it is not one. */
+export function jsonMemberHead(
+  bytes: Uint8Array,
+  at: number,
+  end: number,
+): { readonly key: string; readonly keyStart: number; readonly valueStart: number } | null {
+  if (bytes[at] !== QUOTE) return null;
+  const keyEnd = jsonStringEnd(bytes, at, end);
+  if (keyEnd === -1) return null;
+  const colon = skipJsonSpace(bytes, keyEnd, end);
+  if (bytes[colon] !== COLON) return null;
+  return { key: decodeJsonKey(bytes, at, keyEnd), keyStart: at, valueStart: skipJsonSpace(bytes, colon + 1, end) };
+}
+
 /** The layout of the JSON object in `bytes[start, end)`, or null when it is not one. */
 export function jsonObjectLayout(bytes: Uint8Array, start = 0, end = bytes.length): JsonObjectLayout | null {
-  let index = skipSpace(bytes, start, end);
+  let index = skipJsonSpace(bytes, start, end);
   if (bytes[index] !== OPEN_BRACE) return null;
   const open = index;
   const members: JsonMember[] = [];
-  index = skipSpace(bytes, index + 1, end);
+  index = skipJsonSpace(bytes, index + 1, end);
   if (bytes[index] === CLOSE_BRACE) return { members, open, close: index };
   while (index < end) {
-    if (bytes[index] !== QUOTE) return null;
-    const keyStart = index;
-    const keyEnd = stringEnd(bytes, index, end);
-    if (keyEnd === -1) return null;
-    index = skipSpace(bytes, keyEnd, end);
-    if (bytes[index] !== COLON) return null;
-    const valueStart = skipSpace(bytes, index + 1, end);
-    const valueStop = valueEnd(bytes, valueStart, end);
+    const head = jsonMemberHead(bytes, index, end);
+    if (head === null) return null;
+    const valueStop = jsonValueEnd(bytes, head.valueStart, end);
     if (valueStop === -1) return null;
-    members.push({ key: decodeKey(bytes, keyStart, keyEnd), keyStart, valueStart, valueEnd: valueStop });
-    index = skipSpace(bytes, valueStop, end);
+    members.push({ ...head, valueEnd: valueStop });
+    index = skipJsonSpace(bytes, valueStop, end);
     if (bytes[index] === CLOSE_BRACE) {
-      if (skipSpace(bytes, index + 1, end) !== end) return null;
+      if (skipJsonSpace(bytes, index + 1, end) !== end) return null;
       return { members, open, close: index };
     }
     if (bytes[index] !== COMMA) return null;
-    index = skipSpace(bytes, index + 1, end);
+    index = skipJsonSpace(bytes, index + 1, end);
   }
   return null;
 }
@@ -151,19 +160,19 @@ export interface JsonSpan {
  * not one. Like the object layout, one pass that trusts the text to be JSON.
  */
 export function jsonArrayElements(bytes: Uint8Array, start: number, end: number): JsonSpan[] | null {
-  let index = skipSpace(bytes, start, end);
+  let index = skipJsonSpace(bytes, start, end);
   if (bytes[index] !== OPEN_BRACKET) return null;
   const elements: JsonSpan[] = [];
-  index = skipSpace(bytes, index + 1, end);
-  if (bytes[index] === CLOSE_BRACKET) return skipSpace(bytes, index + 1, end) === end ? elements : null;
+  index = skipJsonSpace(bytes, index + 1, end);
+  if (bytes[index] === CLOSE_BRACKET) return skipJsonSpace(bytes, index + 1, end) === end ? elements : null;
   while (index < end) {
-    const stop = valueEnd(bytes, index, end);
+    const stop = jsonValueEnd(bytes, index, end);
     if (stop === -1) return null;
     elements.push({ start: index, end: stop });
-    index = skipSpace(bytes, stop, end);
-    if (bytes[index] === CLOSE_BRACKET) return skipSpace(bytes, index + 1, end) === end ? elements : null;
+    index = skipJsonSpace(bytes, stop, end);
+    if (bytes[index] === CLOSE_BRACKET) return skipJsonSpace(bytes, index + 1, end) === end ? elements : null;
     if (bytes[index] !== COMMA) return null;
-    index = skipSpace(bytes, index + 1, end);
+    index = skipJsonSpace(bytes, index + 1, end);
   }
   return null;
 }
@@ -179,7 +188,8 @@ function asciiText(bytes: Uint8Array, start: number, end: number): string | null
   return text;
 }
 
-function decodeKey(bytes: Uint8Array, keyStart: number, keyEnd: number): string {
+/** A member's key from its bytes (its quotes included). */
+function decodeJsonKey(bytes: Uint8Array, keyStart: number, keyEnd: number): string {
   const ascii = keyEnd - keyStart <= 2 + SHORT_STRING_BYTES ? asciiText(bytes, keyStart + 1, keyEnd - 1) : null;
   if (ascii !== null) return ascii;
   const inner = bytes.subarray(keyStart + 1, keyEnd - 1);

@@ -3,12 +3,15 @@
 // plus a turn or two, and its tools, system prompt and history recur byte for byte, call after call
 // and across the sessions of one harness.
 //
-// The body's top-level members and the elements of its block arrays are found by one scan of the
-// bytes (json-members). Each block's raw bytes are hashed (sha256 runs natively, ~0.05 ms for
-// 85 KiB) and looked up in a cache of the facts they give: the canonical hash, size, token estimate
-// and role. Only a block not seen before is parsed, its cache markers removed and its canonical
-// JSON written and hashed, exactly as cutCacheOrder does. The result is equal to cutCacheOrder's
-// for every body JSON.parse accepts (raw-cut.unit.test.ts checks it over generated bodies).
+// The body's top-level members and the elements of its block arrays are found by one walk of the
+// bytes (body-scan.ts), and given an earlier body, only the bytes between what the two share at
+// their start and at their end are walked. A block inside those shared bytes is the earlier body's
+// block (same bytes, so same key and facts), shifted when it lies in the shared end. Any other
+// block's raw bytes are hashed (sha256 runs natively, ~0.05 ms for 85 KiB) and looked up in a cache
+// of the facts they give: the canonical hash, size, token estimate and role. Only a block not seen
+// before is parsed, its cache markers removed and its canonical JSON written and hashed, exactly
+// as cutCacheOrder does. The result is equal to cutCacheOrder's for every body JSON.parse accepts,
+// whichever earlier body is given (raw-cut.unit.test.ts checks it over generated bodies).
 //
 // Canonical texts are not kept: the one block a comparison needs (where a prefix changed) is
 // written again from the request's bytes on demand, so what a session keeps in memory is the body
@@ -23,8 +26,9 @@ import { hash as oneShotHash } from "node:crypto";
 import { canonicalJson } from "@prefix-guard/canonical-json";
 import { estimateTokens } from "@prefix-guard/canonical-json/tokens";
 import { sha256Hex } from "@prefix-guard/events";
+import { type ObjectScan, type ScannedMember, type SharedBytes, scanBody, sharedBytes } from "./body-scan";
 import { type BlockKind, type CacheBlock, type CacheCut, withoutCacheMarkers } from "./cache-order";
-import { type JsonSpan, jsonArrayElements, jsonObjectLayout, memberOf } from "./json-members";
+import type { JsonSpan } from "./json-members";
 import { isJsonRecord, type JsonRecord } from "./json-record";
 import type { RouteName } from "./routes";
 
@@ -63,12 +67,13 @@ interface RawBlock {
 }
 
 /**
- * A body already cut, kept so the next body that starts like it is cut without hashing what the two
- * share: a block at the same offsets, of the same form and with the same bytes has the same key and
- * facts (they depend on nothing else).
+ * A body already cut, kept so the next body is cut without walking or hashing what the two share:
+ * a block of the same form and the same bytes has the same key and facts (they depend on nothing
+ * else).
  */
 export interface CutBody {
   readonly bytes: Buffer;
+  readonly scan: ObjectScan;
   readonly blocks: readonly { readonly form: ValueForm; readonly span: JsonSpan }[];
   readonly keys: readonly string[];
   readonly facts: readonly BlockFacts[];
@@ -84,49 +89,54 @@ export interface RawCut {
   readonly fields: JsonRecord;
   /** The sha256 of each block's bytes with its form, by index: equal keys, equal blocks. */
   readonly blockKeys: readonly string[];
-  /** This body as a CutBody, for the next one that starts like it. */
+  /** This body as a CutBody, for the next one. */
   readonly body: CutBody;
-  /** What an earlier body is found by: the first block's form, offsets and edge bytes (firstBlockShape). */
-  readonly firstBlockShape: string;
-}
-
-/**
- * The earlier body to compare with, found by the shape of this body's first block; undefined:
- * none. It is used only if its first block holds the same bytes at the same offsets (memcmp).
- */
-export type EarlierBody = (firstBlockShape: string) => CutBody | undefined;
-
-/** Bytes of each end of the first block in its shape: enough to tell most bodies apart cheaply. */
-const SHAPE_EDGE_BYTES = 24;
-
-/**
- * The first block's form, offsets and first and last bytes. Finding the earlier body by this rather
- * than by the block's hash saves hashing the first block (an agent's tools, ~29 KiB in the bench's
- * bodies: ~20 µs) on every request; a shape shared by other bytes is told apart by the memcmp.
- */
-function firstBlockShapeOf(bytes: Buffer, block: RawBlock): string {
-  const { start, end } = block.span;
-  const head = bytes.toString("latin1", start, Math.min(end, start + SHAPE_EDGE_BYTES));
-  const tail = bytes.toString("latin1", Math.max(start, end - SHAPE_EDGE_BYTES), end);
-  return `${block.form}:${start}:${end}:${head}${tail}`;
 }
 
 function blockKeyOf(bytes: Buffer, block: RawBlock): string {
   return FORM_TAG[block.form] + oneShotHash("sha256", bytes.subarray(block.span.start, block.span.end), "base64");
 }
 
-/** Whether block `index` of `earlier` is this block: same form, same offsets, same bytes. */
-function sameAsEarlier(bytes: Buffer, block: RawBlock, earlier: CutBody, index: number): boolean {
-  const before = earlier.blocks[index];
-  if (before === undefined || before.form !== block.form) return false;
-  const { start, end } = block.span;
-  if (before.span.start !== start || before.span.end !== end || earlier.bytes.length < end) return false;
-  return bytes.compare(earlier.bytes, start, end, start, end) === 0;
+/** The earlier body's blocks found by their start, to tell which of this body's blocks are theirs. */
+class EarlierBlocks {
+  private readonly byStart = new Map<number, number>();
+
+  constructor(
+    private readonly earlier: CutBody,
+    private readonly shared: SharedBytes,
+  ) {
+    earlier.blocks.forEach((block, index) => {
+      this.byStart.set(block.span.start, index);
+    });
+  }
+
+  /**
+   * The index of the earlier block with this block's bytes and form, or -1: a block inside the
+   * shared start is at the same offsets, one inside the shared end is shifted by the length change.
+   */
+  indexOf(block: RawBlock): number {
+    const { start, end } = block.span;
+    let shift: number;
+    if (end <= this.shared.prefix) shift = 0;
+    else if (start >= this.shared.suffixStart) shift = this.shared.delta;
+    else return -1;
+    const index = this.byStart.get(start - shift);
+    if (index === undefined) return -1;
+    const before = this.earlier.blocks[index];
+    return before !== undefined && before.form === block.form && before.span.end === end - shift ? index : -1;
+  }
+
+  key(index: number): string {
+    return this.earlier.keys[index] as string;
+  }
+
+  facts(index: number): BlockFacts {
+    return this.earlier.facts[index] as BlockFacts;
+  }
 }
 
 const SYSTEM_ROLES = new Set(["system", "developer"]);
 const QUOTE = 0x22;
-const OPEN_BRACKET = 0x5b;
 
 /** Members read for identity and the events; small, so parsed. */
 const FIELD_MEMBERS = ["model", "stream", "metadata", "prompt_cache_key", "safety_identifier", "user"] as const;
@@ -141,51 +151,61 @@ function isEmptyString(span: JsonSpan): boolean {
   return span.end - span.start === 2;
 }
 
-class BodyScan {
+/** The members whose arrays hold blocks, per route: their elements are found by the body's walk. */
+const BLOCK_ARRAYS: Readonly<Record<RouteName, ReadonlySet<string>>> = {
+  anthropic_messages: new Set(["tools", "system", "messages"]),
+  openai_chat: new Set(["tools", "functions", "messages"]),
+  openai_responses: new Set(["tools", "input"]),
+};
+
+class BlockListing {
   readonly blocks: RawBlock[] = [];
   constructor(
     readonly bytes: Buffer,
-    private readonly members: Map<string, JsonSpan>,
+    private readonly members: Map<string, ScannedMember>,
   ) {}
 
-  member(key: string): JsonSpan | undefined {
+  member(key: string): ScannedMember | undefined {
     return this.members.get(key);
   }
 
-  firstByte(span: JsonSpan): number | undefined {
-    return this.bytes[span.start];
+  firstByte(member: ScannedMember): number | undefined {
+    return this.bytes[member.valueStart];
   }
 
-  elements(span: JsonSpan): JsonSpan[] | null {
-    return this.firstByte(span) === OPEN_BRACKET ? jsonArrayElements(this.bytes, span.start, span.end) : null;
+  elements(member: ScannedMember): readonly JsonSpan[] | null {
+    return member.elements;
   }
 
   /** `body.tools ?? body[fallback]`, as one block when it is a non-empty array. */
   addTools(fallbackKey?: string): void {
-    let span = this.member("tools");
-    if ((span === undefined || isNull(this.bytes, span)) && fallbackKey !== undefined) span = this.member(fallbackKey);
-    if (span === undefined) return;
-    const elements = this.elements(span);
+    let member = this.member("tools");
+    if ((member === undefined || isNull(this.bytes, spanOf(member))) && fallbackKey !== undefined)
+      member = this.member(fallbackKey);
+    if (member === undefined) return;
+    const elements = this.elements(member);
     if (elements === null || elements.length === 0) return;
-    this.blocks.push({ kind: "tools", form: "tools", role: "tools", leadingItem: false, span });
+    this.blocks.push({ kind: "tools", form: "tools", role: "tools", leadingItem: false, span: spanOf(member) });
   }
 
   /** A non-empty string member as one block. */
-  addNonEmptyString(span: JsonSpan | undefined, kind: BlockKind, role: string): void {
-    if (span === undefined || this.firstByte(span) !== QUOTE || isEmptyString(span)) return;
-    this.blocks.push({ kind, form: "string", role, leadingItem: false, span });
+  addNonEmptyString(member: ScannedMember | undefined, kind: BlockKind, role: string): void {
+    if (member === undefined || this.firstByte(member) !== QUOTE || isEmptyString(spanOf(member))) return;
+    this.blocks.push({ kind, form: "string", role, leadingItem: false, span: spanOf(member) });
   }
 
   /** Each element of an array member as an item block. */
-  addItems(span: JsonSpan | undefined, kind: BlockKind, role: string | null, leading: boolean): void {
-    if (span === undefined) return;
-    for (const element of this.elements(span) ?? [])
+  addItems(member: ScannedMember | undefined, kind: BlockKind, role: string | null, leading: boolean): void {
+    if (member === undefined) return;
+    for (const element of this.elements(member) ?? [])
       this.blocks.push({ kind, form: "item", role, leadingItem: leading, span: element });
   }
 }
 
+const spanOf = (member: ScannedMember): JsonSpan => ({ start: member.valueStart, end: member.valueEnd });
+
 /** The blocks in cache order, as cache-order.ts's blocksInCacheOrder lists them. */
-function rawBlocksInCacheOrder(route: RouteName, scan: BodyScan): readonly RawBlock[] {
+function rawBlocksInCacheOrder(route: RouteName, scan: BlockListing): readonly RawBlock[] {
   switch (route) {
     case "anthropic_messages": {
       scan.addTools();
@@ -204,7 +224,7 @@ function rawBlocksInCacheOrder(route: RouteName, scan: BodyScan): readonly RawBl
       scan.addNonEmptyString(scan.member("instructions"), "system", "system");
       const input = scan.member("input");
       if (input !== undefined && scan.firstByte(input) === QUOTE)
-        scan.blocks.push({ kind: "message", form: "string", role: "user", leadingItem: false, span: input });
+        scan.blocks.push({ kind: "message", form: "string", role: "user", leadingItem: false, span: spanOf(input) });
       else scan.addItems(input, "message", null, true);
       break;
     }
@@ -232,22 +252,22 @@ function canonicalTextOf(bytes: Buffer, block: RawBlock, index: number): { text:
 
 /**
  * The body cut into cache order, or null when its bytes are not an object the scan can walk.
+ * `earlier`: a body cut before (any: what it shares with this one is found from the bytes).
  * @throws what JSON.parse or canonicalJson throws for a block that is not valid (the caller counts it).
  */
-export function cutRawBody(
-  route: RouteName,
-  bytes: Buffer,
-  cache: BlockFactsCache,
-  earlierBody?: EarlierBody,
-): RawCut | null {
-  const layout = jsonObjectLayout(bytes);
-  if (layout === null) return null;
-  const members = new Map<string, JsonSpan>();
-  for (const member of layout.members) {
-    // The last occurrence wins, as in JSON.parse (memberOf reads the same way).
-    members.set(member.key, { start: member.valueStart, end: member.valueEnd });
-  }
-  const raw = rawBlocksInCacheOrder(route, new BodyScan(bytes, members));
+export function cutRawBody(route: RouteName, bytes: Buffer, cache: BlockFactsCache, earlier?: CutBody): RawCut | null {
+  const shared = earlier === undefined ? undefined : sharedBytes(earlier.bytes, bytes);
+  const walked = BLOCK_ARRAYS[route];
+  const scan = scanBody(
+    bytes,
+    (key) => walked.has(key),
+    earlier === undefined || shared === undefined ? undefined : { scan: earlier.scan, shared },
+  );
+  if (scan === null) return null;
+  const members = new Map<string, ScannedMember>();
+  // The last occurrence wins, as in JSON.parse.
+  for (const member of scan.members) members.set(member.key, member);
+  const raw = rawBlocksInCacheOrder(route, new BlockListing(bytes, members));
 
   const blocks: CacheBlock[] = [];
   const tokens: number[] = [];
@@ -255,17 +275,13 @@ export function cutRawBody(
   const blockFacts: BlockFacts[] = [];
   let offset = 0;
   let leading = true;
-  const first = raw[0];
-  const firstBlockShape = first === undefined ? "" : firstBlockShapeOf(bytes, first);
-  const candidate = first === undefined ? undefined : earlierBody?.(firstBlockShape);
-  const earlier =
-    candidate !== undefined && first !== undefined && sameAsEarlier(bytes, first, candidate, 0) ? candidate : undefined;
+  const earlierBlocks =
+    earlier === undefined || shared === undefined || raw.length === 0 ? undefined : new EarlierBlocks(earlier, shared);
   for (const [index, block] of raw.entries()) {
-    // A block the earlier body has at the same place is not hashed again: a memcmp costs a tenth.
-    // The first block was compared when the earlier body was taken.
-    const same = earlier !== undefined && (index === 0 || sameAsEarlier(bytes, block, earlier, index));
-    const key = same ? (earlier?.keys[index] as string) : blockKeyOf(bytes, block);
-    let facts = same ? earlier?.facts[index] : cache.get(key);
+    // A block inside the bytes shared with the earlier body is that body's: not hashed again.
+    const same = earlierBlocks?.indexOf(block) ?? -1;
+    const key = same !== -1 ? (earlierBlocks as EarlierBlocks).key(same) : blockKeyOf(bytes, block);
+    let facts = same !== -1 ? (earlierBlocks as EarlierBlocks).facts(same) : cache.get(key);
     if (facts === undefined) {
       const { text, parsed } = canonicalTextOf(bytes, block, index);
       const size = Buffer.byteLength(text, "utf8");
@@ -287,7 +303,7 @@ export function cutRawBody(
 
   const fields: JsonRecord = {};
   for (const name of FIELD_MEMBERS) {
-    const member = memberOf(layout, name);
+    const member = members.get(name);
     if (member !== undefined)
       fields[name] = JSON.parse(bytes.toString("utf8", member.valueStart, member.valueEnd)) as unknown;
   }
@@ -297,8 +313,7 @@ export function cutRawBody(
     tokens,
     fields,
     blockKeys,
-    body: { bytes, blocks: raw, keys: blockKeys, facts: blockFacts },
-    firstBlockShape,
+    body: { bytes, scan, blocks: raw, keys: blockKeys, facts: blockFacts },
     text: (index) => {
       const block = raw[index];
       return block === undefined ? undefined : canonicalTextOf(bytes, block, index).text;

@@ -116,6 +116,60 @@ function serialize(value: unknown, random: Prng): Buffer {
   return Buffer.from(JSON.stringify(value, null, random.pick([0, 1, 2, "\t"])), "utf8");
 }
 
+/** Every string, array and object inside `value`, with a way to replace each (the root excluded). */
+function places(value: unknown): Array<{ value: unknown; replace: (next: unknown) => void }> {
+  const found: Array<{ value: unknown; replace: (next: unknown) => void }> = [];
+  const visit = (node: unknown) => {
+    if (Array.isArray(node))
+      node.forEach((child, index) => {
+        found.push({ value: child, replace: (next) => (node[index] = next) });
+        visit(child);
+      });
+    else if (node !== null && typeof node === "object")
+      for (const [key, child] of Object.entries(node)) {
+        found.push({ value: child, replace: (next) => ((node as Record<string, unknown>)[key] = next) });
+        visit(child);
+      }
+  };
+  visit(value);
+  return found;
+}
+
+/**
+ * The body after one edit an agent's next request makes (or one it should not): a message
+ * appended, inserted or dropped, a string grown, cut or changed, a number grown, a value replaced.
+ */
+function edited(value: Record<string, unknown>, random: Prng): Record<string, unknown> {
+  const copy = structuredClone(value);
+  const all = places(copy);
+  const arrays = all.filter((place) => Array.isArray(place.value)) as Array<{ value: unknown[] }>;
+  const roll = random.int(0, 6);
+  const numbers = all.filter((place) => typeof place.value === "number");
+  if (roll === 6 && numbers.length > 0) {
+    // A digit appended: the shared bytes end inside the number, where a walk cannot know its end.
+    const place = random.pick(numbers);
+    place.replace((place.value as number) * 10 + 3);
+  } else if (roll <= 1 && arrays.length > 0) {
+    const array = random.pick(arrays).value;
+    array.splice(random.int(0, array.length), 0, { role: "user", content: text(random) });
+  } else if (roll === 2 && arrays.length > 0) {
+    const array = random.pick(arrays).value;
+    if (array.length > 0) array.splice(random.int(0, array.length - 1), 1);
+  } else if (roll === 3) {
+    const strings = all.filter((place) => typeof place.value === "string");
+    if (strings.length > 0) {
+      const place = random.pick(strings);
+      const old = place.value as string;
+      place.replace(random.pick([`${old}x`, `y${old}`, old.slice(1), `${old.slice(0, 3)}🧪${old.slice(3)}`]));
+    }
+  } else if (roll === 4 && all.length > 0) {
+    random.pick(all).replace(random.pick([12, 123, null, true, "s", []]));
+  } else {
+    copy[random.pick(["model", "stream", "extra"])] = random.pick([1, 12, "m", false]);
+  }
+  return copy;
+}
+
 const ROUTES = Object.keys(OBSERVED_ROUTES) as RouteName[];
 
 const newCache = (): BlockFactsCache => new LruMap<string, BlockFacts>({ maxEntries: 10_000 });
@@ -176,7 +230,7 @@ describe("cutRawBody", () => {
         } catch {
           continue;
         }
-        const raw = cutRawBody(route, bytes, newCache(), () => earlier);
+        const raw = cutRawBody(route, bytes, newCache(), earlier);
         expect(raw?.cut).toEqual(reference.cut);
         expect(raw?.tokens).toEqual(reference.texts.map(estimateTokens));
         expect(raw?.blockKeys).toEqual(cutRawBody(route, bytes, newCache())?.blockKeys);
@@ -197,33 +251,80 @@ describe("cutRawBody", () => {
     const first = cutRawBody("anthropic_messages", turn([one, { role: "assistant", content: "two" }]), counting);
     looked.length = 0;
     const next = turn([one, { role: "assistant", content: "two" }, { role: "user", content: "three" }]);
-    const raw = cutRawBody("anthropic_messages", next, counting, () => first?.body);
-    // The first block's shape finds the earlier body, and it and the two blocks after it are taken
-    // from it (the memcmp checks them): only the new block is hashed and looked up.
+    const raw = cutRawBody("anthropic_messages", next, counting, first?.body);
+    // The system block and the two messages lie in the bytes both bodies start with: only the new
+    // block is hashed and looked up.
     expect(looked).toEqual([raw?.blockKeys[3]]);
     expect(raw?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(next.toString("utf8"))).cut);
-    // Same offsets, other bytes: looked up again, and cut as what it now says.
+    // Same offsets, other bytes: looked up again, and cut as what it now says. The block after it
+    // lies in the bytes both bodies end with.
     looked.length = 0;
     const changed = turn([one, { role: "assistant", content: "tw0" }, { role: "user", content: "three" }]);
-    const again = cutRawBody("anthropic_messages", changed, counting, () => raw?.body);
+    const again = cutRawBody("anthropic_messages", changed, counting, raw?.body);
     expect(looked).toEqual([again?.blockKeys[2]]);
     expect(again?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(changed.toString("utf8"))).cut);
   });
 
-  it("does not take an earlier body whose first block only looks the same (same offsets and edges)", () => {
+  it("takes a block the earlier body ends with at its shifted place: OpenAI's tools after a grown history", () => {
     const { looked, counting } = countingCache();
-    const system = (middle: string) => `${"a".repeat(40)}${middle}${"z".repeat(40)}`;
-    const body = (middle: string) =>
-      Buffer.from(JSON.stringify({ system: system(middle), messages: [{ role: "user", content: "hi" }], model: "m" }));
-    const first = cutRawBody("anthropic_messages", body("one"), counting);
+    const tools = [{ type: "function", function: { name: "read", parameters: { type: "object" } } }];
+    const turn = (messages: unknown[]) =>
+      Buffer.from(JSON.stringify({ model: "gpt-5.6", messages, tools, stream: true }));
+    const first = cutRawBody("openai_chat", turn([{ role: "user", content: "one" }]), counting);
     looked.length = 0;
-    const other = body("two");
-    const raw = cutRawBody("anthropic_messages", other, counting, () => first?.body);
-    expect(raw?.firstBlockShape).toBe(first?.firstBlockShape);
-    // The memcmp refused it: every block is hashed and looked up, and the cut is the new body's.
+    const next = turn([
+      { role: "user", content: "one" },
+      { role: "assistant", content: "two" },
+    ]);
+    const raw = cutRawBody("openai_chat", next, counting, first?.body);
+    // Tools (block 0) moved by the new message's bytes, the first message stayed: only the new
+    // message is looked up.
+    expect(looked).toEqual([raw?.blockKeys[2]]);
+    expect(raw?.cut).toEqual(cutCacheOrder("openai_chat", JSON.parse(next.toString("utf8"))).cut);
+    expect(raw?.body.scan).toEqual(cutRawBody("openai_chat", next, newCache())?.body.scan);
+  });
+
+  it("cuts a body that shares nothing with the earlier one as if there were none", () => {
+    const { looked, counting } = countingCache();
+    const first = cutRawBody(
+      "anthropic_messages",
+      Buffer.from(JSON.stringify({ system: "a", messages: [{ role: "user", content: "hi" }] })),
+      counting,
+    );
+    looked.length = 0;
+    const other = Buffer.from(JSON.stringify({ messages: [{ role: "user", content: "hey" }], system: "b" }));
+    const raw = cutRawBody("anthropic_messages", other, counting, first?.body);
     expect(looked).toEqual(raw?.blockKeys);
-    expect(raw?.blockKeys[0]).not.toBe(first?.blockKeys[0]);
     expect(raw?.cut).toEqual(cutCacheOrder("anthropic_messages", JSON.parse(other.toString("utf8"))).cut);
+  });
+
+  it("cuts every edit of a generated body as a fresh cut does, given the body before the edit", () => {
+    const random = prng(2026_12_06);
+    let resumed = 0;
+    for (let round = 0; round < 600; round += 1) {
+      const route = ROUTES[round % ROUTES.length] as RouteName;
+      const value = body(route, random);
+      const space = random.pick([0, 1, 2, "\t"]);
+      const before = Buffer.from(JSON.stringify(value, null, space), "utf8");
+      const after = Buffer.from(JSON.stringify(edited(value, random), null, space), "utf8");
+      let reference: ReturnType<typeof cutCacheOrder>;
+      try {
+        reference = cutCacheOrder(route, JSON.parse(after.toString("utf8")));
+      } catch {
+        continue;
+      }
+      const earlier = cutRawBody(route, before, newCache());
+      if (earlier === null) continue;
+      const fresh = cutRawBody(route, after, newCache());
+      const raw = cutRawBody(route, after, newCache(), earlier.body);
+      expect(raw?.cut).toEqual(reference.cut);
+      expect(raw?.tokens).toEqual(reference.texts.map(estimateTokens));
+      expect(raw?.blockKeys).toEqual(fresh?.blockKeys);
+      expect(raw?.fields).toEqual(fresh?.fields);
+      expect(raw?.body.scan).toEqual(fresh?.body.scan);
+      resumed += 1;
+    }
+    expect(resumed).toBeGreaterThan(500);
   });
 
   it("takes the last of duplicate keys, as JSON.parse does", () => {
