@@ -40,9 +40,9 @@ import { planChatStreamUsage } from "../../domain/stream-options";
 import { type UsageReaderLimits, UsageStreamReader } from "../../domain/usage-stream";
 import type { GatewayMetrics, RequestRoute } from "../metrics/gateway-metrics";
 import { type ListenerTls, presentedOverHttp } from "./caller-credentials";
-import { relayStreams } from "./relay";
+import { ChunkFilterFailed, relayFiltered, relayStreams } from "./relay";
 import { timeoutSetting, type Upstream, type UpstreamFailure } from "./upstream";
-import { decoderFor, InjectedUsageFilter } from "./usage-filter";
+import { decoderFor, InjectedUsageFilter, InjectedUsageHider } from "./usage-filter";
 
 export interface ProxyDeps {
   readonly upstreams: Readonly<Record<UpstreamName, Upstream>>;
@@ -341,9 +341,11 @@ export class ProxyHandler {
           // The client did not ask for the stream's usage: hide what asking for it added.
           const hide = plan.injected && success && format === "sse" && (encoding === "identity" || decoder !== null);
           const stages: Transform[] = [];
-          if (hide) {
-            if (decoder !== null) stages.push(decoder);
-            stages.push(new InjectedUsageFilter(deps.usageLimits.maxEventBytes));
+          // An identity-encoded stream is filtered in the relay's data handler (relayFiltered); a
+          // decoded one goes through the decoder and the filter as stream stages.
+          const filter = hide && decoder === null ? new InjectedUsageHider(deps.usageLimits.maxEventBytes) : null;
+          if (hide && decoder !== null) {
+            stages.push(decoder, new InjectedUsageFilter(deps.usageLimits.maxEventBytes));
             // A stage destroyed because the client left reports a premature close.
             for (const stage of stages)
               stage.once("error", (error: { code?: unknown }) => {
@@ -363,13 +365,15 @@ export class ProxyHandler {
           // An error is told after every stream closed (relay.ts), so an upstream failure has already
           // finished the exchange (onFailure); an error left here is the client leaving or a stage failing.
           piping = true;
-          relayStreams([incoming, ...stages, res], (error) => {
+          const relayed = (error: Error | null) => {
             if (!error) finish("completed");
             else if (!finished) {
               call.abort();
-              finish(stageFailed ? "upstream_failed" : "client_aborted");
+              finish(stageFailed || error instanceof ChunkFilterFailed ? "upstream_failed" : "client_aborted");
             }
-          });
+          };
+          if (filter !== null) relayFiltered(incoming, filter, res, relayed);
+          else relayStreams([incoming, ...stages, res], relayed);
           if (reader === null) return;
           if (decoder === null) incoming.on("data", feed);
           else if (hide) decoder.on("data", feed);
