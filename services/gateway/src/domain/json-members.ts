@@ -155,28 +155,6 @@ export interface JsonSpan {
   readonly end: number;
 }
 
-/**
- * The elements of the JSON array in `bytes[start, end)` (its brackets included), or null when it is
- * not one. Like the object layout, one pass that trusts the text to be JSON.
- */
-export function jsonArrayElements(bytes: Uint8Array, start: number, end: number): JsonSpan[] | null {
-  let index = skipJsonSpace(bytes, start, end);
-  if (bytes[index] !== OPEN_BRACKET) return null;
-  const elements: JsonSpan[] = [];
-  index = skipJsonSpace(bytes, index + 1, end);
-  if (bytes[index] === CLOSE_BRACKET) return skipJsonSpace(bytes, index + 1, end) === end ? elements : null;
-  while (index < end) {
-    const stop = jsonValueEnd(bytes, index, end);
-    if (stop === -1) return null;
-    elements.push({ start: index, end: stop });
-    index = skipJsonSpace(bytes, stop, end);
-    if (bytes[index] === CLOSE_BRACKET) return skipJsonSpace(bytes, index + 1, end) === end ? elements : null;
-    if (bytes[index] !== COMMA) return null;
-    index = skipJsonSpace(bytes, index + 1, end);
-  }
-  return null;
-}
-
 /** The bytes as text when they are all ASCII (no decoder call: keys are many and short), else null. */
 function asciiText(bytes: Uint8Array, start: number, end: number): string | null {
   let text = "";

@@ -256,13 +256,12 @@ function canonicalTextOf(bytes: Buffer, block: RawBlock, index: number): { text:
  * @throws what JSON.parse or canonicalJson throws for a block that is not valid (the caller counts it).
  */
 export function cutRawBody(route: RouteName, bytes: Buffer, cache: BlockFactsCache, earlier?: CutBody): RawCut | null {
-  const shared = earlier === undefined ? undefined : sharedBytes(earlier.bytes, bytes);
+  const resumed =
+    earlier === undefined
+      ? undefined
+      : { body: earlier, scan: earlier.scan, shared: sharedBytes(earlier.bytes, bytes) };
   const walked = BLOCK_ARRAYS[route];
-  const scan = scanBody(
-    bytes,
-    (key) => walked.has(key),
-    earlier === undefined || shared === undefined ? undefined : { scan: earlier.scan, shared },
-  );
+  const scan = scanBody(bytes, (key) => walked.has(key), resumed);
   if (scan === null) return null;
   const members = new Map<string, ScannedMember>();
   // The last occurrence wins, as in JSON.parse.
@@ -276,7 +275,7 @@ export function cutRawBody(route: RouteName, bytes: Buffer, cache: BlockFactsCac
   let offset = 0;
   let leading = true;
   const earlierBlocks =
-    earlier === undefined || shared === undefined || raw.length === 0 ? undefined : new EarlierBlocks(earlier, shared);
+    resumed === undefined || raw.length === 0 ? undefined : new EarlierBlocks(resumed.body, resumed.shared);
   for (const [index, block] of raw.entries()) {
     // A block inside the bytes shared with the earlier body is that body's: not hashed again.
     const same = earlierBlocks?.indexOf(block) ?? -1;
