@@ -7,7 +7,7 @@
 // continue or create into A's session or workspace, a principal over its rate gets
 // RESOURCE_EXHAUSTED with retry trailers, and a rotated token takes effect without a restart.
 
-import { type ServiceError, status } from "@grpc/grpc-js";
+import { Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import { eventually } from "@prefix-guard/bus/testing";
 import { createDatabase } from "@prefix-guard/db";
 import { bearerMetadata, callUnary, type UnaryCallOptions } from "@prefix-guard/grpc";
@@ -153,6 +153,26 @@ function usageOf(requestId: string, cachedTokens: number): UsageRecorded {
   return { ...claudeTestUsage(cachedTokens, clock), requestId };
 }
 
+/**
+ * FollowEvents: a refusal ends the stream at once with its status; an admitted stream stays open,
+ * so it counts as OK once it has stayed open a moment (then it is cancelled).
+ */
+function followOutcome(stack: Stack, options: UnaryCallOptions): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const stream = stack.sessions.followEvents({}, options.metadata ?? new Metadata());
+    const timer = setTimeout(() => {
+      stream.removeAllListeners("error");
+      stream.on("error", () => undefined);
+      stream.cancel();
+      resolve();
+    }, 500);
+    stream.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
 function monitorOf(stack: Stack): CacheMonitorClient {
   if (stack.monitor === undefined) throw new Error("the stack runs no cache-monitor");
   return stack.monitor;
@@ -208,6 +228,9 @@ const MATRIX: readonly MatrixRpc[] = [
   // The key opens every sealed event of the session: peers and subscribers only, never a harness.
   row(SE.getDataKeys, "session-events",                 [PD, PD, PD, PD, OK], 1, (s, x, _w, o) =>
     callUnary(s.sessions, s.sessions.getDataKeys, { sessionIds: [x.sa] }, o)),
+  // Every session's sealed events as they are saved: prompt-assembly's replicas only.
+  row(SE.followEvents, "session-events",                [PD, PD, PD, PD, OK], 1, (s, _x, _w, o) =>
+    followOutcome(s, o)),
   row(RS.resolve, "rules-snapshot",                     [PD, PD, PD, PD, OK], 2, (s, x, _w, o) =>
     callUnary(s.rules, s.rules.resolve, {
       sessionId: x.sa, workspace: WORKSPACE_A, source: { $case: "content", value: { text: RULES_TEXT } },
@@ -395,7 +418,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
     const all = [SessionEventsService, RulesSnapshotService, PromptAssemblyService, CacheMonitorService].flatMap(
       (definition) => Object.values(definition).map((method) => method.path),
     );
-    expect(all).toHaveLength(20);
+    expect(all).toHaveLength(21);
     expect(MATRIX.map((r) => r.path).sort()).toEqual([...all].sort());
   });
 
@@ -474,7 +497,7 @@ describe("the access matrix: every RPC × every principal (real Kafka and MariaD
   it("answers every RPC × principal as the table says; no refusal changes any database", async () => {
     const problems: string[] = [];
     const cells = MATRIX.flatMap((rpc) => WHO.map((who) => ({ rpc, who, expected: rpc.expected[who] })));
-    expect(cells).toHaveLength(20 * WHO.length);
+    expect(cells).toHaveLength(21 * WHO.length);
     const name = (cell: (typeof cells)[number]) => `${cell.rpc.path.slice(1)} as ${cell.who}`;
 
     // Refusals first, each on the session as the fixture left it, each checked against the databases.

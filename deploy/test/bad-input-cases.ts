@@ -1121,10 +1121,42 @@ function getDataKeysCases(): BadInputCase[] {
   }));
 }
 
+/**
+ * FollowEvents takes no field: anything in its request is refused before a stream opens. (Sent by
+ * the suite's unary framing; a refused server stream answers with its status alone.)
+ */
+function followEventsCases(): BadInputCase[] {
+  const rows: ReadonlyArray<readonly [Batch, string, Uint8Array, Expected]> = [
+    ["unknown-field", 'field 1 (string "s-1"): the request has no fields', stringField(1, "s-1"), unknownField(1)],
+    ["unknown-field", "unknown field 99 (varint 1)", varintField(99, 1), unknownField(99)],
+    [
+      "malformed-frame",
+      "truncated: a length-delimited field 2 claiming 50 bytes with 2 present",
+      Uint8Array.from([0x12, 50, 0x61, 0x62]),
+      anyInvalid(),
+    ],
+    [
+      "malformed-frame",
+      "unterminated varint (bytes 08 ff ff ff)",
+      Uint8Array.from([0x08, 0xff, 0xff, 0xff]),
+      anyInvalid(),
+    ],
+  ];
+  return rows.map(([batch, input, bytes, expected]) => ({
+    batch,
+    service: "sessionEvents",
+    method: "FollowEvents",
+    input,
+    request: () => bytes,
+    expected,
+  }));
+}
+
 export function badInputCases(): BadInputCase[] {
   return [
     ...ALL_RPCS.flatMap(sessionIdCases),
     ...getDataKeysCases(),
+    ...followEventsCases(),
     ...sessionEventsTables.flat(),
     ...rulesSnapshotTables.flat(),
     ...promptAssemblyTables.flat(),

@@ -14,7 +14,7 @@ import { testKafkaBrokers, uniqueName } from "@prefix-guard/bus/testing";
 import { PermissionDeniedError } from "@prefix-guard/errors";
 import { type DataKey, encodeSessionEvent, newDataKey, newEventId, sealFields } from "@prefix-guard/events";
 import { type GrpcServerOptions, type RunningGrpcServer, startGrpcServer } from "@prefix-guard/grpc";
-import { localTestAuthenticator, openToEveryRole } from "@prefix-guard/grpc/testing";
+import { localTestAuthenticator, openToEveryRole, streamsEndingAtOnce } from "@prefix-guard/grpc/testing";
 import { silentLogger } from "@prefix-guard/logging";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
@@ -150,6 +150,7 @@ describe("python consumer opening sealed session events", () => {
           name: "prefixguard.sessionevents.v1.SessionEvents",
           definition: SessionEventsService,
           access: openToEveryRole(SessionEventsService),
+          streams: streamsEndingAtOnce(SessionEventsService),
           methods: {
             getDataKeys: async (request: GetDataKeysRequest, call: ServerUnaryCall<never, never>) => {
               const authorization = call.metadata.get("authorization")[0];

@@ -18,7 +18,7 @@ import {
   type ServiceRegistration,
   startGrpcServer,
 } from "@prefix-guard/grpc";
-import { localTestAuthenticator, openToEveryRole } from "@prefix-guard/grpc/testing";
+import { localTestAuthenticator, openToEveryRole, streamsEndingAtOnce } from "@prefix-guard/grpc/testing";
 import {
   type BuildCompactionRequestRequest,
   type BuildCompactionRequestResponse,
@@ -97,6 +97,7 @@ class FakeBackends {
       name: "prefixguard.sessionevents.v1.SessionEvents",
       definition: SessionEventsService,
       access: openToEveryRole(SessionEventsService),
+      streams: streamsEndingAtOnce(SessionEventsService),
       methods: {
         createSession: async (request: CreateSessionRequest, call: AnyCall) => {
           this.count("createSession", request.sessionId, call);

@@ -5,7 +5,7 @@ import type { ServerUnaryCall } from "@grpc/grpc-js";
 import { UnavailableError, ValidationError } from "@prefix-guard/errors";
 import { newDataKey, sealFields } from "@prefix-guard/events";
 import { type GrpcServerOptions, type RunningGrpcServer, startGrpcServer } from "@prefix-guard/grpc";
-import { localTestAuthenticator, openToEveryRole } from "@prefix-guard/grpc/testing";
+import { localTestAuthenticator, openToEveryRole, streamsEndingAtOnce } from "@prefix-guard/grpc/testing";
 import { Role, SessionKind } from "@prefix-guard/proto/common/v1/common";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
@@ -123,6 +123,7 @@ describe("DataKeyClient over real gRPC", () => {
           name: "prefixguard.sessionevents.v1.SessionEvents",
           definition: SessionEventsService,
           access: openToEveryRole(SessionEventsService),
+          streams: streamsEndingAtOnce(SessionEventsService),
           methods: {
             getDataKeys: async (request: GetDataKeysRequest, call: ServerUnaryCall<never, never>) => {
               calls.push({

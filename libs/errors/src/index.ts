@@ -63,6 +63,7 @@ export const ERROR_REASONS = [
   "workspace_not_granted",
   "rate_limited",
   "session_quota",
+  "too_many_followers",
   // Dependencies.
   "rules_snapshot_unavailable",
   "sealed_content_unreadable",

@@ -2,7 +2,14 @@ export type { UnaryCallOptions } from "./client";
 export { callUnary, insecureCredentials, translatePeerError } from "./client";
 export { checkHealth } from "./health-client";
 export { trailingStringFieldSerializer, withResponseSerializer } from "./large-string-field";
-export type { PeerCallOptions, PeerChannel, PeerClient } from "./peer-client";
+export type {
+  Following,
+  FollowOptions,
+  PeerCallOptions,
+  PeerChannel,
+  PeerClient,
+  ServerStreamMethod,
+} from "./peer-client";
 export { createPeerClient } from "./peer-client";
 export type { Authenticator, CallCredentials, PresentedCredentials, PrincipalDirectoryData } from "./principals";
 export {

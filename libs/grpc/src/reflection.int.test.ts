@@ -9,7 +9,7 @@ import { CacheMonitorService } from "@prefix-guard/proto/monitor/v1/cache_monito
 import { SessionEventsService } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterAll, describe, expect, it } from "vitest";
 import { type RunningGrpcServer, type ServiceRegistration, startGrpcServer } from "./server";
-import { localTestAuthenticator, openToEveryRole } from "./testing";
+import { localTestAuthenticator, openToEveryRole, streamsEndingAtOnce } from "./testing";
 
 const notUsed = (definition: Record<string, unknown>): ServiceRegistration["methods"] =>
   Object.fromEntries(
@@ -66,6 +66,7 @@ describe("server reflection per port", () => {
       name: "prefixguard.sessionevents.v1.SessionEvents",
       definition: SessionEventsService,
       access: openToEveryRole(SessionEventsService),
+      streams: streamsEndingAtOnce(SessionEventsService),
       methods: notUsed(SessionEventsService),
     });
     const cacheMonitor = await start({

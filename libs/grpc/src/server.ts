@@ -4,6 +4,7 @@ import {
   Server,
   ServerCredentials,
   type ServerUnaryCall,
+  type ServerWritableStream,
   type ServiceDefinition,
   type sendUnaryData,
   status,
@@ -35,6 +36,11 @@ export interface ServiceRegistration {
   readonly name: string;
   readonly definition: ServiceDefinition;
   readonly methods: Record<string, (request: never, call: ServerUnaryCall<never, never>) => Promise<unknown>>;
+  /**
+   * Server-streaming methods: the handler writes to `call` and ends it; a throw before it returns
+   * ends the call with the error's status. Admitted like unary calls (authenticated, role, rate).
+   */
+  readonly streams?: Record<string, (request: never, call: ServerWritableStream<never, never>) => void>;
   readonly access: AccessRules;
 }
 
@@ -93,7 +99,7 @@ interface Admission {
 
 /** Authenticates the call, admits it under one of `allowed`, and spends one request of its principal's rate. */
 function admit(
-  call: ServerUnaryCall<never, never>,
+  call: ServerUnaryCall<never, never> | ServerWritableStream<never, never>,
   allowed: readonly Role[],
   method: string,
   admission: Admission,
@@ -175,6 +181,31 @@ function wrapUnary(
   };
 }
 
+/** A server-streaming method admitted as a unary one is; its handler owns the stream once it returns. */
+function wrapServerStream(
+  serviceName: string,
+  methodName: string,
+  handler: (request: never, call: ServerWritableStream<never, never>) => void,
+  logger: Logger,
+  allowed: readonly Role[],
+  admission: Admission,
+) {
+  return (call: ServerWritableStream<never, never>) => {
+    try {
+      admit(call, allowed, methodName, admission);
+      const decodeError = takeDecodeFailure(call.request);
+      if (decodeError) throw decodeError;
+      handler(call.request, call);
+    } catch (error) {
+      const mapped = mapErrorToStatus(error);
+      if (mapped.code === status.INTERNAL) {
+        logger.error({ err: error, method: `${serviceName}/${methodName}` }, "unexpected error in handler");
+      }
+      call.emit("error", { code: mapped.code, details: mapped.details, metadata: mapped.metadata });
+    }
+  };
+}
+
 const HEALTH_SERVICE = "grpc.health.v1.Health";
 let reflectionDefinition: protoLoader.PackageDefinition | undefined;
 
@@ -226,12 +257,25 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   for (const service of options.services) {
     const implementation: UntypedServiceImplementation = {};
     for (const methodName of Object.keys(service.definition)) {
-      const handler = service.methods[methodName];
-      if (!handler) throw new Error(`${service.name}: no handler for ${methodName}`);
       const allowed = service.access[methodName];
       if (allowed === undefined) throw new Error(`${service.name}: no access rule for ${methodName} (deny by default)`);
       // Spans and metrics use the wire name (SaveMessage), not the generated key (saveMessage).
       const wireName = service.definition[methodName]?.path.split("/").pop() ?? methodName;
+      if (service.definition[methodName]?.responseStream) {
+        const streamHandler = service.streams?.[methodName];
+        if (!streamHandler) throw new Error(`${service.name}: no stream handler for ${methodName}`);
+        implementation[methodName] = wrapServerStream(
+          service.name,
+          wireName,
+          streamHandler,
+          options.logger,
+          allowed,
+          admission,
+        ) as UntypedHandleCall;
+        continue;
+      }
+      const handler = service.methods[methodName];
+      if (!handler) throw new Error(`${service.name}: no handler for ${methodName}`);
       implementation[methodName] = wrapUnary(
         service.name,
         wireName,

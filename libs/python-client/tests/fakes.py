@@ -47,6 +47,14 @@ class FakeChannel:
 
         return call
 
+    def unary_stream(self, path, request_serializer=None, response_deserializer=None, **_kwargs):
+        # A stub builds every method of its service (SessionEvents.FollowEvents is a server stream);
+        # the client never calls one, so a call here is a test failure.
+        def call(request, timeout=None, metadata=None, **_ignored):
+            raise AssertionError(f"the client opened a stream: {path}")
+
+        return call
+
     def close(self) -> None:
         self.closed = True
 

@@ -16,6 +16,11 @@ export const promptAssemblyConfigSchema = z.object({
   RESOLVE_DEADLINE_MS: positiveMs(1_000),
   /** Deadline of each ReadEvents page during catch-up. */
   READ_EVENTS_DEADLINE_MS: positiveMs(2_000),
+  /**
+   * Follow session-events' committed messages (FollowEvents) to extend the views held in memory, so
+   * a build right after a SaveMessage needs no ReadEvents. Off: every such build reads the events.
+   */
+  FOLLOW_SESSION_EVENTS: booleanFlag(true),
   /** Deadline of each GetDataKeys call (the keys that open sealed session content). */
   DATA_KEYS_DEADLINE_MS: positiveMs(2_000),
   /** Sessions' data keys held in memory (32 bytes and an id each; least recently used go first). */

@@ -2,6 +2,14 @@ import { ValidationError } from "@prefix-guard/errors";
 import { describe, expect, it } from "vitest";
 import { loadPromptAssemblyConfig } from "./config";
 
+describe("FOLLOW_SESSION_EVENTS", () => {
+  it("is on unless set off, and refuses anything but a flag, naming the variable", () => {
+    expect(loadPromptAssemblyConfig({}).FOLLOW_SESSION_EVENTS).toBe(true);
+    expect(loadPromptAssemblyConfig({ FOLLOW_SESSION_EVENTS: "false" }).FOLLOW_SESSION_EVENTS).toBe(false);
+    expect(() => loadPromptAssemblyConfig({ FOLLOW_SESSION_EVENTS: "sometimes" })).toThrow(/FOLLOW_SESSION_EVENTS/);
+  });
+});
+
 describe("REPIN_WHEN_COLD", () => {
   it("is off unless set", () => {
     expect(loadPromptAssemblyConfig({}).REPIN_WHEN_COLD).toBe(false);

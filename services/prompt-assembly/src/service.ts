@@ -1,5 +1,5 @@
 import { type MessageBus, tableOutboxSource } from "@prefix-guard/bus";
-import { NotFoundError } from "@prefix-guard/errors";
+import { errorMessage, NotFoundError } from "@prefix-guard/errors";
 import { decodeSessionEvent, Topics } from "@prefix-guard/events";
 import type { Logger } from "@prefix-guard/logging";
 import { promptAssemblyMigrations } from "@prefix-guard/migrations/prompt-assembly";
@@ -69,6 +69,19 @@ export async function startPromptAssembly(
       // the event it cannot place to the DLQ.
       isPoison: (error) => error instanceof NotFoundError,
     });
+    if (config.FOLLOW_SESSION_EVENTS) {
+      const following = peers.sessions.follow(
+        (events) => {
+          void views.extendHeld(events).then((outcomes) => metrics.followed(outcomes));
+        },
+        (error) =>
+          logger.debug(
+            { err: errorMessage(error) },
+            "FollowEvents stream ended; reopening (builds read events meanwhile)",
+          ),
+      );
+      kit.onStop(async () => following.close());
+    }
     const server = await kit.serve(
       [
         promptAssemblyRegistration({

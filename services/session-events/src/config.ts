@@ -24,6 +24,8 @@ export const sessionEventsConfigSchema = z.object({
   SESSION_RETENTION_SWEEP_MS: z.coerce.number().int().min(100).max(86_400_000).default(600_000),
   /** Sessions' data keys held in memory for sealing writes (least recently used out). */
   SESSION_DATA_KEY_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
+  /** FollowEvents streams this replica serves at most (one per prompt-assembly replica); 0 serves none. */
+  FEED_MAX_FOLLOWERS: z.coerce.number().int().min(0).max(1_024).default(64),
 });
 
 export type SessionEventsConfig = z.infer<typeof sessionEventsConfigSchema>;

@@ -14,6 +14,13 @@ describe("session-events configuration", () => {
       expect(() => loadSessionEventsConfig({ RELAY_LEASES: refused })).toThrow(/RELAY_LEASES/);
   });
 
+  it("serves FEED_MAX_FOLLOWERS FollowEvents streams, 64 unless set, 0..1024", () => {
+    expect(loadSessionEventsConfig({}).FEED_MAX_FOLLOWERS).toBe(64);
+    expect(loadSessionEventsConfig({ FEED_MAX_FOLLOWERS: "0" }).FEED_MAX_FOLLOWERS).toBe(0);
+    for (const refused of ["-1", "1025", "1.5", "many"])
+      expect(() => loadSessionEventsConfig({ FEED_MAX_FOLLOWERS: refused })).toThrow(/FEED_MAX_FOLLOWERS/);
+  });
+
   it.each([
     ["SAVE_GROUP_MAX", "16", /SAVE_GROUP_MAX was removed: SaveMessages appended per transaction is an internal/],
     ["RELAY_BATCH_SIZE", "100", /RELAY_BATCH_SIZE was removed: events per relay batch is an internal/],

@@ -6,8 +6,10 @@ import { sessionEventsMigrations } from "@prefix-guard/migrations/session-events
 import { ServiceKit } from "@prefix-guard/runtime";
 import type { Registry } from "prom-client";
 import { sessionEventsRegistration } from "./adapters/grpc/session-events-grpc";
+import { feedMetrics } from "./adapters/metrics/feed-metrics";
 import { sessionEventOutboxSource } from "./adapters/mysql/session-event-outbox";
 import { SessionStore } from "./adapters/mysql/session-store";
+import { SessionEventFeed } from "./application/event-feed";
 import { RetentionSweep } from "./application/retention-sweep";
 import { SessionCommands } from "./application/session-commands";
 import type { SessionEventsConfig } from "./config";
@@ -40,6 +42,7 @@ export async function startSessionEvents(
   });
   return kit.starting(async () => {
     const store = new SessionStore(kit.db);
+    const feed = new SessionEventFeed(config.FEED_MAX_FOLLOWERS, feedMetrics(kit.metrics.registry));
     const commands = new SessionCommands({
       store,
       now,
@@ -47,6 +50,7 @@ export async function startSessionEvents(
       newId: () => randomUUID(),
       traceparent: () => traceHeaders().traceparent,
       dataKeyCacheSize: config.SESSION_DATA_KEY_CACHE_SIZE,
+      committed: (event) => feed.committed(event),
       limits: {
         characterQuota: config.SESSION_CHARACTER_QUOTA,
         ...(config.SESSION_MAX_SERIALIZED_BYTES !== undefined
@@ -55,10 +59,12 @@ export async function startSessionEvents(
       },
     });
     const relay = kit.startRelay({ source: sessionEventOutboxSource(kit.db) });
-    const server = await kit.serve([sessionEventsRegistration(commands, () => relay.notify())], {
+    const server = await kit.serve([sessionEventsRegistration(commands, () => relay.notify(), feed)], {
       // Slightly above the domain's MAX_REQUEST_BYTES so oversize input gets its field-named error from validation.
       maxReceiveMessageBytes: MAX_REQUEST_BYTES + 64 * 1024,
     });
+    // Before the server's graceful stop, which would otherwise wait out the grace for open streams.
+    kit.onStop(async () => feed.close());
     const retention = new RetentionSweep({
       commands,
       store,

@@ -69,6 +69,7 @@ import {
   validateSaveMessage,
 } from "../domain/validation";
 import { DataKeyCache } from "./data-key-cache";
+import type { FollowedEvent } from "./event-feed";
 import { MessageAppendGroups } from "./message-append-groups";
 import type { EventRow, SessionChanges, SessionStore, SessionTransaction } from "./ports";
 
@@ -88,6 +89,8 @@ export interface SessionCommandsDeps {
   readonly dataKeyCacheSize?: number;
   /** A new session's data key (libs/events newDataKey by default). */
   readonly newDataKey?: () => DataKey;
+  /** Told of each MessageSaved event once its transaction committed (the followers' feed). */
+  readonly committed?: (event: FollowedEvent) => void;
 }
 
 /**
@@ -202,7 +205,9 @@ export class SessionCommands {
     const retryOnSeqConflict = command.expectedSeq === undefined;
     // Read here, in the caller's context: the group is written from another one.
     const traceparent = this.deps.traceparent();
-    return this.attempt({ sessionId, retryOnSeqConflict }, () =>
+    // The event of the attempt that committed (a seq conflict decides again).
+    let decided: EventRow | undefined;
+    const saved = await this.attempt({ sessionId, retryOnSeqConflict }, () =>
       this.appendGroups.append(sessionId, (locked, dataKey) => {
         const session = requireWritableSession(visible(caller, locked), sessionId);
         checkExpectedSeq(command.expectedSeq, session.lastSeq);
@@ -229,6 +234,7 @@ export class SessionCommands {
           },
           traceparent,
         );
+        decided = event;
         return {
           event,
           message: {
@@ -249,6 +255,8 @@ export class SessionCommands {
         };
       }),
     );
+    if (decided !== undefined) this.deps.committed?.({ sessionId, seq: decided.seq, event: decided.payload });
+    return saved;
   }
 
   async deleteMessage(request: DeleteMessageRequest, caller: Caller): Promise<WriteResponse> {

@@ -1,4 +1,4 @@
-import { createPeerClient, type PeerChannel } from "@prefix-guard/grpc";
+import { createPeerClient, type Following, type PeerChannel } from "@prefix-guard/grpc";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
   type ResolveRequest,
@@ -6,6 +6,7 @@ import {
   RulesSnapshotClient,
 } from "@prefix-guard/proto/rules/v1/rules_snapshot_service";
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import type { FollowedSessionEvent } from "../../application/build-request/session-views";
 import type { DataKeySource, SessionKeyState } from "../../application/sealed-events";
 
 /** Resolve over gRPC. Idempotent for the caller (same inputs, same snapshot), so UNAVAILABLE is retried. */
@@ -70,6 +71,17 @@ export function grpcSessionEventsReader(
         }
       }
       return states;
+    },
+    /** session-events' FollowEvents, kept open (reopened with backoff) until closed. */
+    follow(
+      onEvents: (events: readonly FollowedSessionEvent[]) => void,
+      onDisconnect: (error: unknown) => void,
+    ): Following {
+      return peer.follow(
+        (client) => client.followEvents,
+        {},
+        { onData: (batch) => onEvents(batch.events), onDisconnect },
+      );
     },
     close: () => peer.close(),
   };

@@ -18,6 +18,8 @@ export interface PrefixBreak {
   readonly expected: boolean;
 }
 
+const FOLLOW_OUTCOMES = ["extended", "not_held", "not_next", "unreadable"] as const;
+
 export class PromptAssemblyMetrics {
   private readonly erasedContent: Counter<"key_state">;
   private readonly stageSeconds: Histogram<"stage">;
@@ -28,6 +30,7 @@ export class PromptAssemblyMetrics {
   private readonly dateNoticeBuilds: Counter;
   private readonly droppedTurnBuilds: Counter;
   private readonly workspaces: BoundedLabelValues;
+  private readonly followedEvents: Counter<"outcome">;
 
   /**
    * @param viewStats what the session views hold now (read at each scrape).
@@ -46,6 +49,13 @@ export class PromptAssemblyMetrics {
       labelNames: ["key_state"] as const,
       registers,
     });
+    this.followedEvents = new Counter({
+      name: "prefixguard_followed_events_total",
+      help: "Events followed from session-events (FollowEvents): extended a held view, or not (not_held, not_next, unreadable).",
+      labelNames: ["outcome"] as const,
+      registers,
+    });
+    for (const outcome of FOLLOW_OUTCOMES) this.followedEvents.inc({ outcome }, 0);
     this.stageSeconds = new Histogram({
       name: "prefixguard_build_stage_seconds",
       help: "Time spent in each stage of BuildRequest (load_view and resolve_rules run at the same time).",
@@ -106,6 +116,10 @@ export class PromptAssemblyMetrics {
 
   contentErased(keyState: string): void {
     this.erasedContent.inc({ key_state: keyState });
+  }
+
+  followed(outcomes: readonly string[]): void {
+    for (const outcome of outcomes) this.followedEvents.inc({ outcome });
   }
 
   stageTook(stage: string, ms: number): void {

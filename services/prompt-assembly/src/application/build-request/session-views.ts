@@ -12,11 +12,16 @@
 // session is not replayed event by event; and it is what builds fall back on while session-events
 // cannot be reached, as long as it has reached min_seq.
 //
+// Held views are also extended as session-events commits messages (FollowEvents, extendHeld;
+// docs/decisions/followed-views.md), so the build that follows a SaveMessage usually finds its
+// view there already and reads nothing.
+//
 // A view is only a cache: bounded in bytes (least recently used views go first), and never the
 // only copy of anything.
 
 import { type Caller, requireVisibleSession, sessionNotFound } from "@prefix-guard/access";
 import { FailedPreconditionError, NotFoundError, UnavailableError } from "@prefix-guard/errors";
+import { decodeSessionEvent } from "@prefix-guard/events";
 import { LruMap } from "@prefix-guard/lru";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
@@ -56,6 +61,16 @@ export function estimateViewBytes(view: ProjectedSessionView): number {
   // objects, message hash and fragment headers per message.
   return textChars * 6 + view.messages.length * 500 + 1_000;
 }
+
+/** A committed event as session-events' FollowEvents sends it: the stored envelope, encoded. */
+export interface FollowedSessionEvent {
+  readonly sessionId: string;
+  readonly seq: number;
+  readonly event: Uint8Array;
+}
+
+/** What became of a followed event: applied to a held view, or not (not held, not the next seq, unreadable). */
+export type FollowOutcome = "extended" | "not_held" | "not_next" | "unreadable";
 
 export interface SessionViewsOptions {
   readonly store: ProjectionStore;
@@ -121,6 +136,63 @@ export class SessionViews {
     return requireBuildable(requireVisibleSession(caller, view, sessionId));
   }
 
+  /**
+   * Extends held views with events session-events committed. An event is applied only to a view
+   * held at the seq just before it, with the projection's own decision (as a catch-up applies
+   * it), so a missed, repeated or reordered event changes nothing: the next build reads what the
+   * view lacks with ReadEvents, as before. Events of sessions not held are not even decoded.
+   */
+  async extendHeld(events: readonly FollowedSessionEvent[]): Promise<FollowOutcome[]> {
+    const outcomes: FollowOutcome[] = events.map((followed) => {
+      const held = this.cache.peek(followed.sessionId);
+      if (held === undefined) return "not_held";
+      return held.lastSeq === followed.seq - 1 ? "extended" : "not_next";
+    });
+    const decoded: SessionEvent[] = [];
+    events.forEach((followed, index) => {
+      if (outcomes[index] !== "extended") return;
+      try {
+        const proto = decodeSessionEvent(followed.event);
+        if (proto.sessionId !== followed.sessionId || proto.seq !== followed.seq) throw new Error("envelope mismatch");
+        decoded.push(proto);
+      } catch {
+        outcomes[index] = "unreadable";
+      }
+    });
+    if (decoded.length === 0) return outcomes;
+    let opened: SessionEvent[];
+    try {
+      opened = await (this.options.opener ?? PLAINTEXT_ONLY).open(decoded);
+    } catch {
+      // Keys unreachable: the builds will catch up themselves.
+      return outcomes.map((outcome) => (outcome === "extended" ? "unreadable" : outcome));
+    }
+    const applied = new Set<string>();
+    for (const proto of opened) {
+      const key = `${proto.sessionId}\u0000${proto.seq}`;
+      try {
+        const event = projectedEventFromProto(proto);
+        // Checked again: a build may have moved the view while the content was opened.
+        const held = this.cache.peek(event.sessionId);
+        if (held === undefined || held.lastSeq !== event.seq - 1) continue;
+        this.cache.set(
+          event.sessionId,
+          evolveSessionView(held, event.sessionId, planProjectionStep(sessionOf(held), event)),
+        );
+        applied.add(key);
+      } catch {
+        // An event the projection cannot place is the consumer's to report (DLQ); here it is skipped.
+      }
+    }
+    return outcomes.map((outcome, index) => {
+      if (outcome !== "extended") return outcome;
+      const followed = events[index];
+      return followed !== undefined && applied.has(`${followed.sessionId}\u0000${followed.seq}`)
+        ? "extended"
+        : "not_next";
+    });
+  }
+
   /** The view held in memory, as last read (possibly behind the store); no I/O. */
   peek(sessionId: string): ProjectedSessionView | undefined {
     return this.cache.peek(sessionId);
@@ -179,8 +251,10 @@ export class SessionViews {
 
   /** Keeps `view` as the session's, the most recently used (least recently used views go first). */
   private remember(sessionId: string, view: ProjectedSessionView): void {
-    // The view already held (a hit, or a catch-up that found nothing new) is refreshed, not weighed again.
-    if (this.cache.peek(sessionId) === view) this.cache.get(sessionId);
+    // The view already held (a hit, a catch-up that found nothing new, or one that followed events
+    // extended further meanwhile) is refreshed, not weighed again nor moved back.
+    const held = this.cache.peek(sessionId);
+    if (held === view || (held !== undefined && held.lastSeq > view.lastSeq)) this.cache.get(sessionId);
     else this.cache.set(sessionId, view);
   }
 }

@@ -1,5 +1,7 @@
+import type { ServerWritableStream } from "@grpc/grpc-js";
 import { callerOf, type ServiceRegistration } from "@prefix-guard/grpc";
-import { SessionEventsService } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import { type FollowedEvents, SessionEventsService } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
+import type { SessionEventFeed } from "../../application/event-feed";
 import type { SessionCommands } from "../../application/session-commands";
 
 /**
@@ -19,10 +21,16 @@ export const SESSION_EVENTS_ACCESS = {
   getSession: ["harness", "peer"],
   listMessages: ["harness"],
   getDataKeys: ["peer", "subscriber"],
+  // Sealed content of every session as it is saved: prompt-assembly's replicas only.
+  followEvents: ["peer"],
 } as const satisfies ServiceRegistration["access"];
 
 /** Thin: each RPC is the command of the same name, for its caller; `afterWrite` nudges the relay. */
-export function sessionEventsRegistration(commands: SessionCommands, afterWrite: () => void): ServiceRegistration {
+export function sessionEventsRegistration(
+  commands: SessionCommands,
+  afterWrite: () => void,
+  feed: SessionEventFeed,
+): ServiceRegistration {
   const write =
     <Req, Res>(run: (request: Req, call: object) => Promise<Res>) =>
     async (request: Req, call: object) => {
@@ -46,5 +54,25 @@ export function sessionEventsRegistration(commands: SessionCommands, afterWrite:
       listMessages: (r, call) => commands.listMessages(r, callerOf(call)),
       getDataKeys: (r) => commands.getDataKeys(r),
     } as ServiceRegistration["methods"],
+    streams: {
+      followEvents: (_request: never, call: ServerWritableStream<never, FollowedEvents>) => {
+        const unfollow = feed.follow({
+          send: (events) =>
+            call.write({
+              // The stored bytes, not copied.
+              events: events.map(({ sessionId, seq, event }) => ({
+                sessionId,
+                seq,
+                event: Buffer.from(event.buffer, event.byteOffset, event.byteLength),
+              })),
+            }),
+          onceWritable: (resume) => call.once("drain", resume),
+          end: () => call.end(),
+        });
+        call.once("cancelled", unfollow);
+        call.once("close", unfollow);
+        call.once("error", unfollow);
+      },
+    } as NonNullable<ServiceRegistration["streams"]>,
   };
 }
