@@ -788,15 +788,19 @@ describe.each(serviceNames)("%s", (service) => {
     it("points every *_ADDRESS at the named peer's Service and gRPC port", () => {
       for (const [name, value] of Object.entries(parseEnv(service, containerEnv()))) {
         if (!name.endsWith("_ADDRESS")) continue;
+        // SESSION_EVENTS_FOLLOW_ADDRESS names every session-events pod (a headless Service).
         const peer = name
-          .replace(/_ADDRESS$/, "")
+          .replace(/(_FOLLOW)?_ADDRESS$/, "")
           .toLowerCase()
           .replaceAll("_", "-");
         const { host, port } = hostPort(value as string);
         const [svcName, namespace] = host.split(".");
-        expect(svcName, name).toBe(peer);
-        const svc = k8sOf("Service", peer, namespace);
-        expect(svc, `Service ${peer} in ${namespace}`).toBeDefined();
+        const svc = k8sOf("Service", svcName ?? "", namespace);
+        expect(svc, `Service ${svcName} in ${namespace}`).toBeDefined();
+        expect(svc?.spec.selector?.["app.kubernetes.io/name"], `${name}: the Service selects ${peer}'s pods`).toBe(
+          peer,
+        );
+        if (!name.endsWith("_FOLLOW_ADDRESS")) expect(svcName, name).toBe(peer);
         expect((svc?.spec.ports ?? []).map((p: { port: number }) => p.port)).toContain(port);
       }
     });
@@ -1331,7 +1335,9 @@ describe("NetworkPolicies", () => {
       const peers = Object.entries(config).filter(([name]) => name.endsWith("_ADDRESS"));
       for (const [, address] of peers) {
         const { host, port } = hostPort(address as string);
-        const peer = host.split(".")[0] as string;
+        // The pods behind the Service the address names (a headless one names them directly).
+        const [svcName, namespace] = host.split(".");
+        const peer = k8sOf("Service", svcName ?? "", namespace)?.spec.selector?.["app.kubernetes.io/name"] as string;
         const reach = allowed(port).flatMap((rule) => (rule.to ?? []) as Free[]);
         expect(
           reach.flatMap((to) => selectedNames(to.podSelector, [peer])),

@@ -11,7 +11,13 @@ import {
   SessionEventsService,
 } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { afterEach, describe, expect, it } from "vitest";
-import { createPeerClient, insecureCredentials, type RunningGrpcServer, startGrpcServer } from "./index";
+import {
+  createPeerClient,
+  followEveryAddress,
+  insecureCredentials,
+  type RunningGrpcServer,
+  startGrpcServer,
+} from "./index";
 import { localTestAuthenticator } from "./testing";
 
 async function eventually(check: () => boolean, options: { what: string }): Promise<void> {
@@ -29,11 +35,15 @@ const notUsed = Object.fromEntries(
 );
 
 /** A SessionEvents whose FollowEvents sends one batch naming its stream's number, then ends it. */
-async function serving(port: number, refuse = false): Promise<{ server: RunningGrpcServer; opened: number[] }> {
+async function serving(
+  port: number,
+  refuse = false,
+  host = "127.0.0.1",
+): Promise<{ server: RunningGrpcServer; opened: number[] }> {
   const opened: number[] = [];
   const server = await startGrpcServer({
     authenticator: localTestAuthenticator(),
-    host: "127.0.0.1",
+    host,
     port,
     logger: silentLogger(),
     services: [
@@ -46,7 +56,7 @@ async function serving(port: number, refuse = false): Promise<{ server: RunningG
           followEvents: (_request: never, call: ServerWritableStream<never, FollowedEvents>) => {
             if (refuse) throw new PermissionDeniedError("not a peer", { reason: "role_required" });
             opened.push(opened.length + 1);
-            call.write({ events: [{ sessionId: `stream-${opened.length}`, seq: 1, event: Buffer.from([1]) }] });
+            call.write({ events: [{ sessionId: `${host}/stream-${opened.length}`, seq: 1, event: Buffer.from([1]) }] });
             setTimeout(() => call.end(), 20);
           },
         },
@@ -86,7 +96,7 @@ describe("PeerClient.follow over a server stream", () => {
     );
     stops.push(() => following.close());
     await eventually(() => received.length >= 3, { what: "three streams opened one after another" });
-    expect(received.slice(0, 3)).toEqual(["stream-1", "stream-2", "stream-3"]);
+    expect(received.slice(0, 3)).toEqual(["127.0.0.1/stream-1", "127.0.0.1/stream-2", "127.0.0.1/stream-3"]);
     expect(disconnects.length).toBeGreaterThanOrEqual(2);
 
     await first.server.shutdown(100);
@@ -117,5 +127,66 @@ describe("PeerClient.follow over a server stream", () => {
     });
     expect(error.code).toBe(status.PERMISSION_DENIED);
     expect(error.metadata.get("pg-reason")).toEqual(["role_required"]);
+  });
+
+  it("follows every address a name resolves to, one stream each, and lets go of an address that is gone", async () => {
+    const one = await serving(0, false, "127.0.0.1");
+    stops.push(() => one.server.shutdown(100));
+    const two = await serving(one.server.port, false, "127.0.0.2");
+    stops.push(() => two.server.shutdown(100));
+    let addresses = ["127.0.0.1", "127.0.0.2"];
+    const hosts: string[] = [];
+    const received = new Set<string>();
+    const following = followEveryAddress({
+      address: `session-events.test:${one.server.port}`,
+      resolve: async (host) => {
+        hosts.push(host);
+        return addresses;
+      },
+      resolveEveryMs: 50,
+      follow: (target, host) => {
+        expect(host).toBe("session-events.test");
+        const peer = createPeerClient(
+          "session-events",
+          (address, credentials, options) => new SessionEventsClient(address, credentials, options),
+          target,
+          { credentials: insecureCredentials(), metadata: new Metadata() },
+          { "grpc.default_authority": host },
+        );
+        const stream = peer.follow(
+          (client) => client.followEvents,
+          {},
+          {
+            onData: (batch: FollowedEvents) => {
+              for (const event of batch.events) received.add(event.sessionId.split("/")[0] ?? "");
+            },
+            backoffMs: [10, 50],
+          },
+        );
+        return {
+          close() {
+            stream.close();
+            peer.close();
+          },
+        };
+      },
+    });
+    stops.push(() => following.close());
+    await eventually(() => received.has("127.0.0.1") && received.has("127.0.0.2"), { what: "both replicas" });
+    expect(following.targets()).toEqual([`127.0.0.1:${one.server.port}`, `127.0.0.2:${one.server.port}`]);
+    expect(hosts[0]).toBe("session-events.test");
+
+    // The second replica leaves the name: its stream is closed and not reopened.
+    addresses = ["127.0.0.1"];
+    await eventually(() => following.targets().length === 1, { what: "the gone address let go" });
+    const settled = two.opened.length;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(two.opened.length).toBeLessThanOrEqual(settled + 1);
+    expect(one.opened.length).toBeGreaterThan(0);
+
+    // A lookup that finds nothing keeps what is open.
+    addresses = [];
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(following.targets()).toEqual([`127.0.0.1:${one.server.port}`]);
   });
 });

@@ -1,5 +1,7 @@
 export type { UnaryCallOptions } from "./client";
 export { callUnary, insecureCredentials, translatePeerError } from "./client";
+export type { FollowEveryOptions, FollowingEvery } from "./follow-every";
+export { followEveryAddress } from "./follow-every";
 export { checkHealth } from "./health-client";
 export { trailingStringFieldSerializer, withResponseSerializer } from "./large-string-field";
 export type {

@@ -1,7 +1,14 @@
 // The one way a service calls another: every call carries the peer's credentials, its bearer token
 // and a deadline, and fails as a typed error naming the peer. Built because a hand-made client once
 // forgot the token on one method (Resolve) while another (ReadEvents) sent it.
-import type { CallOptions, ChannelCredentials, Client, ClientReadableStream, Metadata } from "@grpc/grpc-js";
+import type {
+  CallOptions,
+  ChannelCredentials,
+  ChannelOptions,
+  Client,
+  ClientReadableStream,
+  Metadata,
+} from "@grpc/grpc-js";
 import { callUnary, translatePeerError, type UnaryMethod } from "./client";
 
 export interface PeerChannel {
@@ -51,11 +58,12 @@ export interface PeerClient<C extends Client> {
 
 export function createPeerClient<C extends Client>(
   peer: string,
-  open: (address: string, credentials: ChannelCredentials) => C,
+  open: (address: string, credentials: ChannelCredentials, options?: ChannelOptions) => C,
   address: string,
   channel: PeerChannel,
+  channelOptions?: ChannelOptions,
 ): PeerClient<C> {
-  const client = open(address, channel.credentials);
+  const client = open(address, channel.credentials, channelOptions);
   return {
     async call(method, request, options) {
       try {

@@ -21,6 +21,11 @@ export const promptAssemblyConfigSchema = z.object({
    * a build right after a SaveMessage needs no ReadEvents. Off: every such build reads the events.
    */
   FOLLOW_SESSION_EVENTS: booleanFlag(true),
+  /**
+   * Where to follow from: a host:port whose name resolves to every session-events replica (a
+   * headless Service), one stream each. Default SESSION_EVENTS_ADDRESS: the one replica it reaches.
+   */
+  SESSION_EVENTS_FOLLOW_ADDRESS: address.optional(),
   /** Deadline of each GetDataKeys call (the keys that open sealed session content). */
   DATA_KEYS_DEADLINE_MS: positiveMs(2_000),
   /** Sessions' data keys held in memory (32 bytes and an id each; least recently used go first). */

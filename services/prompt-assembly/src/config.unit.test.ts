@@ -8,6 +8,18 @@ describe("FOLLOW_SESSION_EVENTS", () => {
     expect(loadPromptAssemblyConfig({ FOLLOW_SESSION_EVENTS: "false" }).FOLLOW_SESSION_EVENTS).toBe(false);
     expect(() => loadPromptAssemblyConfig({ FOLLOW_SESSION_EVENTS: "sometimes" })).toThrow(/FOLLOW_SESSION_EVENTS/);
   });
+
+  it("follows from SESSION_EVENTS_FOLLOW_ADDRESS when set (host:port), refusing anything else", () => {
+    expect(loadPromptAssemblyConfig({}).SESSION_EVENTS_FOLLOW_ADDRESS).toBeUndefined();
+    expect(
+      loadPromptAssemblyConfig({ SESSION_EVENTS_FOLLOW_ADDRESS: "session-events-peers:50051" })
+        .SESSION_EVENTS_FOLLOW_ADDRESS,
+    ).toBe("session-events-peers:50051");
+    for (const refused of ["session-events-peers", "http://x:1", "a b:1"])
+      expect(() => loadPromptAssemblyConfig({ SESSION_EVENTS_FOLLOW_ADDRESS: refused })).toThrow(
+        /SESSION_EVENTS_FOLLOW_ADDRESS/,
+      );
+  });
 });
 
 describe("REPIN_WHEN_COLD", () => {

@@ -71,6 +71,7 @@ export async function startPromptAssembly(
     });
     if (config.FOLLOW_SESSION_EVENTS) {
       const following = peers.sessions.follow(
+        config.SESSION_EVENTS_FOLLOW_ADDRESS ?? config.SESSION_EVENTS_ADDRESS,
         (events) => {
           void views.extendHeld(events).then((outcomes) => metrics.followed(outcomes));
         },

@@ -1,4 +1,4 @@
-import { createPeerClient, type Following, type PeerChannel } from "@prefix-guard/grpc";
+import { createPeerClient, type FollowingEvery, followEveryAddress, type PeerChannel } from "@prefix-guard/grpc";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
   type ResolveRequest,
@@ -40,6 +40,7 @@ export function grpcSessionEventsReader(
     address,
     channel,
   );
+  const serviceName = address.slice(0, address.lastIndexOf(":")).replace(/^\[|\]$/g, "");
   return {
     async readEvents(
       sessionId: string,
@@ -72,16 +73,44 @@ export function grpcSessionEventsReader(
       }
       return states;
     },
-    /** session-events' FollowEvents, kept open (reopened with backoff) until closed. */
+    /**
+     * session-events' FollowEvents on every replica `followAddress` resolves to (one stream each,
+     * reopened with backoff, the name resolved again every 15 s), until closed. Each stream's TLS
+     * name and authority are those of `address` (the Service name session-events' certificate
+     * carries), not the pod address it reached.
+     */
     follow(
+      followAddress: string,
       onEvents: (events: readonly FollowedSessionEvent[]) => void,
       onDisconnect: (error: unknown) => void,
-    ): Following {
-      return peer.follow(
-        (client) => client.followEvents,
-        {},
-        { onData: (batch) => onEvents(batch.events), onDisconnect },
-      );
+    ): FollowingEvery {
+      return followEveryAddress({
+        address: followAddress,
+        onResolveError: onDisconnect,
+        follow: (target) => {
+          const replica = createPeerClient(
+            "session-events",
+            (address, credentials, options) => new SessionEventsClient(address, credentials, options),
+            target,
+            channel,
+            { "grpc.ssl_target_name_override": serviceName, "grpc.default_authority": serviceName },
+          );
+          const following = replica.follow(
+            (client) => client.followEvents,
+            {},
+            {
+              onData: (batch) => onEvents(batch.events),
+              onDisconnect,
+            },
+          );
+          return {
+            close() {
+              following.close();
+              replica.close();
+            },
+          };
+        },
+      });
     },
     close: () => peer.close(),
   };
