@@ -30,11 +30,15 @@ function buildOf(sessionId: string, minSeq: number, workspace: string): BuildReq
   };
 }
 
+function buildAt(stack: Stack, sessionId: string, minSeq: number, workspace: string) {
+  return callUnary(stack.assembly(), stack.assembly().buildRequest, buildOf(sessionId, minSeq, workspace), CALL);
+}
+
 async function savedAfterBuild(stack: Stack, sessionId: string) {
   const workspace = mkdtempSync(join(tmpdir(), "pg-follow-"));
   await callUnary(stack.sessions, stack.sessions.createSession, mainSessionRequest(sessionId, workspace), CALL);
   const first = await callUnary(stack.sessions, stack.sessions.saveMessage, userTextMessage(sessionId, "第一条"), CALL);
-  await callUnary(stack.assembly(), stack.assembly().buildRequest, buildOf(sessionId, first.seq, workspace), CALL);
+  await buildAt(stack, sessionId, first.seq, workspace);
   expect(stack.promptAssembly().views.peek(sessionId)?.lastSeq).toBe(first.seq);
   const second = await callUnary(
     stack.sessions,
@@ -81,13 +85,7 @@ describe("prompt-assembly follows session-events' saved messages (FollowEvents)"
     );
     expect(extended).toBeGreaterThanOrEqual(2);
     // The build at the new seq is served from the extended view: its body carries the new message.
-    const built = await callUnary(
-      running.assembly(),
-      running.assembly().buildRequest,
-      buildOf(sessionId, second.seq, workspace),
-      CALL,
-    );
-    expect(built.bodyJson).toContain("第二条：跟随");
+    expect((await buildAt(running, sessionId, second.seq, workspace)).bodyJson).toContain("第二条：跟随");
   }, 60_000);
 
   it("with FOLLOW_SESSION_EVENTS=false the held view stays behind until a build catches it up", async () => {
@@ -96,13 +94,7 @@ describe("prompt-assembly follows session-events' saved messages (FollowEvents)"
     const { workspace, first, second } = await savedAfterBuild(stack, sessionId);
     await sleep(1_000);
     expect(stack.promptAssembly().views.peek(sessionId)?.lastSeq).toBe(first.seq);
-    const built = await callUnary(
-      stack.assembly(),
-      stack.assembly().buildRequest,
-      buildOf(sessionId, second.seq, workspace),
-      CALL,
-    );
-    expect(built.bodyJson).toContain("第二条：跟随");
+    expect((await buildAt(stack, sessionId, second.seq, workspace)).bodyJson).toContain("第二条：跟随");
     expect(stack.promptAssembly().views.peek(sessionId)?.lastSeq).toBe(second.seq);
   }, 60_000);
 });
