@@ -86,6 +86,8 @@ export interface SessionViewsOptions {
 export class SessionViews {
   /** Weighed once per view stored (estimateViewBytes walks every message); a hit only refreshes it. */
   private readonly cache: LruMap<string, ProjectedSessionView>;
+  /** The followed batch being applied (extendHeld applies them one after another). */
+  private extending: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: SessionViewsOptions) {
     this.cache = new LruMap({ maxWeight: options.cacheBytes, weigh: estimateViewBytes });
@@ -142,7 +144,15 @@ export class SessionViews {
    * it), so a missed, repeated or reordered event changes nothing: the next build reads what the
    * view lacks with ReadEvents, as before. Events of sessions not held are not even decoded.
    */
-  async extendHeld(events: readonly FollowedSessionEvent[]): Promise<FollowOutcome[]> {
+  extendHeld(events: readonly FollowedSessionEvent[]): Promise<FollowOutcome[]> {
+    // One batch at a time, in arrival order: a batch still opening its content must not make the
+    // next one's events look out of order.
+    const extended = this.extending.then(() => this.extendHeldNow(events));
+    this.extending = extended.catch(() => undefined);
+    return extended;
+  }
+
+  private async extendHeldNow(events: readonly FollowedSessionEvent[]): Promise<FollowOutcome[]> {
     const outcomes: FollowOutcome[] = events.map((followed) => {
       const held = this.cache.peek(followed.sessionId);
       if (held === undefined) return "not_held";

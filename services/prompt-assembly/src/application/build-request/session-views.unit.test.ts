@@ -149,6 +149,16 @@ describe("SessionViews extended by followed events", () => {
     expect(held.peek("a")?.lastSeq).toBe(2);
   });
 
+  it("applies batches in arrival order even while an earlier one is still opening its content", async () => {
+    const { views: held } = views(4 * VIEW_BYTES);
+    await held.load("a", 1, caller);
+    const first = held.extendHeld([followed("a", 2, "one")]);
+    const second = held.extendHeld([followed("a", 3, "two")]);
+    expect(await first).toEqual(["extended"]);
+    expect(await second).toEqual(["extended"]);
+    expect(held.peek("a")?.lastSeq).toBe(3);
+  });
+
   it("a catch-up that finishes after followed events moved the view further does not move it back", async () => {
     let release: () => void = () => undefined;
     let gated = false;
