@@ -51,6 +51,7 @@ export async function startSessionEvents(
       traceparent: () => traceHeaders().traceparent,
       dataKeyCacheSize: config.SESSION_DATA_KEY_CACHE_SIZE,
       committed: (event) => feed.committed(event),
+      eventsRead: (sessionId) => feed.read(sessionId),
       limits: {
         characterQuota: config.SESSION_CHARACTER_QUOTA,
         ...(config.SESSION_MAX_SERIALIZED_BYTES !== undefined

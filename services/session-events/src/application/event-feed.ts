@@ -4,8 +4,14 @@
 // batch arriving. A follower that cannot keep up misses batches (counted) rather than make this
 // process hold them, and a follower applies an event only when it holds the session at the seq
 // before it, so a missed batch costs it one ReadEvents.
+//
+// Only sessions some peer reads are sent: a session whose events were asked for with ReadEvents is
+// one a prompt-assembly builds (its first build after a start, or one behind min_seq, reads), and
+// each event sent keeps it wanted. A session written and never built (an importer, a replay) costs
+// the feed one map lookup per event and nothing on the wire.
 
 import { ResourceExhaustedError, UnavailableError } from "@prefix-guard/errors";
+import { LruMap } from "@prefix-guard/lru";
 
 export interface FollowedEvent {
   readonly sessionId: string;
@@ -36,11 +42,21 @@ export class SessionEventFeed {
   private pending: FollowedEvent[] = [];
   private flushQueued = false;
   private closed = false;
+  /** Sessions a peer has read (most recently read or sent last out). */
+  private readonly wanted: LruMap<string, true>;
 
   constructor(
     private readonly maxFollowers: number,
     private readonly counters: FeedCounters = NO_COUNTERS,
-  ) {}
+    wantedSessions = 100_000,
+  ) {
+    this.wanted = new LruMap({ maxEntries: wantedSessions });
+  }
+
+  /** A session whose events were read (ReadEvents): followers build it, so its saves are sent. */
+  read(sessionId: string): void {
+    if (this.followers.size > 0) this.wanted.set(sessionId, true);
+  }
 
   /** Adds a follower; returns what removes it. */
   follow(follower: FeedFollower): () => void {
@@ -71,7 +87,7 @@ export class SessionEventFeed {
    * append group) go out as one batch, in the order given.
    */
   committed(event: FollowedEvent): void {
-    if (this.followers.size === 0) return;
+    if (this.followers.size === 0 || this.wanted.get(event.sessionId) === undefined) return;
     this.pending.push(event);
     if (this.flushQueued) return;
     this.flushQueued = true;

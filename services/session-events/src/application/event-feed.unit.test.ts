@@ -56,6 +56,8 @@ describe("SessionEventFeed", () => {
     const b = follower();
     feed.follow(a);
     feed.follow(b);
+    feed.read("s");
+    feed.read("t");
     feed.committed(event("s", 1));
     feed.committed(event("t", 7));
     await tick();
@@ -72,6 +74,7 @@ describe("SessionEventFeed", () => {
     const fast = follower();
     feed.follow(slow);
     feed.follow(fast);
+    feed.read("s");
     slow.state.full = true;
     feed.committed(event("s", 1));
     await tick();
@@ -90,6 +93,7 @@ describe("SessionEventFeed", () => {
     const feed = new SessionEventFeed(4, counters);
     const a = follower();
     const unfollow = feed.follow(a);
+    feed.read("s");
     unfollow();
     unfollow();
     feed.committed(event("s", 1));
@@ -98,11 +102,41 @@ describe("SessionEventFeed", () => {
     expect(counts).toEqual({ sent: 0, dropped: 0, followers: 0 });
   });
 
+  it("sends only the sessions a peer has read, and forgets the least recently read or sent first", async () => {
+    const { counts, counters } = counted();
+    const feed = new SessionEventFeed(4, counters, 2);
+    const a = follower();
+    feed.follow(a);
+    feed.committed(event("never-read", 1));
+    feed.read("s");
+    feed.read("t");
+    feed.committed(event("s", 2)); // sending keeps s wanted: t is now the least recently used
+    await tick();
+    feed.read("u"); // pushes t out
+    feed.committed(event("t", 3));
+    feed.committed(event("u", 4));
+    feed.committed(event("s", 5));
+    await tick();
+    expect(a.batches).toEqual([[2], [4, 5]]);
+    expect(counts.sent).toBe(3);
+  });
+
+  it("remembers no reads while no one follows", async () => {
+    const feed = new SessionEventFeed(4);
+    feed.read("s");
+    const a = follower();
+    feed.follow(a);
+    feed.committed(event("s", 1));
+    await tick();
+    expect(a.batches).toEqual([]);
+  });
+
   it("ends every follower's stream on close and refuses new ones with UNAVAILABLE", async () => {
     const { counts, counters } = counted();
     const feed = new SessionEventFeed(4, counters);
     const a = follower();
     feed.follow(a);
+    feed.read("s");
     feed.close();
     expect(a.state.ended).toBe(true);
     expect(counts.followers).toBe(0);

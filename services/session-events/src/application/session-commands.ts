@@ -91,6 +91,8 @@ export interface SessionCommandsDeps {
   readonly newDataKey?: () => DataKey;
   /** Told of each MessageSaved event once its transaction committed (the followers' feed). */
   readonly committed?: (event: FollowedEvent) => void;
+  /** Told of each session whose events ReadEvents answered (the feed sends only those sessions'). */
+  readonly eventsRead?: (sessionId: string) => void;
 }
 
 /**
@@ -432,6 +434,7 @@ export class SessionCommands {
     return this.read(command.sessionId, async () => {
       const page = await this.store.readEventPage(command.sessionId, command.afterSeq, command.limit);
       requireVisibleSession(caller, page?.ownership, command.sessionId);
+      this.deps.eventsRead?.(command.sessionId);
       return { events: page?.events ?? [], lastSeq: page?.lastSeq ?? 0 };
     });
   }
