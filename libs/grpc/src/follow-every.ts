@@ -4,6 +4,7 @@
 // followed as it is.
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { splitHostPort } from "./host-port";
 
 export interface FollowEveryOptions {
   /** host:port; the host may name several addresses. */
@@ -37,9 +38,7 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 export function followEveryAddress(options: FollowEveryOptions): FollowingEvery {
-  const colon = options.address.lastIndexOf(":");
-  const host = options.address.slice(0, colon).replace(/^\[|\]$/g, "");
-  const port = options.address.slice(colon + 1);
+  const { host, port } = splitHostPort(options.address);
   const open = new Map<string, { close(): void }>();
   let closed = false;
   let timer: NodeJS.Timeout | undefined;

@@ -3,6 +3,7 @@ export { callUnary, insecureCredentials, translatePeerError } from "./client";
 export type { FollowEveryOptions, FollowingEvery } from "./follow-every";
 export { followEveryAddress } from "./follow-every";
 export { checkHealth } from "./health-client";
+export { splitHostPort } from "./host-port";
 export { trailingStringFieldSerializer, withResponseSerializer } from "./large-string-field";
 export type {
   Following,

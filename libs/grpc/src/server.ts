@@ -20,6 +20,7 @@ import type { Logger } from "@prefix-guard/logging";
 import { protoRoot, serviceProtoFiles } from "@prefix-guard/proto/protos";
 import { HealthImplementation } from "grpc-health-check";
 import { Histogram, type Registry } from "prom-client";
+import { splitHostPort } from "./host-port";
 import { type Authenticator, certificateSanNames, isLoopbackAddress, presentedOverGrpc } from "./principals";
 import { mapErrorToStatus } from "./status-mapping";
 import { takeDecodeFailure, withStrictRequestDecoding } from "./strict-decoding";
@@ -57,8 +58,7 @@ export function callerOf(call: object): Caller {
 }
 
 function isLoopbackPeer(peer: string): boolean {
-  const colon = peer.lastIndexOf(":");
-  return isLoopbackAddress(colon > 0 ? peer.slice(0, colon).replace(/^\[|\]$/g, "") : peer);
+  return isLoopbackAddress(splitHostPort(peer).host);
 }
 
 export interface GrpcServerOptions {

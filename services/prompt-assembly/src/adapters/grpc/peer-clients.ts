@@ -1,4 +1,10 @@
-import { createPeerClient, type FollowingEvery, followEveryAddress, type PeerChannel } from "@prefix-guard/grpc";
+import {
+  createPeerClient,
+  type FollowingEvery,
+  followEveryAddress,
+  type PeerChannel,
+  splitHostPort,
+} from "@prefix-guard/grpc";
 import type { SessionEvent } from "@prefix-guard/proto/events/v1/session_events";
 import {
   type ResolveRequest,
@@ -40,7 +46,7 @@ export function grpcSessionEventsReader(
     address,
     channel,
   );
-  const serviceName = address.slice(0, address.lastIndexOf(":")).replace(/^\[|\]$/g, "");
+  const serviceName = splitHostPort(address).host;
   return {
     async readEvents(
       sessionId: string,

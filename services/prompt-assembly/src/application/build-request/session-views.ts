@@ -159,12 +159,15 @@ export class SessionViews {
       return held.lastSeq === followed.seq - 1 ? "extended" : "not_next";
     });
     const decoded: SessionEvent[] = [];
+    // The index in `events` of each decoded one (open() answers in the order it was given).
+    const indexOf: number[] = [];
     events.forEach((followed, index) => {
       if (outcomes[index] !== "extended") return;
       try {
         const proto = decodeSessionEvent(followed.event);
         if (proto.sessionId !== followed.sessionId || proto.seq !== followed.seq) throw new Error("envelope mismatch");
         decoded.push(proto);
+        indexOf.push(index);
       } catch {
         outcomes[index] = "unreadable";
       }
@@ -175,32 +178,29 @@ export class SessionViews {
       opened = await (this.options.opener ?? PLAINTEXT_ONLY).open(decoded);
     } catch {
       // Keys unreachable: the builds will catch up themselves.
-      return outcomes.map((outcome) => (outcome === "extended" ? "unreadable" : outcome));
+      for (const index of indexOf) outcomes[index] = "unreadable";
+      return outcomes;
     }
-    const applied = new Set<string>();
-    for (const proto of opened) {
-      const key = `${proto.sessionId}\u0000${proto.seq}`;
+    opened.forEach((proto, i) => {
+      const index = indexOf[i] as number;
       try {
         const event = projectedEventFromProto(proto);
         // Checked again: a build may have moved the view while the content was opened.
         const held = this.cache.peek(event.sessionId);
-        if (held === undefined || held.lastSeq !== event.seq - 1) continue;
+        if (held === undefined || held.lastSeq !== event.seq - 1) {
+          outcomes[index] = "not_next";
+          return;
+        }
         this.cache.set(
           event.sessionId,
           evolveSessionView(held, event.sessionId, planProjectionStep(sessionOf(held), event)),
         );
-        applied.add(key);
       } catch {
         // An event the projection cannot place is the consumer's to report (DLQ); here it is skipped.
+        outcomes[index] = "not_next";
       }
-    }
-    return outcomes.map((outcome, index) => {
-      if (outcome !== "extended") return outcome;
-      const followed = events[index];
-      return followed !== undefined && applied.has(`${followed.sessionId}\u0000${followed.seq}`)
-        ? "extended"
-        : "not_next";
     });
+    return outcomes;
   }
 
   /** The view held in memory, as last read (possibly behind the store); no I/O. */
