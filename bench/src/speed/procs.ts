@@ -79,6 +79,8 @@ export async function startNode(options: {
   readonly env: Readonly<Record<string, string>>;
   readonly port: number;
   readonly timeoutMs?: number;
+  /** Node options after `--import tsx` (so they may import TypeScript), for this process only. */
+  readonly nodeArgs?: readonly string[];
 }): Promise<BenchProcess> {
   const dir = pidDir(options.repo);
   mkdirSync(dir, { recursive: true });
@@ -86,11 +88,15 @@ export async function startNode(options: {
   const fd = openSync(log, "w");
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the services a run starts.
   const nodeArgs = (process.env["BENCH_NODE_ARGS"] ?? "").split(" ").filter((a) => a.length > 0);
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, "--import", "tsx", options.script], {
-    cwd: options.cwd,
-    env: { ...process.env, ...options.env },
-    stdio: ["ignore", fd, fd],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeArgs, "--import", "tsx", ...(options.nodeArgs ?? []), options.script],
+    {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ["ignore", fd, fd],
+    },
+  );
   const pid = child.pid ?? 0;
   const pidFile = join(dir, `${options.name}.pid`);
   writeFileSync(pidFile, `${pid}\n`);
@@ -198,5 +204,45 @@ export function cpuWindow(pids: Readonly<Record<string, number | undefined>>): (
       out[name] = Number(cpuPercent(ticksOf(name, pid) - (start[name] ?? Number.NaN), wallMs, clockTicks()).toFixed(1));
     }
     return out;
+  };
+}
+
+/** What process.memoryUsage() said in a process preloaded with heap-probe.ts, right after a full collection. */
+export interface HeapAfterCollection {
+  readonly rss: number;
+  readonly heapUsed: number;
+  readonly heapTotal: number;
+  readonly external: number;
+  readonly arrayBuffers: number;
+}
+
+export const HEAP_PROBE_SCRIPT = join(import.meta.dirname, "heap-probe.ts");
+
+/** Node options and environment that let heapAfterCollection ask the process. */
+export function heapProbeOptions(file: string): { nodeArgs: string[]; env: Record<string, string> } {
+  return { nodeArgs: ["--expose-gc", "--import", HEAP_PROBE_SCRIPT], env: { HEAP_PROBE_FILE: file } };
+}
+
+/** Signals the process to collect garbage fully and waits (30 s by default) for what it then holds. */
+export async function heapAfterCollection(pid: number, file: string, timeoutMs = 30_000): Promise<HeapAfterCollection> {
+  rmSync(file, { force: true });
+  process.kill(pid, "SIGUSR2");
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(file)) {
+    if (Date.now() > deadline) throw new Error(`pid ${pid} wrote no heap reading to ${file} within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+  const usage = JSON.parse(readFileSync(file, "utf8")) as Partial<Record<keyof HeapAfterCollection, unknown>>;
+  const field = (name: keyof HeapAfterCollection): number => {
+    const value = usage[name];
+    if (typeof value !== "number" || !Number.isFinite(value)) throw new Error(`heap reading ${file}: ${name} missing`);
+    return value;
+  };
+  return {
+    rss: field("rss"),
+    heapUsed: field("heapUsed"),
+    heapTotal: field("heapTotal"),
+    external: field("external"),
+    arrayBuffers: field("arrayBuffers"),
   };
 }

@@ -240,7 +240,7 @@ export function renderMarkdown(results: SpeedResults, measuredAt: string): strin
   const m = after.memory;
   if (m) {
     out.push(
-      `**Memory:** prompt-assembly RSS ${mib(m.rssBeforeBytes)} → ${mib(m.rssAfterBytes)} after one build on each of ${m.sessions} sessions (${fmt(m.meanMessagesPerSession, 0)} events each on average): **${mib(m.rssPer1000SessionsBytes)} per 1,000 active sessions**; view cache ${mib(m.viewCacheBytes)} over ${fmt(m.viewCacheSessions, 0)} sessions, budget VIEW_CACHE_BYTES = ${mib(m.viewCacheBytesBudget)}.`,
+      `**Memory:** one build on each of ${m.sessions} sessions (${fmt(m.meanMessagesPerSession, 0)} events each on average) left prompt-assembly holding ${mib(m.retainedBeforeBytes)} → ${mib(m.retainedAfterBytes)} after a full collection (heapUsed + external): **${mib(m.retainedPer1000SessionsBytes)} per 1,000 active sessions**. RSS over the same builds ${mib(m.rssBeforeBytes)} → ${mib(m.rssAfterBytes)} (${mib(m.rssPer1000SessionsBytes)} per 1,000 sessions; garbage not yet collected and pages the heap keeps included). View cache ${mib(m.viewCacheBytes)} over ${fmt(m.viewCacheSessions, 0)} sessions by its own estimate, budget VIEW_CACHE_BYTES = ${mib(m.viewCacheBytesBudget)}.`,
       "",
     );
   }

@@ -159,4 +159,35 @@ describe("speed report rendering", () => {
     expect(stages.after.sumOfStageMeansMs).toBe(5);
     expect(stages.after.source).toContain("prefixguard_build_stage_seconds");
   });
+
+  it("reports memory as what a full collection leaves, with RSS beside it", () => {
+    const mibs = (n: number) => n * 1024 * 1024;
+    const base = results(undefined);
+    const md = renderMarkdown(
+      {
+        ...base,
+        after: {
+          ...base.after,
+          memory: {
+            sessions: 1000,
+            meanMessagesPerSession: 44,
+            retainedBeforeBytes: mibs(200),
+            retainedAfterBytes: mibs(330),
+            retainedPer1000SessionsBytes: mibs(130),
+            rssBeforeBytes: mibs(300),
+            rssAfterBytes: mibs(310),
+            rssPer1000SessionsBytes: mibs(10),
+            viewCacheBytesBudget: mibs(256),
+            viewCacheBytes: mibs(120),
+            viewCacheSessions: 1000,
+          },
+        },
+      },
+      "2026-01-01T00:00:00.000Z",
+    );
+    expect(md).toContain(
+      "200.0 MiB → 330.0 MiB after a full collection (heapUsed + external): **130.0 MiB per 1,000 active sessions**",
+    );
+    expect(md).toContain("RSS over the same builds 300.0 MiB → 310.0 MiB (10.0 MiB per 1,000 sessions;");
+  });
 });

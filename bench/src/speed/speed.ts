@@ -27,7 +27,16 @@ import {
   pipelineSessionIds,
   pipelineWorkload,
 } from "./pipeline-floor-run";
-import { type BenchProcess, freePort, killStale, mariadbPid, rssBytes, sleep, startNode } from "./procs";
+import {
+  type BenchProcess,
+  freePort,
+  heapAfterCollection,
+  killStale,
+  mariadbPid,
+  rssBytes,
+  sleep,
+  startNode,
+} from "./procs";
 import {
   GOALS,
   gaugeValue,
@@ -166,6 +175,13 @@ export interface PipelineResult {
 export interface MemoryResult {
   readonly sessions: number;
   readonly meanMessagesPerSession: number;
+  /**
+   * heapUsed + external after a full collection (heap-probe.ts), before and after the builds: what
+   * the sessions hold, the figure this row reports. RSS beside it counts garbage and kept pages too.
+   */
+  readonly retainedBeforeBytes: number;
+  readonly retainedAfterBytes: number;
+  readonly retainedPer1000SessionsBytes: number;
   readonly rssBeforeBytes: number;
   readonly rssAfterBytes: number;
   readonly rssPer1000SessionsBytes: number;
@@ -550,6 +566,11 @@ async function measureMemory(
 ): Promise<MemoryResult> {
   const pid = stack.processes["prompt-assembly"].pid;
   progress(`after: memory, one build on each of ${sessionIds.length} sessions`);
+  const retained = async () => {
+    const heap = await heapAfterCollection(pid, stack.heapProbeFile);
+    return heap.heapUsed + heap.external;
+  };
+  const retainedBeforeBytes = await retained();
   const rssBeforeBytes = rssBytes(pid);
   let next = 0;
   await Promise.all(
@@ -562,11 +583,15 @@ async function measureMemory(
     }),
   );
   const rssAfterBytes = rssBytes(pid);
+  const retainedAfterBytes = await retained();
   const metrics = await scrape(stack.metricsUrl);
   const totalSeq = await sumProjected(stack.paDb, "after-ev-");
   return {
     sessions: sessionIds.length,
     meanMessagesPerSession: round(totalSeq / sessionIds.length, 1),
+    retainedBeforeBytes,
+    retainedAfterBytes,
+    retainedPer1000SessionsBytes: Math.round(((retainedAfterBytes - retainedBeforeBytes) * 1_000) / sessionIds.length),
     rssBeforeBytes,
     rssAfterBytes,
     rssPer1000SessionsBytes: Math.round(((rssAfterBytes - rssBeforeBytes) * 1_000) / sessionIds.length),

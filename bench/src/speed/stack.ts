@@ -1,5 +1,6 @@
 // One tree's services (session-events, rules-snapshot, prompt-assembly), each its own OS process on
 // real Kafka and fresh MariaDB databases, the way deploy/scripts/stack.sh starts them.
+import { join } from "node:path";
 import { credentials } from "@grpc/grpc-js";
 import { createDatabase, type Database } from "@prefix-guard/db";
 import { callUnary } from "@prefix-guard/grpc";
@@ -13,7 +14,7 @@ import { RulesSnapshotClient } from "@prefix-guard/proto/rules/v1/rules_snapshot
 import { SessionEventsClient } from "@prefix-guard/proto/sessionevents/v1/session_events_service";
 import { progress } from "../stats";
 import { turnTexts } from "./content";
-import { type BenchProcess, freePort, sleep, startNode } from "./procs";
+import { type BenchProcess, freePort, heapProbeOptions, pidDir, sleep, startNode } from "./procs";
 
 export const mysqlServerUrl = (process.env["TEST_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306").replace(/\/$/, "");
 const call = { deadlineMs: 60_000 };
@@ -30,6 +31,8 @@ export interface Stack {
   /** prompt-assembly's own database (its projection tables). */
   readonly paDb: Database;
   readonly metricsUrl: string;
+  /** Where prompt-assembly writes its heap after a full collection (heapAfterCollection). */
+  readonly heapProbeFile: string;
   stop(): Promise<void>;
 }
 
@@ -85,6 +88,8 @@ export async function startStack(options: {
     "prompt-assembly": {},
   };
   const processes: Partial<Record<ServiceName, BenchProcess>> = {};
+  const heapProbeFile = join(pidDir(options.repo), `${options.tag}-prompt-assembly.heap.json`);
+  const heapProbe = heapProbeOptions(heapProbeFile);
   let paUrl = "";
   try {
     for (const service of serviceNames) {
@@ -99,10 +104,12 @@ export async function startStack(options: {
         env: {
           ...common,
           ...extra[service],
+          ...(service === "prompt-assembly" ? heapProbe.env : {}),
           DATABASE_URL: url,
           GRPC_PORT: String(ports[service].grpc),
           METRICS_PORT: String(ports[service].metrics),
         },
+        ...(service === "prompt-assembly" ? { nodeArgs: heapProbe.nodeArgs } : {}),
         port: ports[service].grpc,
         timeoutMs: 120_000,
       });
@@ -124,6 +131,7 @@ export async function startStack(options: {
     rules,
     paDb,
     metricsUrl: `http://127.0.0.1:${ports["prompt-assembly"].metrics}/metrics`,
+    heapProbeFile,
     async stop() {
       sessions.close();
       assembly.close();
