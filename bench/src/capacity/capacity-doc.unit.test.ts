@@ -35,7 +35,13 @@ const figures: BenchFigures = {
     source: "test",
   },
   relayShownPerSecond: 800,
-  viewCache: { bytes: 100_000_000, sessions: 1_000, meanMessagesPerSession: 40, budgetBytes: 256 * 1024 * 1024 },
+  viewCache: {
+    bytes: 100_000_000,
+    sessions: 1_000,
+    meanMessagesPerSession: 40,
+    budgetBytes: 256 * 1024 * 1024,
+    retainedPer1000SessionsBytes: 110_000_000,
+  },
   gateway: { cpuMsPerRequest: 1, route: "openai_chat, JSON", concurrency: 32 },
 };
 

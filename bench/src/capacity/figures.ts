@@ -36,6 +36,8 @@ export interface BenchFigures {
     readonly sessions: number;
     readonly meanMessagesPerSession: number;
     readonly budgetBytes: number;
+    /** What one build on each session left after a full collection, per 1,000 sessions (measured, heap-probe.ts). */
+    readonly retainedPer1000SessionsBytes: number;
   };
   /** The gateway's CPU per forwarded request, on its costliest route (share of a core ÷ requests/s). */
   readonly gateway: { readonly cpuMsPerRequest: number; readonly route: string; readonly concurrency: number };
@@ -143,6 +145,7 @@ export function benchFigures(speed: Json, gateway: Json): BenchFigures {
       sessions: positiveAt(speed, ["after", "memory", "viewCacheSessions"], SPEED),
       meanMessagesPerSession: positiveAt(speed, ["after", "memory", "meanMessagesPerSession"], SPEED),
       budgetBytes: positiveAt(speed, ["after", "memory", "viewCacheBytesBudget"], SPEED),
+      retainedPer1000SessionsBytes: positiveAt(speed, ["after", "memory", "retainedPer1000SessionsBytes"], SPEED),
     },
     gateway: costliest,
   };

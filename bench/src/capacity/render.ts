@@ -246,7 +246,10 @@ function memorySection(model: CapacityModel): string {
 prompt-assembly keeps each session's view in memory: ${fmtInt(viewCache.bytes)} bytes for ${fmtInt(viewCache.sessions)} sessions of
 ${fmtFixed(viewCache.meanMessagesPerSession, 1)} messages on average after the pipeline run (speed.json after.memory, the cache's own estimate),
 **${fmtInt(model.viewBytesPerSession)} bytes per session**, under a budget of ${fmtInt(viewCache.budgetBytes)} bytes
-(\`VIEW_CACHE_BYTES\`) per replica. The RSS growth the bench also reports moves between runs (README,
+(\`VIEW_CACHE_BYTES\`) per replica. Measured in the same run, one build on each of those sessions left
+prompt-assembly holding ${fmtInt(viewCache.retainedPer1000SessionsBytes / 1_000)} bytes more per session after a full collection
+(speed.json after.memory.retainedPer1000SessionsBytes ÷ 1,000: heap and external memory, the views with
+everything else a build keeps). The RSS growth the bench also reports moves between runs (README,
 "Benchmarks") and is not used.`;
 }
 
