@@ -5,11 +5,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { heapAfterCollection, heapProbeOptions } from "./procs";
+import { heapProbeOptions, retainedAfterCollection } from "./procs";
 
 const MIB = 1024 * 1024;
 
-describe("heapAfterCollection", () => {
+describe("retainedAfterCollection", () => {
   const cleanups: (() => void)[] = [];
   afterEach(() => {
     for (const cleanup of cleanups.splice(0)) cleanup();
@@ -53,16 +53,15 @@ describe("heapAfterCollection", () => {
       await acknowledged(count);
     };
     await acknowledged(1);
-    const start = await heapAfterCollection(child.pid ?? 0, file);
+    const start = await retainedAfterCollection(child.pid ?? 0, file);
     await step(2);
     await step(3);
-    const afterGarbage = await heapAfterCollection(child.pid ?? 0, file);
+    const afterGarbage = await retainedAfterCollection(child.pid ?? 0, file);
     await step(4);
-    const afterHeld = await heapAfterCollection(child.pid ?? 0, file);
+    const afterHeld = await retainedAfterCollection(child.pid ?? 0, file);
 
-    const retained = (h: { heapUsed: number; external: number }) => h.heapUsed + h.external;
-    expect(Math.abs(retained(afterGarbage) - retained(start))).toBeLessThan(8 * MIB);
-    expect(retained(afterHeld) - retained(start)).toBeGreaterThan(60 * MIB);
+    expect(Math.abs(afterGarbage - start)).toBeLessThan(8 * MIB);
+    expect(afterHeld - start).toBeGreaterThan(60 * MIB);
   });
 
   it("names the process that wrote no reading", async () => {
@@ -72,7 +71,7 @@ describe("heapAfterCollection", () => {
     const child = spawn(process.execPath, ["-e", "process.on('SIGUSR2', () => {}); setInterval(() => {}, 1000);"]);
     cleanups.push(() => child.kill("SIGKILL"));
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await expect(heapAfterCollection(child.pid ?? 0, join(dir, "heap.json"), 500)).rejects.toThrow(
+    await expect(retainedAfterCollection(child.pid ?? 0, join(dir, "heap.json"), 500)).rejects.toThrow(
       new RegExp(`pid ${child.pid} wrote no heap reading`),
     );
   });

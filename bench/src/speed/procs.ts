@@ -207,24 +207,18 @@ export function cpuWindow(pids: Readonly<Record<string, number | undefined>>): (
   };
 }
 
-/** What process.memoryUsage() said in a process preloaded with heap-probe.ts, right after a full collection. */
-export interface HeapAfterCollection {
-  readonly rss: number;
-  readonly heapUsed: number;
-  readonly heapTotal: number;
-  readonly external: number;
-  readonly arrayBuffers: number;
-}
-
 export const HEAP_PROBE_SCRIPT = join(import.meta.dirname, "heap-probe.ts");
 
-/** Node options and environment that let heapAfterCollection ask the process. */
+/** Node options and environment that let retainedAfterCollection ask the process. */
 export function heapProbeOptions(file: string): { nodeArgs: string[]; env: Record<string, string> } {
   return { nodeArgs: ["--expose-gc", "--import", HEAP_PROBE_SCRIPT], env: { HEAP_PROBE_FILE: file } };
 }
 
-/** Signals the process to collect garbage fully and waits (30 s by default) for what it then holds. */
-export async function heapAfterCollection(pid: number, file: string, timeoutMs = 30_000): Promise<HeapAfterCollection> {
+/**
+ * Signals a process preloaded with heap-probe.ts to collect garbage fully and waits (30 s by default)
+ * for what it then holds: heapUsed + external, the bytes its live objects and their buffers take.
+ */
+export async function retainedAfterCollection(pid: number, file: string, timeoutMs = 30_000): Promise<number> {
   rmSync(file, { force: true });
   process.kill(pid, "SIGUSR2");
   const deadline = Date.now() + timeoutMs;
@@ -232,17 +226,11 @@ export async function heapAfterCollection(pid: number, file: string, timeoutMs =
     if (Date.now() > deadline) throw new Error(`pid ${pid} wrote no heap reading to ${file} within ${timeoutMs} ms`);
     await sleep(20);
   }
-  const usage = JSON.parse(readFileSync(file, "utf8")) as Partial<Record<keyof HeapAfterCollection, unknown>>;
-  const field = (name: keyof HeapAfterCollection): number => {
+  const usage = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  const field = (name: "heapUsed" | "external"): number => {
     const value = usage[name];
     if (typeof value !== "number" || !Number.isFinite(value)) throw new Error(`heap reading ${file}: ${name} missing`);
     return value;
   };
-  return {
-    rss: field("rss"),
-    heapUsed: field("heapUsed"),
-    heapTotal: field("heapTotal"),
-    external: field("external"),
-    arrayBuffers: field("arrayBuffers"),
-  };
+  return field("heapUsed") + field("external");
 }

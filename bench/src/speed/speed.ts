@@ -30,9 +30,9 @@ import {
 import {
   type BenchProcess,
   freePort,
-  heapAfterCollection,
   killStale,
   mariadbPid,
+  retainedAfterCollection,
   rssBytes,
   sleep,
   startNode,
@@ -566,11 +566,7 @@ async function measureMemory(
 ): Promise<MemoryResult> {
   const pid = stack.processes["prompt-assembly"].pid;
   progress(`after: memory, one build on each of ${sessionIds.length} sessions`);
-  const retained = async () => {
-    const heap = await heapAfterCollection(pid, stack.heapProbeFile);
-    return heap.heapUsed + heap.external;
-  };
-  const retainedBeforeBytes = await retained();
+  const retainedBeforeBytes = await retainedAfterCollection(pid, stack.heapProbeFile);
   const rssBeforeBytes = rssBytes(pid);
   let next = 0;
   await Promise.all(
@@ -583,7 +579,7 @@ async function measureMemory(
     }),
   );
   const rssAfterBytes = rssBytes(pid);
-  const retainedAfterBytes = await retained();
+  const retainedAfterBytes = await retainedAfterCollection(pid, stack.heapProbeFile);
   const metrics = await scrape(stack.metricsUrl);
   const totalSeq = await sumProjected(stack.paDb, "after-ev-");
   return {

@@ -31,7 +31,7 @@ export interface Stack {
   /** prompt-assembly's own database (its projection tables). */
   readonly paDb: Database;
   readonly metricsUrl: string;
-  /** Where prompt-assembly writes its heap after a full collection (heapAfterCollection). */
+  /** Where prompt-assembly writes its heap after a full collection (retainedAfterCollection). */
   readonly heapProbeFile: string;
   stop(): Promise<void>;
 }
