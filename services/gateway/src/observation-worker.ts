@@ -10,6 +10,7 @@ import {
   type FromObservationThread,
   factsFromWire,
   type ToObservationThread,
+  type WireFacts,
 } from "./adapters/worker/observation-messages";
 import { TimeSlicedQueue } from "./adapters/worker/time-sliced-queue";
 import type { UnobservedReason } from "./application/observe-exchange";
@@ -61,9 +62,9 @@ const pipeline = startObservationPipeline(data.observation, {
   now: Date.now,
 });
 
-const exchanges = new TimeSlicedQueue<ToObservationThread & { kind: "exchange" }>((message) => {
-  const bytes = message.facts.requestBytes.byteLength;
-  void pipeline.observe(factsFromWire(message.facts)).finally(() => {
+const exchanges = new TimeSlicedQueue<WireFacts>((facts) => {
+  const bytes = facts.requestBytes.byteLength;
+  void pipeline.observe(factsFromWire(facts)).finally(() => {
     handled += 1;
     handledBytes += bytes;
     reportTimer ??= setTimeout(report, REPORT_EVERY_MS);
@@ -72,8 +73,8 @@ const exchanges = new TimeSlicedQueue<ToObservationThread & { kind: "exchange" }
 
 port.on("message", (message: ToObservationThread) => {
   switch (message.kind) {
-    case "exchange":
-      exchanges.push(message);
+    case "exchanges":
+      for (const facts of message.facts) exchanges.push(facts);
       return;
     case "metrics":
       void registry.metrics().then(

@@ -11,18 +11,20 @@ const { metricsDelayMs } = workerData as { metricsDelayMs: number };
 
 port.on("message", (message: ToObservationThread) => {
   const reply = (answer: FromObservationThread) => port.postMessage(answer);
-  if (message.kind === "exchange") {
-    const session = message.facts.sessionHeader;
-    if (session === "hold") return;
-    if (session === "crash") process.exit(3);
-    // The bytes arrived whole: their length is the proof the test reads back.
-    const bytes = message.facts.requestBytes.byteLength;
-    reply({
-      kind: "observed",
-      count: 1,
-      bytes,
-      unobserved: session === "usage" ? { usage_missing: 1 } : bytes === 0 ? { request_not_json: 1 } : {},
-    });
+  if (message.kind === "exchanges") {
+    for (const facts of message.facts) {
+      const session = facts.sessionHeader;
+      if (session === "hold") continue;
+      if (session === "crash") process.exit(3);
+      // The bytes arrived whole: their length is the proof the test reads back.
+      const bytes = facts.requestBytes.byteLength;
+      reply({
+        kind: "observed",
+        count: 1,
+        bytes,
+        unobserved: session === "usage" ? { usage_missing: 1 } : bytes === 0 ? { request_not_json: 1 } : {},
+      });
+    }
   } else if (message.kind === "metrics") {
     setTimeout(() => reply({ kind: "metrics", id: message.id, text: "stub_series 1\n" }), metricsDelayMs);
   } else {

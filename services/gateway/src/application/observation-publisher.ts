@@ -82,6 +82,19 @@ function tokenFigures(
   };
 }
 
+/** `text`, keeping the last block's text it wrote (for one observation; never held past it). */
+function lastTextKept(text: (index: number) => string | undefined): (index: number) => string | undefined {
+  let keptIndex = -1;
+  let kept: string | undefined;
+  return (index) => {
+    if (index !== keptIndex) {
+      kept = text(index);
+      keptIndex = index;
+    }
+    return kept;
+  };
+}
+
 export class ObservationPublisher implements Observer {
   constructor(private readonly deps: ObservationPublisherDeps) {}
 
@@ -94,6 +107,9 @@ export class ObservationPublisher implements Observer {
     const { memory, now, newEventId } = this.deps;
     const sessionId = observation.session.id;
     const { cut, blockTokens, blockText } = observation;
+    // The changed block's text is written from the request's bytes for the comparison and again for
+    // its tokens after the break: once is enough.
+    const currentText = lastTextKept(blockText);
     // Callers of different tenants may name the same session id (a header, a provider key): each
     // tenant's request is compared only with its own tenant's previous one.
     const memoryKey = `${observation.principal.scope}\u0000${sessionId}`;
@@ -110,7 +126,7 @@ export class ObservationPublisher implements Observer {
         : gatewayChangeOf(
             previous.cut,
             cut,
-            compareCuts(previous.cut, cut, { previous: previous.text, current: blockText }),
+            compareCuts(previous.cut, cut, { previous: previous.text, current: currentText }),
           );
     memory.remember(memoryKey, cut, { text: blockText, bytes: observation.requestBytes.length }, checkpoint);
     const occurredAtMs = now();
@@ -123,7 +139,7 @@ export class ObservationPublisher implements Observer {
         cut,
         previous: previous?.cut ?? null,
         change,
-        ...tokenFigures(cut, blockTokens, blockText, change),
+        ...tokenFigures(cut, blockTokens, currentText, change),
         tenancy: tenancyOf(observation.principal),
       },
       newEventId,

@@ -103,6 +103,22 @@ describe("ObservationPublisher", () => {
     expect(changed.value.tokensAfterBreak).toBeGreaterThan(0);
   });
 
+  it("writes the changed block's text of the request once, for the comparison and the tokens after the break", () => {
+    const { subject, published } = publisher();
+    subject.observe(observation("2026-12-04"));
+    const second = observation("2026-12-05");
+    const written: number[] = [];
+    subject.observe({
+      ...second,
+      blockText: (index) => {
+        written.push(index);
+        return second.blockText(index);
+      },
+    });
+    expect(published[1]?.prefix.map((event) => event.type)).toEqual(["FingerprintObserved", "PrefixChanged"]);
+    expect(written).toEqual([1]);
+  });
+
   it("names every request by the whole body's hash, also when it hashes only what followed the session's last request", () => {
     const { subject, published } = publisher();
     const requests = [

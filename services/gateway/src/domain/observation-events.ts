@@ -9,7 +9,7 @@
 // ("system[0]" → section_changed:system[0]); the tools block sets tools_changed; a message block
 // (edited, or cut off the end) sets history_rewritten. The block itself is named in every case.
 
-import { type Sha256Checkpoint, sha256HexOfParts, sha256HexResumable } from "@prefix-guard/events";
+import { type Sha256Checkpoint, sha256Hex, sha256HexOfParts, sha256HexResumable } from "@prefix-guard/events";
 import type { ChangedBlock, PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import type { LlmUsageEvent } from "@prefix-guard/proto/events/v1/usage_events";
 import type { NormalizedUsage } from "@prefix-guard/providers/usage";
@@ -159,6 +159,14 @@ export interface ObservedRequest {
   readonly tenancy: ObservationTenancy;
 }
 
+/**
+ * sha256 of each message block's hash followed by a newline. One string hashed in one call: a call
+ * per hash crossed into the crypto binding forty times per request for 65 bytes each.
+ */
+function historyHashOf(messageHashes: readonly string[]): string {
+  return messageHashes.length > 0 ? sha256Hex(`${messageHashes.join("\n")}\n`) : "";
+}
+
 /** FingerprintObserved, then PrefixChanged when the prefix broke (the observation says it follows). */
 export function prefixEventsOf(request: ObservedRequest, newEventId: () => string): PrefixEvent[] {
   const { sessionId, requestId, occurredAtMs, cut, change } = request;
@@ -175,7 +183,7 @@ export function prefixEventsOf(request: ObservedRequest, newEventId: () => strin
         value: {
           sections: [],
           toolsHash: tools?.sha256 ?? "",
-          historyHash: messageHashes.length > 0 ? sha256HexOfParts(messageHashes.map((hash) => `${hash}\n`)) : "",
+          historyHash: historyHashOf(messageHashes),
           messages: messageHashes.length,
           firstBuild: request.previous === null,
           rulesDecision: "",

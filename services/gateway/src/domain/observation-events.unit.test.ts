@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { sha256HexOfParts } from "@prefix-guard/events";
 import { PrefixEvent } from "@prefix-guard/proto/events/v1/prefix_events";
 import { LlmUsageEvent } from "@prefix-guard/proto/events/v1/usage_events";
@@ -153,6 +154,14 @@ describe("prefixEventsOf", () => {
       cut: { totalBytes: current.cut.totalBytes },
     });
     expect(observed.payload.value.cut?.blocks).toEqual(current.cut.blocks);
+    // The history hash is the one every stored observation holds: each message block's hash and a
+    // newline, hashed in order (written out here, so a faster way of computing it cannot move it).
+    const messageHashes = current.cut.blocks.filter((block) => block.kind === "message").map((block) => block.sha256);
+    expect(observed.payload.value.historyHash).toBe(
+      createHash("sha256")
+        .update(messageHashes.map((hash) => `${hash}\n`).join(""))
+        .digest("hex"),
+    );
     expect(changed?.payload?.$case).toBe("changed");
     if (changed?.payload?.$case !== "changed") return;
     expect(changed.payload.value).toMatchObject({

@@ -11,7 +11,8 @@ export interface WireFacts extends Omit<ExchangeFacts, "route" | "requestBytes">
 }
 
 export type ToObservationThread =
-  | { readonly kind: "exchange"; readonly facts: WireFacts }
+  /** Exchanges that ended within one short window, in the order they ended. */
+  | { readonly kind: "exchanges"; readonly facts: readonly WireFacts[] }
   | { readonly kind: "metrics"; readonly id: number }
   | { readonly kind: "stop" };
 

@@ -110,6 +110,28 @@ describe("the proxy's side of the observation thread", () => {
     expect(counts.seen).toEqual(["usage_missing"]);
   });
 
+  it("sends the exchanges that end close together in one message, each handled", async () => {
+    const counts = new Counts();
+    const thread = start(counts);
+    for (let i = 0; i < 5; i++) thread.observe(facts("usage"));
+    await until(() => thread.waiting === 0, "the reports");
+    expect(counts.seen).toEqual(Array(5).fill("usage_missing"));
+    expect(thread.exchangeMessagesSent).toBe(1);
+    // A full batch goes at once, without waiting for the linger.
+    for (let i = 0; i < 64; i++) thread.observe(facts("plain"));
+    expect(thread.exchangeMessagesSent).toBe(2);
+    await until(() => thread.waiting === 0, "the full batch handled");
+  });
+
+  it("sends what it took before a stop, so the thread handles it before it ends", async () => {
+    const counts = new Counts();
+    const thread = start(counts);
+    thread.observe(facts("usage"));
+    await thread.stop(2_000);
+    expect(thread.exchangeMessagesSent).toBe(1);
+    expect(counts.seen).toEqual(["usage_missing"]);
+  });
+
   it("drops and counts an exchange past the bound of those waiting (observer_busy), never queueing without end", async () => {
     const counts = new Counts();
     const thread = start(counts, 3);
