@@ -23,9 +23,10 @@ const only =
 if (only !== undefined && !["speed", "replay", "gateway"].includes(only))
   throw new Error(`--only=${only}: expected speed, replay or gateway`);
 const measuredAt = new Date().toISOString();
+/** Where bench.sh's broker keeps its data and its pid file. */
+const kafkaData = process.env["KAFKA_DATA"] ?? join(repo, ".run", "kafka-bench");
 
 if (only === undefined || only === "speed") {
-  const kafkaData = process.env["KAFKA_DATA"] ?? join(repo, ".run", "kafka-bench");
   const kafkaScript = join(repo, "deploy", "kafka", "kafka.sh");
   const baselineRoot = process.env["BENCH_BASELINE"];
   const speed = await runSpeedBench({
@@ -94,6 +95,7 @@ if (only === undefined || only === "gateway") {
     repo,
     quick,
     kafkaBrokers: kafkaBrokers === undefined || kafkaBrokers === "" ? undefined : kafkaBrokers,
+    brokerPid: kafkaBrokers === undefined || kafkaBrokers === "" ? undefined : readKafkaPid(kafkaData),
   });
   const machine = `Measured on this ${gateway.machine.cpus}-core machine (load average ${gateway.machine.loadAverageAtStart.join(" ")} at the start)`;
   const markdown = renderGatewayMarkdown(gateway, measuredAt, machine);

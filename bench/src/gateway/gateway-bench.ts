@@ -36,6 +36,8 @@ export interface GatewayBenchOptions {
   readonly quick: boolean;
   /** The bench broker for the gateway's bus; undefined: the embedded transport on a scratch SQLite file. */
   readonly kafkaBrokers: string | undefined;
+  /** The bench broker's process, whose CPU each throughput window reads; undefined: not read. */
+  readonly brokerPid?: number | undefined;
 }
 
 interface Plan {
@@ -183,6 +185,7 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<Gat
             // of its own) and its GC have other cores.
             proxy_thread: pids[setup],
             upstream: upstream.pid,
+            broker: options.brokerPid,
           });
           if (result.errors > 0) progress(`gateway: ${result.errors} calls failed`);
           windows[setup].push(result);

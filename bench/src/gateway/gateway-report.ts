@@ -93,6 +93,19 @@ function threadCell(c: ThroughputCase): string {
 }
 
 /**
+ * The broker's CPU ms per gateway request: what it spent in the gateway's windows beyond its rate in
+ * the bare proxy's (where nothing is published), over the gateway's rate. The broker shares the
+ * machine's cores with the rest, so this is part of a gateway request's cost here. NaN without the
+ * broker's figures (a run on the embedded transport).
+ */
+export function brokerMsPerGatewayRequest(c: ThroughputCase): number {
+  const gateway = c.bySetup.gateway.cpu["broker"];
+  const idle = c.bySetup.bare_proxy.cpu["broker"];
+  if (gateway === undefined || idle === undefined || !(c.bySetup.gateway.perSecond > 0)) return Number.NaN;
+  return ((gateway - idle) * 10) / c.bySetup.gateway.perSecond;
+}
+
+/**
  * The rate a gateway's proxy thread allows, as a share of the bare proxy's thread's: bare CPU ms per
  * request over the gateway's (NaN without per-thread figures).
  */
@@ -239,6 +252,7 @@ export function renderGatewayMarkdown(result: GatewayBenchResult, measuredAt: st
       `${cpu("bare_proxy")}; ${cpu("gateway")}`,
       `${fmt(cpuMsPerRequest(c.bySetup.bare_proxy, "proxy"), 2)}; **${fmt(cpuMsPerRequest(c.bySetup.gateway, "proxy"), 2)}**`,
       threadCell(c),
+      fmt(brokerMsPerGatewayRequest(c), 2),
     ];
   });
   const ceilings = result.throughput
@@ -271,9 +285,12 @@ export function renderGatewayMarkdown(result: GatewayBenchResult, measuredAt: st
         "CPU",
         "CPU ms per request: bare proxy; gateway",
         "of it, the proxy thread's",
+        "the broker's, per gateway request",
       ],
       throughputRows,
     ),
+    "",
+    "The broker's column is the Kafka broker's CPU in the gateway's windows beyond its rate in the bare proxy's (nothing is published there), per gateway request: it runs on the same cores, so it is part of what a gateway request costs this machine.",
     "",
     ...(ceilings.length === 0
       ? []

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Quantiles } from "../speed/report";
 import {
   addedOver,
+  brokerMsPerGatewayRequest,
   cpuMsPerRequest,
   type GatewayBenchResult,
   GOALS,
@@ -97,6 +98,31 @@ describe("gateway bench report", () => {
     // A result without the per-thread figures says so in its cell and leaves it out of the ceiling.
     expect(markdown).toMatch(/\| – \|\n/);
     expect(markdown).toContain("against the bare proxy's thread: openai_chat, streaming 63%.");
+  });
+
+  it("charges the gateway's requests with the broker's CPU beyond its rate while nothing is published", () => {
+    const measured: ThroughputCase = {
+      route: "anthropic_messages",
+      stream: true,
+      concurrency: 32,
+      // The broker idles at 5% of a core in the bare proxy's window and works at 17% in the gateway's, at 1,200/s.
+      bySetup: bySetup(window(3000, { broker: 4 }), window(2000, { broker: 5 }), window(1200, { broker: 17 })),
+    };
+    expect(brokerMsPerGatewayRequest(measured)).toBeCloseTo(0.1, 9);
+    expect(brokerMsPerGatewayRequest(throughputCase(1000, 650))).toBeNaN();
+    const result: GatewayBenchResult = {
+      quick: true,
+      bodyBytes: { openai_chat: 87_000, anthropic_messages: 86_000 },
+      latency: [],
+      throughput: [measured, throughputCase(1000, 650)],
+      goals: [],
+      heldMsByRoute: {},
+    };
+    const markdown = renderGatewayMarkdown(result, "2026-12-04T10:00:00.000Z", "");
+    expect(markdown).toContain("the broker's, per gateway request |");
+    expect(markdown).toMatch(/\| – \| 0\.10 \|\n/);
+    // A run on the embedded transport has no broker: its cell says so.
+    expect(markdown).toMatch(/\| – \| – \|\n/);
   });
 
   it("passes each goal at its limit and fails it just past, over every case it applies to", () => {
