@@ -90,12 +90,12 @@ if (only === undefined || only === "replay") {
 }
 
 if (only === undefined || only === "gateway") {
-  const kafkaBrokers = process.env["KAFKA_BROKERS"];
+  const kafkaBrokers = process.env["KAFKA_BROKERS"] || undefined;
   const gateway = await runGatewayBench({
     repo,
     quick,
-    kafkaBrokers: kafkaBrokers === undefined || kafkaBrokers === "" ? undefined : kafkaBrokers,
-    brokerPid: kafkaBrokers === undefined || kafkaBrokers === "" ? undefined : readKafkaPid(kafkaData),
+    kafkaBrokers,
+    brokerPid: kafkaBrokers === undefined ? undefined : readKafkaPid(kafkaData),
   });
   const machine = `Measured on this ${gateway.machine.cpus}-core machine (load average ${gateway.machine.loadAverageAtStart.join(" ")} at the start)`;
   const markdown = renderGatewayMarkdown(gateway, measuredAt, machine);

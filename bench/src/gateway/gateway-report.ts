@@ -99,10 +99,10 @@ function threadCell(c: ThroughputCase): string {
  * broker's figures (a run on the embedded transport).
  */
 export function brokerMsPerGatewayRequest(c: ThroughputCase): number {
-  const gateway = c.bySetup.gateway.cpu["broker"];
+  const working = c.bySetup.gateway.cpu["broker"];
   const idle = c.bySetup.bare_proxy.cpu["broker"];
-  if (gateway === undefined || idle === undefined || !(c.bySetup.gateway.perSecond > 0)) return Number.NaN;
-  return ((gateway - idle) * 10) / c.bySetup.gateway.perSecond;
+  if (working === undefined || idle === undefined) return Number.NaN;
+  return cpuMsPerRequest({ ...c.bySetup.gateway, cpu: { broker: working - idle } }, "broker");
 }
 
 /**

@@ -47,6 +47,19 @@ function throughputCase(bare: number, gateway: number): ThroughputCase {
   };
 }
 
+/** The report of a run that measured only these throughput cases. */
+function throughputMarkdown(throughput: ThroughputCase[]): string {
+  const result: GatewayBenchResult = {
+    quick: true,
+    bodyBytes: { openai_chat: 87_000, anthropic_messages: 86_000 },
+    latency: [],
+    throughput,
+    goals: [],
+    heldMsByRoute: {},
+  };
+  return renderGatewayMarkdown(result, "2026-12-04T10:00:00.000Z", "");
+}
+
 describe("gateway bench report", () => {
   it("subtracts the direct call's quantiles, and judges a stream by its first byte and JSON by its end", () => {
     expect(addedOver(q(1, 3), q(1.25, 4.5))).toEqual({ p50: 0.25, p99: 1.5 });
@@ -85,15 +98,7 @@ describe("gateway bench report", () => {
     };
     expect(proxyThreadCeiling(measured)).toBeCloseTo(0.625, 9);
     expect(proxyThreadCeiling(throughputCase(1000, 650))).toBeNaN();
-    const result: GatewayBenchResult = {
-      quick: true,
-      bodyBytes: { openai_chat: 87_000, anthropic_messages: 86_000 },
-      latency: [],
-      throughput: [measured, throughputCase(1000, 650)],
-      goals: [],
-      heldMsByRoute: {},
-    };
-    const markdown = renderGatewayMarkdown(result, "2026-12-04T10:00:00.000Z", "");
+    const markdown = throughputMarkdown([measured, throughputCase(1000, 650)]);
     expect(markdown).toContain("| 0.25; **0.40** |");
     // A result without the per-thread figures says so in its cell and leaves it out of the ceiling.
     expect(markdown).toMatch(/\| – \|\n/);
@@ -110,15 +115,7 @@ describe("gateway bench report", () => {
     };
     expect(brokerMsPerGatewayRequest(measured)).toBeCloseTo(0.1, 9);
     expect(brokerMsPerGatewayRequest(throughputCase(1000, 650))).toBeNaN();
-    const result: GatewayBenchResult = {
-      quick: true,
-      bodyBytes: { openai_chat: 87_000, anthropic_messages: 86_000 },
-      latency: [],
-      throughput: [measured, throughputCase(1000, 650)],
-      goals: [],
-      heldMsByRoute: {},
-    };
-    const markdown = renderGatewayMarkdown(result, "2026-12-04T10:00:00.000Z", "");
+    const markdown = throughputMarkdown([measured, throughputCase(1000, 650)]);
     expect(markdown).toContain("the broker's, per gateway request |");
     expect(markdown).toMatch(/\| – \| 0\.10 \|\n/);
     // A run on the embedded transport has no broker: its cell says so.
